@@ -1,0 +1,70 @@
+/**
+ * Money is an integer count of nano-USD (1e-9 USD) held in a bigint. Decimal USD enters only through
+ * `parseUsd` (exact string arithmetic, never float multiplication) and leaves only through `usdNumber`.
+ */
+export type Nano = bigint;
+
+export const NANO_PER_USD = 1_000_000_000n;
+const MAX_DECIMALS = 9;
+
+/** Parses a decimal USD amount ("5", "0.15", 2.5, "1e-6") into nano-USD; throws on anything not exact to 1e-9. */
+export function parseUsd(value: number | string): Nano {
+  const text = typeof value === 'number' ? numberToPlainString(value) : value.trim();
+  const match = /^(-)?(\d+)(?:\.(\d+))?$/.exec(text);
+  if (!match) throw new RangeError(`not a decimal USD amount: ${String(value)}`);
+  const [, sign, whole, fraction = ''] = match;
+  const trimmed = fraction.replace(/0+$/, '');
+  if (trimmed.length > MAX_DECIMALS) throw new RangeError(`more than ${MAX_DECIMALS} decimals: ${String(value)}`);
+  const nano = BigInt(whole!) * NANO_PER_USD + BigInt(trimmed.padEnd(MAX_DECIMALS, '0') || '0');
+  return sign ? -nano : nano;
+}
+
+/** True when `value` is a USD amount representable exactly in nano-USD. */
+export function isExactUsd(value: number | string): boolean {
+  try {
+    parseUsd(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Renders nano-USD as a JSON number with at most 9 decimals (the decimal string is exact; so is its shortest double form). */
+export function usdNumber(nano: Nano): number {
+  return Number(usdString(nano));
+}
+
+export function usdString(nano: Nano): string {
+  const negative = nano < 0n;
+  const abs = negative ? -nano : nano;
+  const whole = abs / NANO_PER_USD;
+  const fraction = (abs % NANO_PER_USD).toString().padStart(MAX_DECIMALS, '0').replace(/0+$/, '');
+  return `${negative ? '-' : ''}${whole}${fraction ? `.${fraction}` : ''}`;
+}
+
+export function minNano(...values: Nano[]): Nano {
+  return values.reduce((a, b) => (b < a ? b : a));
+}
+
+export function maxNano(...values: Nano[]): Nano {
+  return values.reduce((a, b) => (b > a ? b : a));
+}
+
+/** A JS number as written in decimal without exponent, so "1e-7" becomes "0.0000001". */
+function numberToPlainString(value: number): string {
+  if (!Number.isFinite(value)) throw new RangeError(`not a finite number: ${value}`);
+  const text = String(value);
+  if (!/e/i.test(text)) return text;
+  const [mantissa, exponentText] = text.toLowerCase().split('e') as [string, string];
+  const exponent = Number(exponentText);
+  const negative = mantissa.startsWith('-');
+  const digits = mantissa.replace('-', '');
+  const [intPart, fracPart = ''] = digits.split('.') as [string, string?];
+  const all = intPart + fracPart;
+  const point = intPart.length + exponent;
+  let result: string;
+  if (point <= 0) result = `0.${'0'.repeat(-point)}${all}`;
+  else if (point >= all.length) result = all + '0'.repeat(point - all.length);
+  else result = `${all.slice(0, point)}.${all.slice(point)}`;
+  return (negative ? '-' : '') + result;
+}

@@ -1,0 +1,200 @@
+/**
+ * Configuration: built-in defaults, then the optional YAML file (`TOLLGATE_CONFIG`, else ./tollgate.config.yaml
+ * when present), then environment variables. The merged result is validated once; an invalid field stops
+ * start-up with a message naming it.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Value } from '@sinclair/typebox/value';
+import { parse as parseYaml } from 'yaml';
+import { isExactUsd } from '../billing/money.js';
+import { DEFAULT_MODELS, SANDBOX_MODELS } from './default-catalog.js';
+import { KNOWN_PROVIDERS } from './providers.js';
+import { ConfigSchema, type Config, type ModelConfig } from './schema.js';
+
+export type { Config, ModelConfig, PlanConfig, Capabilities, ProviderSettings } from './schema.js';
+export { KNOWN_PROVIDERS, SANDBOX_PROVIDER_ID, type KnownProvider } from './providers.js';
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export function defaultConfig(): Config {
+  return {
+    server: {
+      port: 8080,
+      host: '0.0.0.0',
+      body_limit_bytes: 4 * 1024 * 1024,
+      upstream_timeout_ms: 60_000,
+      cors_origins: [],
+      trust_proxy: false,
+    },
+    storage: { data_dir: './data' },
+    key_prefix: 'tg',
+    log_level: 'info',
+    metrics_public: false,
+    credits: { signup_grant: 5, low_balance_thresholds: [1] },
+    default_plan: 'free',
+    plans: {
+      free: { requests_per_minute: 60, tokens_per_minute: 100_000, daily_limit: 5 },
+      pay_as_you_go: { requests_per_minute: 600, tokens_per_minute: 2_000_000 },
+      enterprise: { requests_per_minute: 6_000, tokens_per_minute: 20_000_000 },
+    },
+    providers: {},
+    default_models: true,
+    models: [],
+  };
+}
+
+type Env = Record<string, string | undefined>;
+
+export interface LoadOptions {
+  env?: Env;
+  /** Explicit file path; otherwise TOLLGATE_CONFIG, otherwise ./tollgate.config.yaml if it exists. */
+  file?: string;
+  /** Programmatic overrides applied last (tests). */
+  overrides?: Partial<Config>;
+}
+
+export function loadConfig(options: LoadOptions = {}): Config {
+  const env = options.env ?? process.env;
+  let merged: Record<string, unknown> = defaultConfig() as unknown as Record<string, unknown>;
+  const file = options.file ?? env.TOLLGATE_CONFIG ?? (existsSync('tollgate.config.yaml') ? 'tollgate.config.yaml' : undefined);
+  if (file) merged = deepMerge(merged, readYaml(file));
+  merged = deepMerge(merged, fromEnv(env));
+  if (options.overrides) merged = deepMerge(merged, options.overrides as Record<string, unknown>);
+  const config = validate(merged);
+  config.models = catalogModels(config);
+  checkConsistency(config);
+  return config;
+}
+
+function readYaml(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(resolve(file), 'utf8');
+  } catch (error) {
+    throw new ConfigError(`Cannot read configuration file ${file}: ${(error as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (error) {
+    throw new ConfigError(`Configuration file ${file} is not valid YAML: ${(error as Error).message}`);
+  }
+  if (parsed === null || parsed === undefined) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ConfigError(`Configuration file ${file} must hold a mapping at its top level`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+function fromEnv(env: Env): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const server: Record<string, unknown> = {};
+  if (env.PORT !== undefined) server.port = envInteger('PORT', env.PORT);
+  if (env.HOST) server.host = env.HOST;
+  if (Object.keys(server).length) out.server = server;
+  const storage: Record<string, unknown> = {};
+  if (env.TOLLGATE_DATA_DIR) storage.data_dir = env.TOLLGATE_DATA_DIR;
+  if (env.DATABASE_URL) storage.database_url = env.DATABASE_URL;
+  if (Object.keys(storage).length) out.storage = storage;
+  if (env.REDIS_URL) out.redis_url = env.REDIS_URL;
+  if (env.TOLLGATE_ADMIN_TOKEN) out.admin_token = env.TOLLGATE_ADMIN_TOKEN;
+  if (env.TOLLGATE_KEY_SECRET) out.key_secret = env.TOLLGATE_KEY_SECRET;
+  if (env.TOLLGATE_LOG_LEVEL) out.log_level = env.TOLLGATE_LOG_LEVEL;
+  const providers: Record<string, Record<string, string>> = {};
+  for (const known of KNOWN_PROVIDERS) {
+    const apiKey = env[`${known.env}_API_KEY`];
+    const baseUrl = env[`${known.env}_BASE_URL`];
+    if (apiKey || baseUrl) {
+      providers[known.id] = {};
+      if (apiKey) providers[known.id]!.api_key = apiKey;
+      if (baseUrl) providers[known.id]!.base_url = baseUrl;
+    }
+  }
+  if (Object.keys(providers).length) out.providers = providers;
+  return out;
+}
+
+function envInteger(name: string, value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) {
+    throw new ConfigError(`Invalid configuration: ${name} must be a whole number, got "${value}"`);
+  }
+  return n;
+}
+
+function validate(candidate: Record<string, unknown>): Config {
+  const first = Value.Errors(ConfigSchema, candidate).First();
+  if (first) {
+    const path = first.path.replace(/^\//, '').replaceAll('/', '.') || '(root)';
+    const shown = first.value === undefined ? 'missing' : JSON.stringify(first.value);
+    throw new ConfigError(`Invalid configuration: ${path}: ${first.message} (got ${shown})`);
+  }
+  return candidate as unknown as Config;
+}
+
+/** The catalog: sandbox models, the built-in catalog unless `default_models: false`, then the file's models by id. */
+function catalogModels(config: Config): ModelConfig[] {
+  const byId = new Map<string, ModelConfig>();
+  for (const model of SANDBOX_MODELS) byId.set(model.id, model);
+  if (config.default_models) for (const model of DEFAULT_MODELS) byId.set(model.id, model);
+  for (const model of config.models) byId.set(model.id, model);
+  return [...byId.values()];
+}
+
+function checkConsistency(config: Config): void {
+  if (!config.plans[config.default_plan]) {
+    throw new ConfigError(`Invalid configuration: default_plan: no plan named "${config.default_plan}" in plans`);
+  }
+  for (const [name, plan] of Object.entries(config.plans)) {
+    if (plan.daily_limit != null && !isExactUsd(plan.daily_limit)) {
+      throw new ConfigError(`Invalid configuration: plans.${name}.daily_limit: more than 9 decimals`);
+    }
+  }
+  const knownIds = new Set([...KNOWN_PROVIDERS.map((p) => p.id), 'sandbox']);
+  for (const [id, settings] of Object.entries(config.providers)) {
+    if (!knownIds.has(id) && !settings.base_url) {
+      throw new ConfigError(`Invalid configuration: providers.${id}.base_url: required for a provider tollgate does not know`);
+    }
+  }
+  const names = new Map<string, string>();
+  config.models.forEach((model, index) => {
+    const where = `models[${index}] (${model.id})`;
+    if (!knownIds.has(model.provider) && !config.providers[model.provider]) {
+      throw new ConfigError(`Invalid configuration: ${where}.provider: unknown provider "${model.provider}"`);
+    }
+    for (const side of ['prompt', 'completion'] as const) {
+      if (!isExactUsd(model.pricing[side])) {
+        throw new ConfigError(`Invalid configuration: ${where}.pricing.${side}: more than 9 decimals`);
+      }
+    }
+    if (model.max_tokens > model.context_length) {
+      throw new ConfigError(`Invalid configuration: ${where}.max_tokens: larger than context_length`);
+    }
+    for (const name of [model.id, ...(model.aliases ?? [])]) {
+      const owner = names.get(name);
+      if (owner && owner !== model.id) {
+        throw new ConfigError(`Invalid configuration: ${where}.aliases: "${name}" already names ${owner}`);
+      }
+      names.set(name, model.id);
+    }
+  });
+}
+
+function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const current = out[key];
+    out[key] = isPlainObject(current) && isPlainObject(value) ? deepMerge(current, value) : value;
+  }
+  return out;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,69 @@
+/** The shapes storage hands out: plain data, money as bigint nano-USD, times as Unix milliseconds. */
+
+export type Environment = 'live' | 'test';
+export type Permission = 'full' | 'read_only' | 'project';
+
+export interface AutoRecharge {
+  enabled: boolean;
+  thresholdNano: bigint;
+  amountNano: bigint;
+}
+
+export interface AccountSettings {
+  requestsPerMinute?: number;
+  tokensPerMinute?: number;
+  /** undefined: the plan's limit; null: no daily limit for this account. */
+  dailyLimitNano?: bigint | null;
+  autoRecharge: AutoRecharge;
+  /** undefined: the configured default thresholds. */
+  lowBalanceThresholdsNano?: bigint[];
+}
+
+export interface AccountRecord {
+  id: string;
+  email: string;
+  plan: string;
+  balanceNano: bigint;
+  version: bigint;
+  settings: AccountSettings;
+  createdAt: number;
+}
+
+export interface KeyRecord {
+  id: string;
+  accountId: string;
+  name: string;
+  hint: string;
+  environment: Environment;
+  permissions: Permission;
+  models: string[];
+  spendLimitNano: bigint | null;
+  spentNano: bigint;
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+export type LedgerKind = 'grant' | 'topup' | 'recharge' | 'debit' | 'refund' | 'correction';
+
+export interface LedgerRecord {
+  id: string;
+  accountId: string;
+  kind: LedgerKind;
+  amountNano: bigint;
+  balanceAfterNano: bigint;
+  requestId: string | null;
+  keyId: string | null;
+  model: string | null;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  note: string | null;
+  createdAt: number;
+}
+
+export interface UsageTotals {
+  requests: number;
+  promptTokens: number;
+  completionTokens: number;
+  creditsNano: bigint;
+}

@@ -1,0 +1,90 @@
+/**
+ * Table types for Kysely. BIGINT columns come back as bigint on both dialects (SQLite with safe integers,
+ * PostgreSQL's int8 parser), so money never passes through a float on its way out of the database.
+ */
+import type { ColumnType, Generated } from 'kysely';
+
+type Big = ColumnType<bigint, bigint | number, bigint | number>;
+type NullableBig = ColumnType<bigint | null, bigint | number | null, bigint | number | null>;
+
+export interface MetaTable {
+  key: string;
+  value: string;
+}
+
+export interface AccountsTable {
+  id: string;
+  email: string;
+  plan: string;
+  balance_nano: Big;
+  /** Increases with every balance change; caches keep the highest version they saw. */
+  version: Big;
+  /** JSON: limit overrides, auto-recharge and low-balance settings. */
+  settings: string;
+  created_at: Big;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  name: string;
+  key_hash: string;
+  hint: string;
+  environment: string;
+  permissions: string;
+  /** JSON array of model ids (project keys); empty = all. */
+  models: string;
+  spend_limit_nano: NullableBig;
+  spent_nano: Big;
+  created_at: Big;
+  last_used_at: NullableBig;
+  revoked_at: NullableBig;
+}
+
+export interface LedgerTable {
+  id: string;
+  account_id: string;
+  kind: string;
+  amount_nano: Big;
+  balance_after_nano: Big;
+  request_id: string | null;
+  key_id: string | null;
+  model: string | null;
+  prompt_tokens: NullableBig;
+  completion_tokens: NullableBig;
+  note: string | null;
+  created_at: Big;
+}
+
+export interface UsageDailyTable {
+  account_id: string;
+  day: string;
+  environment: string;
+  model: string;
+  requests: Big;
+  prompt_tokens: Big;
+  completion_tokens: Big;
+  credits_nano: Big;
+}
+
+export interface InvoicesTable {
+  id: string;
+  account_id: string;
+  month: string;
+  kind: string;
+  amount_nano: Big;
+  processor: string;
+  reference: string;
+  created_at: Big;
+}
+
+export interface Database {
+  meta: MetaTable;
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  ledger: LedgerTable;
+  usage_daily: UsageDailyTable;
+  invoices: InvoicesTable;
+}
+
+export type { Generated };

@@ -1,0 +1,34 @@
+/** Conversions at the storage edge: both dialects hand BIGINTs back as bigint, counts leave as numbers. */
+import { randomBytes } from 'node:crypto';
+
+export function big(value: bigint | number | string | null | undefined): bigint {
+  if (value === null || value === undefined) return 0n;
+  return typeof value === 'bigint' ? value : BigInt(value);
+}
+
+export function bigOrNull(value: bigint | number | string | null | undefined): bigint | null {
+  return value === null || value === undefined ? null : big(value);
+}
+
+export function num(value: bigint | number | string | null | undefined): number {
+  return value === null || value === undefined ? 0 : Number(value);
+}
+
+export function numOrNull(value: bigint | number | string | null | undefined): number | null {
+  return value === null || value === undefined ? null : Number(value);
+}
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+let lastMs = 0;
+let counter = 0;
+
+/** `prefix_` + a time-ordered, unique id (so ids sort by creation, which paging relies on). */
+export function newId(prefix: string): string {
+  const now = Date.now();
+  counter = now === lastMs ? counter + 1 : 0;
+  lastMs = now;
+  const bytes = randomBytes(8);
+  let random = '';
+  for (const byte of bytes) random += BASE62[byte % 62];
+  return `${prefix}_${now.toString(36).padStart(9, '0')}${counter.toString(36).padStart(3, '0')}${random}`;
+}

@@ -1,0 +1,95 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { openStorage, type Storage } from '../../src/storage/index.js';
+import { DIALECTS, createTestDatabase, type TestDatabase } from '../support/databases.js';
+
+const usd = (n: number) => BigInt(Math.round(n * 1000)) * 1_000_000n;
+
+describe.each(DIALECTS)('storage on %s', (dialect) => {
+  let database: TestDatabase;
+  let storage: Storage;
+  const open = async () => openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl });
+
+  afterEach(async () => {
+    await storage?.close();
+    await database?.drop();
+  });
+
+  async function setup(): Promise<void> {
+    database = await createTestDatabase(dialect);
+    storage = await open();
+  }
+
+  it('creates an account with its sign-up grant in the ledger', async () => {
+    await setup();
+    await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: usd(5) });
+    const account = await storage.accounts.get('acct_1');
+    expect(account?.balanceNano).toBe(usd(5));
+    expect(await storage.ledger.sum('acct_1')).toBe(usd(5));
+    const [grant] = await storage.ledger.list('acct_1', { limit: 10 });
+    expect(grant).toMatchObject({ kind: 'grant', amountNano: usd(5), balanceAfterNano: usd(5) });
+  });
+
+  it('keeps balance = ledger sum and never lets a debit take the balance below zero', async () => {
+    await setup();
+    await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: 1000n });
+    const slot = { day: '2026-11-22', environment: 'live', model: 'm' };
+    const result = await storage.ledger.commit({
+      entries: [
+        { accountId: 'acct_1', kind: 'debit', amountNano: -600n, requestId: 'r1', promptTokens: 10, completionTokens: 5, usage: slot },
+        { accountId: 'acct_1', kind: 'debit', amountNano: -600n, requestId: 'r2', promptTokens: 10, completionTokens: 5, usage: slot },
+      ],
+    });
+    expect(result.applied).toEqual([-600n, -400n]);
+    expect(result.balances.get('acct_1')?.balanceNano).toBe(0n);
+    expect(await storage.ledger.sum('acct_1')).toBe(0n);
+    expect(await storage.ledger.debitedFor('r2')).toBe(400n);
+    const totals = await storage.usage.totals('acct_1', 'live', '2026-11-01', '2026-11-30');
+    expect(totals).toEqual({ requests: 2, promptTokens: 20, completionTokens: 10, creditsNano: 1000n });
+  });
+
+  it('holds money exactly beyond 2^53 nano-USD', async () => {
+    await setup();
+    const huge = 2n ** 60n + 7n;
+    await storage.ledger.createAccount({ id: 'acct_big', email: 'b@example.com', plan: 'enterprise', settings: '{}', grantNano: huge });
+    await storage.ledger.commit({ entries: [{ accountId: 'acct_big', kind: 'debit', amountNano: -1n }] });
+    expect((await storage.accounts.get('acct_big'))?.balanceNano).toBe(huge - 1n);
+    expect(await storage.ledger.sum('acct_big')).toBe(huge - 1n);
+  });
+
+  it('stores keys by hash and revokes them', async () => {
+    await setup();
+    await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: 0n });
+    await storage.keys.insert({
+      id: 'key_1', accountId: 'acct_1', name: 'k', keyHash: 'h1', hint: 'tg-live-abcd...wxyz', environment: 'live',
+      permissions: 'project', models: ['gpt-4o'], spendLimitNano: 5n, createdAt: 1,
+    });
+    expect((await storage.keys.getByHash('h1'))?.models).toEqual(['gpt-4o']);
+    const revoked = await storage.keys.revoke('key_1', 42);
+    expect(revoked?.revokedAt).toBe(42);
+    expect((await storage.keys.revoke('key_1', 99))?.revokedAt).toBe(42);
+  });
+
+  it('lets only one of several concurrent starters claim the first-start bootstrap', async () => {
+    await setup();
+    const others = await Promise.all([open(), open(), open()]);
+    const claims = await Promise.all([storage, ...others].map((s) => s.meta.claim('bootstrapped', 'x')));
+    expect(claims.filter(Boolean)).toHaveLength(1);
+    await Promise.all(others.map((s) => s.close()));
+  });
+});
+
+describe('migrations on postgres', () => {
+  it('are applied once when several processes start together on an empty database', async () => {
+    const database = await createTestDatabase('postgres');
+    try {
+      const starters = await Promise.all(
+        Array.from({ length: 5 }, () => openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl })),
+      );
+      await starters[0]!.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: 1n });
+      expect((await starters[4]!.accounts.get('acct_1'))?.balanceNano).toBe(1n);
+      await Promise.all(starters.map((s) => s.close()));
+    } finally {
+      await database.drop();
+    }
+  });
+});
