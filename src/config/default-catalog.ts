@@ -35,16 +35,259 @@ export const SANDBOX_MODELS: ModelConfig[] = [
   },
 ];
 
-/** Real models of the providers tollgate knows, with their public list prices (USD per 1,000 tokens). */
+/** Text and image in, tools; no JSON mode on the route tollgate uses (Anthropic's OpenAI-compatible endpoint ignores `response_format`). */
+const CHAT_VISION_TOOLS = {
+  chat: true,
+  completion: false,
+  function_calling: true,
+  vision: true,
+  embeddings: false,
+  json_mode: false,
+};
+
+/** Text only in, tools and JSON mode. */
+const CHAT_TOOLS_JSON = {
+  chat: true,
+  completion: false,
+  function_calling: true,
+  vision: false,
+  embeddings: false,
+  json_mode: true,
+};
+
+/**
+ * Real models of the providers tollgate knows, with their public list prices (USD per 1,000 tokens), as published
+ * in November 2026. Prices are the standard rate: not batch, not cached input, and the shortest-context tier where a
+ * provider charges more for long prompts (OpenAI above 272K input tokens, Gemini Pro above 200K, Claude Haiku 5.5
+ * above 100K). `created` is the model's release day (00:00 UTC).
+ */
 export const DEFAULT_MODELS: ModelConfig[] = [
+  // OpenAI: every GPT-6 model has a single (undated) snapshot id. 1,050,000-token window of which 922K input.
   {
-    id: 'gpt-4o-mini-2024-07-18',
-    aliases: ['gpt-4o-mini'],
+    id: 'gpt-6.2-astra',
     provider: 'openai',
+    name: 'GPT-6.2 Astra',
+    pricing: { prompt: 0.008, completion: 0.04 },
+    context_length: 1_050_000,
+    max_tokens: 128_000,
+    capabilities: ALL_CHAT,
+    created: 1_794_873_600, // 2026-11-17
+  },
+  {
+    id: 'gpt-6.2-sol',
+    provider: 'openai',
+    name: 'GPT-6.2 Sol',
+    pricing: { prompt: 0.002, completion: 0.01 },
+    context_length: 1_050_000,
+    max_tokens: 128_000,
+    capabilities: ALL_CHAT,
+    created: 1_794_873_600, // 2026-11-17
+  },
+  {
+    id: 'gpt-6.1-terra',
+    provider: 'openai',
+    name: 'GPT-6.1 Terra',
+    pricing: { prompt: 0.001, completion: 0.005 },
+    context_length: 1_050_000,
+    max_tokens: 128_000,
+    capabilities: ALL_CHAT,
+    created: 1_792_972_800, // 2026-10-26
+  },
+  {
+    id: 'gpt-6-luna',
+    provider: 'openai',
+    name: 'GPT-6 Luna',
+    pricing: { prompt: 0.0001, completion: 0.0005 },
+    context_length: 1_050_000,
+    max_tokens: 128_000,
+    capabilities: ALL_CHAT,
+    created: 1_790_035_200, // 2026-09-22
+  },
+
+  // Anthropic: model ids have been dateless since the Claude 4.6 generation, so there is no separate alias.
+  {
+    id: 'claude-fable-5-1',
+    provider: 'anthropic',
+    name: 'Claude Fable 5.1',
+    pricing: { prompt: 0.01, completion: 0.05 },
+    context_length: 1_000_000,
+    max_tokens: 128_000,
+    capabilities: CHAT_VISION_TOOLS,
+    created: 1_788_220_800, // 2026-09-01
+  },
+  {
+    id: 'claude-opus-5-5',
+    provider: 'anthropic',
+    name: 'Claude Opus 5.5',
+    pricing: { prompt: 0.004, completion: 0.02 },
+    context_length: 1_000_000,
+    max_tokens: 128_000,
+    capabilities: CHAT_VISION_TOOLS,
+    created: 1_790_121_600, // 2026-09-23
+  },
+  {
+    id: 'claude-sonnet-5-5',
+    provider: 'anthropic',
+    name: 'Claude Sonnet 5.5',
+    pricing: { prompt: 0.002, completion: 0.01 },
+    context_length: 1_000_000,
+    max_tokens: 128_000,
+    capabilities: CHAT_VISION_TOOLS,
+    created: 1_790_553_600, // 2026-09-28
+  },
+  {
+    // Tiered: $0.10 / $0.50 per 1M for prompts up to 100K tokens, five times that above.
+    id: 'claude-haiku-5-5',
+    provider: 'anthropic',
+    name: 'Claude Haiku 5.5',
+    pricing: { prompt: 0.0001, completion: 0.0005 },
+    context_length: 1_000_000,
+    max_tokens: 128_000,
+    capabilities: CHAT_VISION_TOOLS,
+    created: 1_791_331_200, // 2026-10-07
+  },
+
+  // Google Gemini (Developer API through its OpenAI-compatible endpoint).
+  {
+    // Launch price, valid through 2026-12-31; Google lists $1.50 / $7.50 per 1M from 2027-01-01.
+    id: 'gemini-3.8-flash',
+    provider: 'gemini',
+    name: 'Gemini 3.8 Flash',
+    pricing: { prompt: 0.00075, completion: 0.00375 },
+    context_length: 1_048_576,
+    max_tokens: 65_536,
+    capabilities: ALL_CHAT,
+    created: 1_788_307_200, // 2026-09-02
+  },
+  {
+    // Prompts over 200K tokens: $4 / $18 per 1M.
+    id: 'gemini-3.1-pro-preview',
+    provider: 'gemini',
+    name: 'Gemini 3.1 Pro (preview)',
+    pricing: { prompt: 0.002, completion: 0.012 },
+    context_length: 1_048_576,
+    max_tokens: 65_536,
+    capabilities: ALL_CHAT,
+    created: 1_771_459_200, // 2026-02-19
+  },
+  {
+    id: 'gemini-3.5-flash',
+    provider: 'gemini',
+    name: 'Gemini 3.5 Flash',
+    pricing: { prompt: 0.0015, completion: 0.009 },
+    context_length: 1_048_576,
+    max_tokens: 65_536,
+    capabilities: ALL_CHAT,
+    created: 1_779_148_800, // 2026-05-19
+  },
+  {
+    id: 'gemini-3.5-flash-lite',
+    provider: 'gemini',
+    name: 'Gemini 3.5 Flash-Lite',
+    pricing: { prompt: 0.0003, completion: 0.0025 },
+    context_length: 1_048_576,
+    max_tokens: 65_536,
+    capabilities: ALL_CHAT,
+    created: 1_784_592_000, // 2026-07-21
+  },
+
+  // Mistral: dated ids; the product names and `-latest` names are aliases. Mistral publishes no separate output
+  // cap, so max_tokens is the context window.
+  {
+    id: 'mistral-medium-2604',
+    aliases: ['mistral-medium-3.5', 'mistral-medium-latest'],
+    provider: 'mistral',
+    name: 'Mistral Medium 3.5',
+    pricing: { prompt: 0.0015, completion: 0.0075 },
+    context_length: 262_144,
+    max_tokens: 262_144,
+    capabilities: ALL_CHAT,
+    created: 1_777_420_800, // 2026-04-29
+  },
+  {
+    id: 'mistral-large-2512',
+    aliases: ['mistral-large-3', 'mistral-large-latest'],
+    provider: 'mistral',
+    name: 'Mistral Large 3',
+    pricing: { prompt: 0.0005, completion: 0.0015 },
+    context_length: 262_144,
+    max_tokens: 262_144,
+    capabilities: ALL_CHAT,
+    created: 1_764_633_600, // 2025-12-02
+  },
+  {
+    id: 'mistral-small-2603',
+    aliases: ['mistral-small-4', 'mistral-small-latest'],
+    provider: 'mistral',
+    name: 'Mistral Small 4',
     pricing: { prompt: 0.00015, completion: 0.0006 },
-    context_length: 128_000,
+    context_length: 262_144,
+    max_tokens: 262_144,
+    capabilities: ALL_CHAT,
+    created: 1_773_619_200, // 2026-03-16
+  },
+
+  // Groq: open models, so our ids carry a `groq/` prefix; upstream_model is Groq's own id. (Groq retired
+  // llama-3.3-70b-versatile and llama-3.1-8b-instant on 2026-08-16.)
+  {
+    id: 'groq/openai/gpt-oss-120b',
+    aliases: ['groq/gpt-oss-120b'],
+    provider: 'groq',
+    upstream_model: 'openai/gpt-oss-120b',
+    name: 'GPT-OSS 120B (Groq)',
+    pricing: { prompt: 0.00015, completion: 0.0006 },
+    context_length: 131_072,
+    max_tokens: 65_536,
+    capabilities: CHAT_TOOLS_JSON,
+    created: 1_754_352_000, // 2025-08-05
+  },
+  {
+    id: 'groq/openai/gpt-oss-20b',
+    aliases: ['groq/gpt-oss-20b'],
+    provider: 'groq',
+    upstream_model: 'openai/gpt-oss-20b',
+    name: 'GPT-OSS 20B (Groq)',
+    pricing: { prompt: 0.000075, completion: 0.0003 },
+    context_length: 131_072,
+    max_tokens: 65_536,
+    capabilities: CHAT_TOOLS_JSON,
+    created: 1_754_352_000, // 2025-08-05
+  },
+  {
+    // A preview model on Groq.
+    id: 'groq/qwen/qwen3.6-27b',
+    aliases: ['groq/qwen3.6-27b'],
+    provider: 'groq',
+    upstream_model: 'qwen/qwen3.6-27b',
+    name: 'Qwen3.6 27B (Groq)',
+    pricing: { prompt: 0.0006, completion: 0.003 },
+    context_length: 131_072,
     max_tokens: 16_384,
     capabilities: ALL_CHAT,
-    created: 1_721_260_800,
+    created: 1_776_816_000, // 2026-04-22
+  },
+
+  // DeepSeek bills peak and off-peak hours (off-peak is half price); these are the peak (full) rates.
+  {
+    // DeepSeek-V4.1-Flash. The legacy name deepseek-v4-flash is still accepted and billed as Flash.
+    id: 'deepseek-flash',
+    aliases: ['deepseek-v4-flash'],
+    provider: 'deepseek',
+    name: 'DeepSeek V4.1 Flash',
+    pricing: { prompt: 0.0003, completion: 0.0012 },
+    context_length: 1_000_000,
+    max_tokens: 384_000,
+    capabilities: ALL_CHAT,
+    created: 1_788_998_400, // 2026-09-10
+  },
+  {
+    id: 'deepseek-v4-pro',
+    provider: 'deepseek',
+    name: 'DeepSeek V4 Pro',
+    pricing: { prompt: 0.00132, completion: 0.00396 },
+    context_length: 1_000_000,
+    max_tokens: 384_000,
+    capabilities: CHAT_TOOLS_JSON,
+    created: 1_776_988_800, // 2026-04-24
   },
 ];

@@ -62,6 +62,8 @@ export interface ErrorOptions {
   param?: string | null;
   /** Whole seconds; only for the 429 codes. */
   retryAfter?: number;
+  /** Extra response headers (rate-limit headers on a 429). */
+  headers?: Record<string, string>;
   cause?: unknown;
 }
 
@@ -71,6 +73,7 @@ export class GatewayError extends Error {
   readonly type: string;
   readonly param: string | null;
   readonly retryAfter: number | undefined;
+  readonly headers: Record<string, string>;
 
   constructor(code: ErrorCode, options: ErrorOptions = {}) {
     const definition = ERROR_CATALOGUE[code];
@@ -81,6 +84,8 @@ export class GatewayError extends Error {
     this.type = definition.type;
     this.param = options.param ?? null;
     this.retryAfter = options.retryAfter;
+    this.headers = options.headers ?? {};
+    if (options.retryAfter !== undefined) this.headers['retry-after'] = String(options.retryAfter);
   }
 }
 

@@ -59,6 +59,8 @@ export interface AccountBalance {
 export interface CommitResult {
   /** The amount actually applied for each entry, in input order. */
   applied: bigint[];
+  /** The account's balance right after each entry, in input order. */
+  balancesAfter: bigint[];
   balances: Map<string, AccountBalance>;
 }
 
@@ -88,6 +90,7 @@ export class LedgerStore {
   async commitIn(trx: Transaction<Database>, batch: WriteBatch): Promise<CommitResult> {
     const now = Date.now();
     const applied: bigint[] = new Array<bigint>(batch.entries.length).fill(0n);
+    const balancesAfter: bigint[] = new Array<bigint>(batch.entries.length).fill(0n);
     const balances = new Map<string, AccountBalance>();
     const rows: Array<Parameters<typeof insertLedger>[1][number]> = [];
     const usage = new Map<string, UsageDelta>();
@@ -111,6 +114,7 @@ export class LedgerStore {
         const amount = entry.amountNano < 0n && -entry.amountNano > balance ? -balance : entry.amountNano;
         applied[index] = amount;
         balance += amount;
+        balancesAfter[index] = balance;
         if (amount !== 0n) {
           rows.push({
             id: newId('led'),
@@ -161,7 +165,7 @@ export class LedgerStore {
         .values(batch.invoices.map((i) => ({ id: newId('inv'), account_id: i.accountId, month: i.month, kind: i.kind, amount_nano: i.amountNano, processor: i.processor, reference: i.reference, created_at: now })))
         .execute();
     }
-    return { applied, balances };
+    return { applied, balancesAfter, balances };
   }
 
   /** Newest first; `before` is the id of the last entry of the previous page. */

@@ -1,0 +1,2 @@
+export { adminTokenChecker, bootstrap, keySecret, type FirstStart } from './bootstrap.js';
+export { AdminService, type AccountPatch, type AdminHooks, type CreatedKey, type NewKeyRequest } from './service.js';

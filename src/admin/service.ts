@@ -1,0 +1,186 @@
+/**
+ * Operator actions on accounts, keys and credits. The admin HTTP API, the CLI and the first-start bootstrap
+ * all go through here, so each rule (sign-up grant, key format, corrections never below zero) lives once.
+ */
+import { generateKey, hashKey, keyHint } from '../auth/index.js';
+import { parseUsd, type Nano } from '../billing/index.js';
+import type { Config } from '../config/index.js';
+import { GatewayError, invalidRequest } from '../errors/index.js';
+import { encodeSettings, newId, type AccountRecord, type AccountSettings, type Environment, type KeyRecord, type Permission, type Storage } from '../storage/index.js';
+
+export interface NewKeyRequest {
+  name?: string;
+  environment?: Environment;
+  permissions?: Permission;
+  models?: string[];
+  /** USD. */
+  spend_limit?: number | null;
+}
+
+export interface AccountPatch {
+  plan?: string;
+  requests_per_minute?: number | null;
+  tokens_per_minute?: number | null;
+  /** USD; null returns to the plan's limit; "none" removes the daily limit for this account. */
+  daily_limit?: number | null | 'none';
+  auto_recharge?: { enabled?: boolean; threshold?: number; amount?: number };
+  /** USD. */
+  low_balance_thresholds?: number[] | null;
+}
+
+export interface CreatedKey {
+  record: KeyRecord;
+  /** The full key: shown once, never stored. */
+  key: string;
+}
+
+export interface AdminHooks {
+  /** A key was revoked or an account changed through this process: drop cached copies now. */
+  onChange?(change: { accountId?: string; keyId?: string }): void | Promise<void>;
+}
+
+export class AdminService {
+  constructor(
+    private readonly storage: Storage,
+    private readonly config: Config,
+    private readonly keySecret: string,
+    private readonly hooks: AdminHooks = {},
+  ) {}
+
+  async createAccount(request: { email: string; plan?: string }): Promise<{ account: AccountRecord; key: CreatedKey }> {
+    const email = request.email?.trim();
+    if (!email || !/^[^\s@]+@[^\s@]+$/.test(email)) throw invalidRequest('email must be an email address', 'email');
+    const plan = request.plan ?? this.config.default_plan;
+    this.requirePlan(plan);
+    if (await this.storage.accounts.getByEmail(email)) throw invalidRequest(`an account with email ${email} exists`, 'email');
+    const id = newId('acct');
+    const settings: AccountSettings = { autoRecharge: { enabled: false, thresholdNano: 0n, amountNano: 0n } };
+    await this.storage.ledger.createAccount({ id, email, plan, settings: encodeSettings(settings), grantNano: parseUsd(this.config.credits.signup_grant) });
+    const key = await this.createKey(id, { name: 'default' });
+    return { account: (await this.storage.accounts.get(id))!, key };
+  }
+
+  async createKey(accountId: string, request: NewKeyRequest): Promise<CreatedKey> {
+    await this.requireAccount(accountId);
+    const environment = request.environment ?? 'live';
+    if (environment !== 'live' && environment !== 'test') throw invalidRequest('environment must be live or test', 'environment');
+    const permissions = request.permissions ?? 'full';
+    if (!['full', 'read_only', 'project'].includes(permissions)) {
+      throw invalidRequest('permissions must be full, read_only or project', 'permissions');
+    }
+    const models = request.models ?? [];
+    if (!Array.isArray(models) || models.some((m) => typeof m !== 'string')) throw invalidRequest('models must be a list of model ids', 'models');
+    if (models.length && permissions !== 'project') throw invalidRequest('models applies to project keys only', 'models');
+    const spendLimit = request.spend_limit == null ? null : usd(request.spend_limit, 'spend_limit');
+    if (spendLimit !== null && permissions !== 'project') throw invalidRequest('spend_limit applies to project keys only', 'spend_limit');
+    const key = generateKey(this.config.key_prefix, environment);
+    const record = await this.storage.keys.insert({
+      id: newId('key'),
+      accountId,
+      name: request.name?.trim() || `${environment} key`,
+      keyHash: hashKey(this.keySecret, key),
+      hint: keyHint(key),
+      environment,
+      permissions,
+      models,
+      spendLimitNano: spendLimit,
+      createdAt: Date.now(),
+    });
+    return { record, key };
+  }
+
+  async revokeKey(keyId: string): Promise<KeyRecord> {
+    const record = await this.storage.keys.revoke(keyId, Date.now());
+    if (!record) throw new GatewayError('not_found', { message: `No key ${keyId}`, param: 'id' });
+    await this.hooks.onChange?.({ keyId, accountId: record.accountId });
+    return record;
+  }
+
+  /** A top-up (positive) or a correction (negative, never taking the balance below zero). */
+  async addCredits(accountId: string, amountUsd: number | string, note?: string): Promise<{ appliedNano: Nano; balanceNano: Nano }> {
+    await this.requireAccount(accountId);
+    const amount = usd(amountUsd, 'amount', true);
+    if (amount === 0n) throw invalidRequest('amount must not be zero', 'amount');
+    const result = await this.storage.ledger.commit({
+      entries: [{ accountId, kind: amount > 0n ? 'topup' : 'correction', amountNano: amount, ...(note ? { note } : {}) }],
+    });
+    await this.hooks.onChange?.({ accountId });
+    return { appliedNano: result.applied[0]!, balanceNano: result.balances.get(accountId)!.balanceNano };
+  }
+
+  async getAccount(accountId: string): Promise<{ account: AccountRecord; keys: KeyRecord[] }> {
+    const account = await this.requireAccount(accountId);
+    return { account, keys: await this.storage.keys.listByAccount(accountId) };
+  }
+
+  async updateAccount(accountId: string, patch: AccountPatch): Promise<AccountRecord> {
+    const account = await this.requireAccount(accountId);
+    if (patch.plan !== undefined) this.requirePlan(patch.plan);
+    const settings: AccountSettings = { ...account.settings, autoRecharge: { ...account.settings.autoRecharge } };
+    if (patch.requests_per_minute !== undefined) setOverride(settings, 'requestsPerMinute', positiveInt(patch.requests_per_minute, 'requests_per_minute'));
+    if (patch.tokens_per_minute !== undefined) setOverride(settings, 'tokensPerMinute', positiveInt(patch.tokens_per_minute, 'tokens_per_minute'));
+    if (patch.daily_limit !== undefined) {
+      if (patch.daily_limit === null) delete settings.dailyLimitNano;
+      else settings.dailyLimitNano = patch.daily_limit === 'none' ? null : usd(patch.daily_limit, 'daily_limit');
+    }
+    if (patch.auto_recharge) {
+      const { enabled, threshold, amount } = patch.auto_recharge;
+      if (enabled !== undefined) {
+        if (typeof enabled !== 'boolean') throw invalidRequest('auto_recharge.enabled must be a boolean', 'auto_recharge.enabled');
+        settings.autoRecharge.enabled = enabled;
+      }
+      if (threshold !== undefined) settings.autoRecharge.thresholdNano = usd(threshold, 'auto_recharge.threshold');
+      if (amount !== undefined) settings.autoRecharge.amountNano = usd(amount, 'auto_recharge.amount');
+      if (settings.autoRecharge.enabled && settings.autoRecharge.amountNano <= 0n) {
+        throw invalidRequest('auto_recharge.amount must be positive when auto-recharge is enabled', 'auto_recharge.amount');
+      }
+    }
+    if (patch.low_balance_thresholds !== undefined) {
+      if (patch.low_balance_thresholds === null) delete settings.lowBalanceThresholdsNano;
+      else if (!Array.isArray(patch.low_balance_thresholds)) throw invalidRequest('low_balance_thresholds must be a list of USD amounts', 'low_balance_thresholds');
+      else settings.lowBalanceThresholdsNano = patch.low_balance_thresholds.map((t) => usd(t, 'low_balance_thresholds'));
+    }
+    const updated = await this.storage.accounts.update(accountId, { ...(patch.plan !== undefined ? { plan: patch.plan } : {}), settings });
+    await this.hooks.onChange?.({ accountId });
+    return updated!;
+  }
+
+  async listAccounts(options: { limit?: number; after?: string } = {}): Promise<AccountRecord[]> {
+    return this.storage.accounts.list({ limit: Math.min(options.limit ?? 100, 1000), ...(options.after ? { after: options.after } : {}) });
+  }
+
+  private async requireAccount(accountId: string): Promise<AccountRecord> {
+    const account = await this.storage.accounts.get(accountId);
+    if (!account) throw new GatewayError('not_found', { message: `No account ${accountId}`, param: 'id' });
+    return account;
+  }
+
+  private requirePlan(plan: string): void {
+    if (typeof plan !== 'string' || !this.config.plans[plan]) {
+      throw invalidRequest(`plan must be one of: ${Object.keys(this.config.plans).join(', ')}`, 'plan');
+    }
+  }
+}
+
+function usd(value: unknown, param: string, allowNegative = false): Nano {
+  if (typeof value !== 'number' && typeof value !== 'string') throw invalidRequest(`${param} must be a USD amount`, param);
+  let nano: Nano;
+  try {
+    nano = parseUsd(value);
+  } catch {
+    throw invalidRequest(`${param} must be a USD amount with at most 9 decimals`, param);
+  }
+  if (!allowNegative && nano < 0n) throw invalidRequest(`${param} must not be negative`, param);
+  return nano;
+}
+
+function positiveInt(value: number | null, param: string): number | null {
+  if (value === null) return null;
+  if (!Number.isSafeInteger(value) || value < 1) throw invalidRequest(`${param} must be a positive whole number or null`, param);
+  return value;
+}
+
+function setOverride(settings: AccountSettings, field: 'requestsPerMinute' | 'tokensPerMinute', value: number | null): void {
+  if (value === null) delete settings[field];
+  else settings[field] = value;
+}

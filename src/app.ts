@@ -1,0 +1,124 @@
+/**
+ * The composition root: builds every part once and hands each what it needs. `main.ts` runs it as a process;
+ * tests build it in-process on a free port.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { AdminService, adminTokenChecker, bootstrap, keySecret, type FirstStart } from './admin/index.js';
+import { Authenticator } from './auth/index.js';
+import { Wallet, invoiceProcessor, parseUsd, type PaymentProcessor, type PlanLimits } from './billing/index.js';
+import { Catalog, PerformanceTracker } from './catalog/index.js';
+import type { Config } from './config/index.js';
+import { NO_EVENTS, type EventSink } from './events/index.js';
+import { buildHttpServer } from './http/index.js';
+import { MemoryRateLimiter, type RateLimiter } from './limits/index.js';
+import { Metrics, createLogger } from './observability/index.js';
+import { Router } from './routing/index.js';
+import { openStorage, type AccountSettings, type Storage } from './storage/index.js';
+
+export interface App {
+  config: Config;
+  server: FastifyInstance;
+  storage: Storage;
+  admin: AdminService;
+  wallet: Wallet;
+  /** Set when this start created the admin token and first account. */
+  firstStart: FirstStart | undefined;
+  listen(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface AppOptions {
+  logger?: Logger;
+  events?: EventSink;
+  processor?: PaymentProcessor;
+  limiter?: RateLimiter;
+}
+
+export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
+  const logger = options.logger ?? createLogger(config.log_level);
+  const storage = await openStorage({ dataDir: config.storage.data_dir, databaseUrl: config.storage.database_url });
+  const secret = await keySecret(storage, config);
+  const metrics = new Metrics();
+  const limitsFor = planLimits(config);
+  const auth = new Authenticator({ storage, secret, prefix: config.key_prefix });
+  const wallet = new Wallet({
+    storage,
+    limitsFor,
+    defaultThresholdsNano: config.credits.low_balance_thresholds.map((t) => parseUsd(t)),
+    events: options.events ?? NO_EVENTS,
+    processor: options.processor ?? invoiceProcessor,
+    onError: (error) => {
+      metrics.storageErrors.inc();
+      logger.error({ err: error }, 'credit write failed; retrying');
+    },
+  });
+  const admin = new AdminService(storage, config, secret, {
+    onChange: async ({ accountId }) => {
+      auth.invalidate();
+      const record = accountId ? await storage.accounts.get(accountId) : undefined;
+      if (record) wallet.accounts.applyRecord(record);
+    },
+  });
+  const firstStart = await bootstrap(storage, config, admin);
+  const isAdminToken = await adminTokenChecker(storage, config);
+  const router = new Router(config);
+  const server = buildHttpServer(
+    { bodyLimitBytes: config.server.body_limit_bytes, corsOrigins: config.server.cors_origins, trustProxy: config.server.trust_proxy, logger },
+    {
+      config,
+      storage,
+      admin,
+      isAdminToken,
+      auth,
+      catalog: new Catalog(config),
+      router,
+      limiter: options.limiter ?? new MemoryRateLimiter(),
+      wallet,
+      performance: new PerformanceTracker(),
+      metrics,
+      limitsFor,
+      upstreamTimeoutMs: config.server.upstream_timeout_ms,
+    },
+  );
+  wallet.start();
+
+  return {
+    config,
+    server,
+    storage,
+    admin,
+    wallet,
+    firstStart,
+    listen: () => server.listen({ port: config.server.port, host: config.server.host }),
+    close: async () => {
+      await server.close();
+      await wallet.stop();
+      await router.close();
+      await storage.close();
+    },
+  };
+}
+
+/** An account's limits: its plan's, with the account's own overrides on top. */
+function planLimits(config: Config): (account: { plan: string; settings: AccountSettings }) => PlanLimits {
+  const plans = new Map(
+    Object.entries(config.plans).map(([name, plan]) => [
+      name,
+      {
+        requestsPerMinute: plan.requests_per_minute,
+        tokensPerMinute: plan.tokens_per_minute,
+        dailyLimitNano: plan.daily_limit == null ? null : parseUsd(plan.daily_limit),
+      },
+    ]),
+  );
+  const fallback = plans.get(config.default_plan)!;
+  return ({ plan, settings }) => {
+    const base = plans.get(plan) ?? fallback;
+    return {
+      requestsPerMinute: settings.requestsPerMinute ?? base.requestsPerMinute,
+      tokensPerMinute: settings.tokensPerMinute ?? base.tokensPerMinute,
+      dailyLimitNano: settings.dailyLimitNano !== undefined ? settings.dailyLimitNano : base.dailyLimitNano,
+    };
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * Admission as a pure function: given the prompt, the requested completion bound and what each budget can
+ * still pay, decide the completion bound to send upstream and the worst-case cost to hold.
+ */
+import { GatewayError } from '../errors/index.js';
+import { usdString, type Nano } from './money.js';
+import { affordableCompletionTokens, costOf, type Price } from './pricing.js';
+
+export interface AdmissionInput {
+  price: Price;
+  promptTokens: number;
+  /** max_tokens / max_completion_tokens of the request, if any. */
+  requestedMaxTokens: number | undefined;
+  /** `n`: every choice may use the whole completion bound. */
+  choices: number;
+  modelMaxTokens: number;
+  contextLength: number;
+  /** What the account's balance can still pay (balance minus holds and unconfirmed debits). */
+  balanceAvailable: Nano;
+  /** Left under the daily limit; null when there is none. */
+  dailyRemaining: Nano | null;
+  /** Left under the key's spend limit; null when there is none. */
+  keyRemaining: Nano | null;
+  /** Test keys move no money. */
+  free: boolean;
+}
+
+export interface Admission {
+  maxTokens: number;
+  /** True when maxTokens is lower than the request (or the model default) because of a budget. */
+  lowered: boolean;
+  holdNano: Nano;
+}
+
+export function admit(input: AdmissionInput): Admission {
+  const { promptTokens, requestedMaxTokens, modelMaxTokens, contextLength, price } = input;
+  if (requestedMaxTokens !== undefined && requestedMaxTokens > modelMaxTokens) {
+    throw new GatewayError('invalid_request', {
+      message: `max_tokens is too large: ${requestedMaxTokens}. This model supports at most ${modelMaxTokens} completion tokens.`,
+      param: 'max_tokens',
+    });
+  }
+  const room = contextLength - promptTokens;
+  if (room < 1 || (requestedMaxTokens !== undefined && requestedMaxTokens > room)) {
+    throw new GatewayError('context_length_exceeded', {
+      message:
+        `This model's maximum context length is ${contextLength} tokens. However, you requested ` +
+        `${promptTokens + (requestedMaxTokens ?? 0)} tokens (${promptTokens} in the messages, ` +
+        `${requestedMaxTokens ?? 0} in the completion). Please reduce the length of the messages or completion.`,
+      param: 'messages',
+    });
+  }
+  const worst = requestedMaxTokens ?? Math.min(modelMaxTokens, room);
+  if (input.free) return { maxTokens: worst, lowered: false, holdNano: 0n };
+
+  let cap = worst;
+  const budgets: Array<[Nano | null, () => GatewayError]> = [
+    [input.balanceAvailable, () => new GatewayError('insufficient_credits')],
+    [input.dailyRemaining, () => new GatewayError('daily_limit_exceeded', { retryAfter: secondsUntilUtcMidnight() })],
+    [
+      input.keyRemaining,
+      () =>
+        new GatewayError('permission_denied', {
+          message: `This API key has reached its spend limit (${usdString(input.keyRemaining ?? 0n)} USD left)`,
+        }),
+    ],
+  ];
+  for (const [budget, error] of budgets) {
+    if (budget === null) continue;
+    const tokens = Math.floor(affordableCompletionTokens(price, promptTokens, budget) / input.choices);
+    if (tokens < 1) throw error();
+    cap = Math.min(cap, tokens);
+  }
+  return { maxTokens: cap, lowered: cap < worst, holdNano: costOf(price, promptTokens, cap * input.choices) };
+}
+
+export function secondsUntilUtcMidnight(now = Date.now()): number {
+  const midnight = new Date(now);
+  midnight.setUTCHours(24, 0, 0, 0);
+  return Math.max(1, Math.ceil((midnight.getTime() - now) / 1000));
+}

@@ -1,0 +1,119 @@
+/**
+ * Group commit: settlements arriving within one turn of the event loop are written in one transaction.
+ * Each caller's promise resolves once its entry is durable, so a charge is on disk before its response ends,
+ * while the database sees one transaction per batch instead of one per request.
+ */
+import type { CommitResult, LedgerEntryInput, Storage, UsageDelta, WriteBatch } from '../storage/index.js';
+
+export interface CommitOutcome {
+  /** The amount actually applied (negative for debits); 0n for items without a ledger entry. */
+  applied: bigint;
+  /** The account's balance right after this entry; undefined for items without a ledger entry. */
+  balanceAfter: bigint | undefined;
+}
+
+interface Item {
+  entry?: LedgerEntryInput;
+  usage?: UsageDelta;
+  keyUsed?: { keyId: string; at: number };
+  resolve(outcome: CommitOutcome): void;
+  reject(error: Error): void;
+  settled: boolean;
+}
+
+export interface CommitterOptions {
+  storage: Storage;
+  /** Called after every successful transaction, before callers resume (balances, crossings, recharges). */
+  onCommitted?: (batch: WriteBatch, result: CommitResult) => void;
+  /** A caller stops waiting after this long (its item stays queued and is retried until written). */
+  waitTimeoutMs?: number;
+  onError?: (error: unknown) => void;
+}
+
+export class Committer {
+  private queue: Item[] = [];
+  private flushing = false;
+  private scheduled = false;
+  private retryDelayMs = 50;
+  private closed = false;
+
+  constructor(private readonly options: CommitterOptions) {}
+
+  submit(item: { entry?: LedgerEntryInput; usage?: UsageDelta; keyUsed?: { keyId: string; at: number } }): Promise<CommitOutcome> {
+    if (this.closed) return Promise.reject(new Error('committer is closed'));
+    return new Promise<CommitOutcome>((resolve, reject) => {
+      const queued: Item = { ...item, resolve, reject, settled: false };
+      this.queue.push(queued);
+      const timeout = this.options.waitTimeoutMs ?? 10_000;
+      const timer = setTimeout(() => {
+        if (queued.settled) return;
+        queued.settled = true;
+        reject(new Error('the database did not confirm the write in time'));
+      }, timeout);
+      timer.unref();
+      queued.resolve = (outcome) => {
+        clearTimeout(timer);
+        if (queued.settled) return;
+        queued.settled = true;
+        resolve(outcome);
+      };
+      this.schedule();
+    });
+  }
+
+  /** Items waiting to be written (pending money the wallet still counts). */
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  /** Writes everything queued, retrying until the database takes it or `deadlineMs` passes. */
+  async drain(deadlineMs = 10_000): Promise<void> {
+    const until = Date.now() + deadlineMs;
+    while ((this.queue.length > 0 || this.flushing) && Date.now() < until) {
+      if (!this.flushing) await this.flush();
+      else await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.flushing) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    if (this.flushing || this.queue.length === 0) return;
+    this.flushing = true;
+    const items = this.queue;
+    this.queue = [];
+    const withEntry = items.filter((i) => i.entry);
+    const batch: WriteBatch = {
+      entries: withEntry.map((i) => i.entry!),
+      usage: items.flatMap((i) => (i.usage ? [i.usage] : [])),
+      keysUsed: items.flatMap((i) => (i.keyUsed ? [i.keyUsed] : [])),
+    };
+    try {
+      const result = await this.options.storage.ledger.commit(batch);
+      this.retryDelayMs = 50;
+      this.options.onCommitted?.(batch, result);
+      withEntry.forEach((item, index) => item.resolve({ applied: result.applied[index]!, balanceAfter: result.balancesAfter[index] }));
+      for (const item of items) if (!item.entry) item.resolve({ applied: 0n, balanceAfter: undefined });
+    } catch (error) {
+      this.options.onError?.(error);
+      this.queue = items.concat(this.queue);
+      const delay = this.retryDelayMs;
+      this.retryDelayMs = Math.min(this.retryDelayMs * 2, 2_000);
+      setTimeout(() => this.schedule(), delay).unref();
+    } finally {
+      this.flushing = false;
+      if (this.queue.length > 0 && this.retryDelayMs === 50) this.schedule();
+    }
+  }
+}

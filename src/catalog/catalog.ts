@@ -1,0 +1,132 @@
+/** The model catalog as the gateway uses it: resolved names, prices in nano-USD, status and filters. */
+import { parseUsd, type Price } from '../billing/index.js';
+import { KNOWN_PROVIDERS, SANDBOX_PROVIDER_ID, type Capabilities, type Config, type ModelConfig } from '../config/index.js';
+import { GatewayError } from '../errors/index.js';
+import type { PerformanceFigures } from './performance.js';
+
+export interface CatalogModel {
+  id: string;
+  aliases: string[];
+  providerId: string;
+  providerName: string;
+  upstreamModel: string;
+  price: Price;
+  pricingUsd: { prompt: number; completion: number };
+  contextLength: number;
+  maxTokens: number;
+  capabilities: Capabilities;
+  created: number;
+  active: boolean;
+  statusMessage: string;
+}
+
+export interface ModelFilter {
+  provider?: string;
+  /** A capability key (chat, completion, image = vision, embedding = embeddings, or one of the six). */
+  capability?: keyof Capabilities;
+  activeOnly: boolean;
+}
+
+export const CAPABILITY_ALIASES: Record<string, keyof Capabilities> = {
+  chat: 'chat',
+  completion: 'completion',
+  image: 'vision',
+  embedding: 'embeddings',
+  function_calling: 'function_calling',
+  vision: 'vision',
+  embeddings: 'embeddings',
+  json_mode: 'json_mode',
+};
+
+export class Catalog {
+  private readonly byName = new Map<string, CatalogModel>();
+  readonly models: CatalogModel[];
+
+  constructor(config: Config) {
+    this.models = config.models
+      .map((model) => toCatalogModel(model, config))
+      .sort((a, b) => a.providerId.localeCompare(b.providerId) || a.id.localeCompare(b.id));
+    for (const model of this.models) {
+      for (const name of [model.id, ...model.aliases]) this.byName.set(name, model);
+    }
+  }
+
+  /** By id or alias; undefined when unknown. */
+  find(name: string): CatalogModel | undefined {
+    return this.byName.get(name);
+  }
+
+  resolve(name: string): CatalogModel {
+    const model = this.byName.get(name);
+    if (!model) {
+      throw new GatewayError('model_not_found', { message: `The model '${name}' does not exist`, param: 'model' });
+    }
+    return model;
+  }
+
+  list(filter: ModelFilter): CatalogModel[] {
+    return this.models.filter(
+      (m) =>
+        (!filter.activeOnly || m.active) &&
+        (!filter.provider || m.providerId === filter.provider) &&
+        (!filter.capability || m.capabilities[filter.capability]),
+    );
+  }
+}
+
+function toCatalogModel(model: ModelConfig, config: Config): CatalogModel {
+  const known = KNOWN_PROVIDERS.find((p) => p.id === model.provider);
+  const settings = config.providers[model.provider];
+  const sandbox = model.provider === SANDBOX_PROVIDER_ID;
+  // The contract: configured by its key, or by its base URL for keyless and custom (OpenAI-compatible) providers.
+  const configured = sandbox || Boolean(settings?.api_key || ((!known || known.keyless) && settings?.base_url));
+  const providerName = settings?.name ?? known?.name ?? (sandbox ? 'Sandbox' : model.provider);
+  const envHint = known ? (known.keyless ? `${known.env}_BASE_URL` : `${known.env}_API_KEY`) : `providers.${model.provider}`;
+  return {
+    id: model.id,
+    aliases: model.aliases ?? [],
+    providerId: model.provider,
+    providerName,
+    upstreamModel: model.upstream_model ?? model.id,
+    price: { promptPer1k: parseUsd(model.pricing.prompt), completionPer1k: parseUsd(model.pricing.completion) },
+    pricingUsd: { prompt: model.pricing.prompt, completion: model.pricing.completion },
+    contextLength: model.context_length,
+    maxTokens: model.max_tokens,
+    capabilities: model.capabilities,
+    created: model.created,
+    active: configured,
+    statusMessage: configured ? 'Available' : `Provider ${providerName} is not configured: set ${envHint}`,
+  };
+}
+
+/** The public model object of spec 2.3 (plus modalities and supported_parameters when asked). */
+export function renderModel(model: CatalogModel, performance: PerformanceFigures, detailed: boolean): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    id: model.id,
+    object: 'model',
+    created: model.created,
+    owned_by: model.providerId,
+    provider: { id: model.providerId, name: model.providerName },
+    pricing: { prompt: model.pricingUsd.prompt, completion: model.pricingUsd.completion, unit: '1k_tokens' },
+    context_length: model.contextLength,
+    max_tokens: model.maxTokens,
+    capabilities: { ...model.capabilities },
+    performance,
+    status: { active: model.active, message: model.statusMessage },
+  };
+  if (model.aliases.length) body.aliases = model.aliases;
+  if (detailed) {
+    body.modalities = { input: model.capabilities.vision ? ['text', 'image'] : ['text'], output: ['text'] };
+    body.supported_parameters = supportedParameters(model.capabilities);
+  }
+  return body;
+}
+
+function supportedParameters(capabilities: Capabilities): string[] {
+  const params = ['messages', 'model', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'n', 'stop', 'stream', 'stream_options', 'seed', 'user', 'presence_penalty', 'frequency_penalty', 'logit_bias', 'logprobs', 'top_logprobs'];
+  if (capabilities.function_calling) params.push('tools', 'tool_choice', 'parallel_tool_calls');
+  if (capabilities.json_mode) params.push('response_format');
+  return params;
+}
+
+

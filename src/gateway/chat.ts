@@ -1,0 +1,126 @@
+/**
+ * THE request path of POST /v1/chat/completions, top to bottom:
+ *   authenticate -> admit (rate limits, credit reservation) -> route -> relay (JSON or stream) -> settle -> emit
+ * HTTP concerns (parsing, writing bytes) stay in `http/`; money, limits and providers stay behind their modules.
+ */
+import { requireModelAllowed, requirePermission } from '../auth/index.js';
+import { usdNumber } from '../billing/index.js';
+import { GatewayError } from '../errors/index.js';
+import type { ChatCompletion, ChatRequest } from '../providers/types.js';
+import { countPromptTokens } from '../tokens/index.js';
+import { completionTokensOf, finish, settleOrFail, type ChatContext, type GatewayDeps } from './context.js';
+import { rateLimitHeaders } from './headers.js';
+import { relayStream } from './relay.js';
+import { validateChatRequest } from './schema.js';
+import { toGatewayError } from './upstream-errors.js';
+
+export interface ChatInput {
+  authorization: string | undefined;
+  /** The parsed JSON body, not yet validated. */
+  body: unknown;
+  requestId: string;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+  /** Receives the request's outcome for the access log (ids, model, provider, cost; never the key). */
+  log(fields: Record<string, unknown>): void;
+}
+
+export type ChatResult =
+  | { kind: 'json'; headers: Record<string, string>; body: ChatCompletion }
+  | { kind: 'stream'; headers: Record<string, string>; events: AsyncGenerator<string, void, undefined> };
+
+export async function createChatCompletion(input: ChatInput, deps: GatewayDeps): Promise<ChatResult> {
+  const started = performance.now();
+
+  // 1. Authenticate: the key, its permissions, then the body and the model it asks for.
+  const key = await deps.auth.authenticate(input.authorization);
+  requirePermission(key, 'chat');
+  const body = validateChatRequest(input.body);
+  const model = deps.catalog.resolve(body.model);
+  requireModelAllowed(key, [body.model, model.id, ...model.aliases]);
+  const account = await deps.wallet.accounts.get(key.accountId);
+  if (!account) throw new GatewayError('invalid_api_key');
+  const route = deps.router.route(model, key.environment);
+
+  // 2. Admit: rate limits first (they count requests), then the credit reservation.
+  const promptTokens = countPromptTokens(body);
+  const limits = deps.limitsFor(account);
+  const rate = await deps.limiter.admit(account.id, limits, promptTokens);
+  const headers = { ...rateLimitHeaders(rate), 'x-tollgate-provider': route.provider.id };
+  if (!rate.allowed) {
+    deps.metrics.rateLimited.inc({ code: 'rate_limit_exceeded' });
+    throw new GatewayError('rate_limit_exceeded', { retryAfter: rate.retryAfterSeconds, headers });
+  }
+  const requestedMaxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
+  const reservation = deps.wallet.reserve({
+    account,
+    key,
+    price: model.price,
+    promptTokens,
+    requestedMaxTokens,
+    choices: body.n ?? 1,
+    modelMaxTokens: model.maxTokens,
+    contextLength: model.contextLength,
+  });
+  deps.metrics.reservationsOpen.set(deps.wallet.reservationsOpen);
+
+  // 3. Route: the upstream gets its own model name and, when the budget demands it, a lower completion bound.
+  const upstreamBody: ChatRequest = { ...body, model: route.upstreamModel };
+  if (reservation.admission.lowered) {
+    if (body.max_completion_tokens != null) upstreamBody.max_completion_tokens = reservation.maxTokens;
+    else upstreamBody.max_tokens = reservation.maxTokens;
+  }
+  const context: ChatContext = {
+    requestId: input.requestId,
+    model,
+    providerId: route.provider.id,
+    promptTokens,
+    reservation,
+    started,
+    deps,
+    log: input.log,
+  };
+  const call = { body: upstreamBody, signal: input.signal, requestId: input.requestId, timeoutMs: deps.upstreamTimeoutMs };
+
+  // 4. Relay: a stream is handed to HTTP as a generator that settles before its last event.
+  if (body.stream) {
+    const chunks = route.provider.stream(call)[Symbol.asyncIterator]();
+    let first: IteratorResult<unknown>;
+    try {
+      first = await chunks.next();
+    } catch (error) {
+      throw fail(context, error, input.signal);
+    }
+    return { kind: 'stream', headers, events: relayStream(context, first as never, chunks, body, input.signal) };
+  }
+
+  let completion: ChatCompletion;
+  try {
+    completion = await route.provider.complete(call);
+  } catch (error) {
+    throw fail(context, error, input.signal);
+  }
+
+  // 5. Settle at the actual usage (durable before the response leaves), then 6. emit.
+  const usedPrompt = completion.usage?.prompt_tokens ?? promptTokens;
+  const usedCompletion = completion.usage?.completion_tokens ?? completionTokensOf(completion);
+  const settlement = await settleOrFail(context, usedPrompt, usedCompletion);
+  completion.model = model.id;
+  completion.usage = {
+    ...completion.usage,
+    prompt_tokens: usedPrompt,
+    completion_tokens: usedCompletion,
+    total_tokens: usedPrompt + usedCompletion,
+    cost: usdNumber(settlement.chargedNano),
+  };
+  finish(context, { ok: true, promptTokens: usedPrompt, completionTokens: usedCompletion, chargedNano: settlement.chargedNano, generationMs: 0 });
+  return { kind: 'json', headers, body: completion };
+}
+
+function fail(context: ChatContext, error: unknown, signal: AbortSignal): GatewayError {
+  context.reservation.release();
+  const mapped = signal.aborted ? new GatewayError('invalid_request', { message: 'The client closed the request' }) : toGatewayError(error);
+  finish(context, { ok: false, status: mapped.status, promptTokens: 0, completionTokens: 0, chargedNano: 0n, generationMs: 0 });
+  return mapped;
+}
+

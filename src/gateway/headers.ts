@@ -1,0 +1,21 @@
+import type { RateDecision } from '../limits/index.js';
+
+/** OpenAI's rate-limit headers; resets as OpenAI writes them ("1s", "6m0s", "250ms"). */
+export function rateLimitHeaders(decision: RateDecision): Record<string, string> {
+  return {
+    'x-ratelimit-limit-requests': String(decision.requests.limit),
+    'x-ratelimit-remaining-requests': String(decision.requests.remaining),
+    'x-ratelimit-reset-requests': duration(decision.requests.resetMs),
+    'x-ratelimit-limit-tokens': String(decision.tokens.limit),
+    'x-ratelimit-remaining-tokens': String(decision.tokens.remaining),
+    'x-ratelimit-reset-tokens': duration(decision.tokens.resetMs),
+  };
+}
+
+export function duration(ms: number): string {
+  if (ms <= 0) return '0s';
+  if (ms < 1000) return `${Math.ceil(ms)}ms`;
+  const seconds = Math.ceil(ms / 1000);
+  const minutes = Math.floor(seconds / 60);
+  return minutes > 0 ? `${minutes}m${seconds % 60}s` : `${seconds}s`;
+}

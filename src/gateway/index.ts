@@ -1,0 +1,2 @@
+export { createChatCompletion, type ChatInput, type ChatResult } from './chat.js';
+export type { GatewayDeps } from './context.js';

@@ -1,0 +1,80 @@
+/**
+ * Relays an upstream stream as OpenAI SSE events, chunk by chunk as they arrive. It meters what it delivers,
+ * settles before the last event (the charge is durable before `[DONE]`), and when the client goes away it
+ * settles for what was delivered.
+ */
+import { usdNumber } from '../billing/index.js';
+import { errorEnvelope, type GatewayError } from '../errors/index.js';
+import type { ChatCompletionChunk, ChatRequest, Usage } from '../providers/types.js';
+import { countTextTokens } from '../tokens/index.js';
+import { finish, settleOrFail, type ChatContext } from './context.js';
+import { toGatewayError } from './upstream-errors.js';
+
+export async function* relayStream(
+  context: ChatContext,
+  first: IteratorResult<ChatCompletionChunk>,
+  chunks: AsyncIterator<ChatCompletionChunk>,
+  request: ChatRequest,
+  signal: AbortSignal,
+): AsyncGenerator<string, void, undefined> {
+  const includeUsage = request.stream_options?.include_usage === true;
+  const delivered: string[] = [];
+  let upstreamUsage: Usage | undefined;
+  let id = `chatcmpl-${context.requestId}`;
+  let created = Math.floor(Date.now() / 1000);
+  let firstTokenAt = 0;
+  let settled = false;
+
+  const settle = async (promptTokens: number, completionTokens: number, failed?: GatewayError) => {
+    settled = true;
+    const { chargedNano } = await settleOrFail(context, promptTokens, completionTokens);
+    const generationMs = firstTokenAt ? performance.now() - firstTokenAt : 0;
+    finish(context, { ok: !failed, ...(failed ? { status: failed.status } : {}), promptTokens, completionTokens, chargedNano, generationMs });
+    return chargedNano;
+  };
+  const deliveredTokens = () => countTextTokens(delivered.join(''));
+
+  try {
+    try {
+      for (let next = first; !next.done; next = await chunks.next()) {
+        const chunk = next.value;
+        id = chunk.id || id;
+        created = chunk.created || created;
+        if (chunk.usage) {
+          upstreamUsage = chunk.usage;
+          if (chunk.choices.length === 0) continue;
+          if (!includeUsage) delete chunk.usage;
+        }
+        chunk.model = context.model.id;
+        for (const choice of chunk.choices) {
+          if (typeof choice.delta.content === 'string' && choice.delta.content) delivered.push(choice.delta.content);
+          for (const call of choice.delta.tool_calls ?? []) delivered.push((call.function?.name ?? '') + (call.function?.arguments ?? ''));
+        }
+        if (!firstTokenAt && delivered.length) firstTokenAt = performance.now();
+        yield `data: ${JSON.stringify(chunk)}\n\n`;
+      }
+    } catch (error) {
+      if (signal.aborted) return;
+      // After the first byte an error is one event with the envelope, and no [DONE].
+      const failure = toGatewayError(error);
+      await settle(context.promptTokens, deliveredTokens(), failure);
+      yield `data: ${JSON.stringify(errorEnvelope(failure))}\n\n`;
+      return;
+    }
+    if (signal.aborted) return;
+
+    const promptTokens = upstreamUsage?.prompt_tokens ?? context.promptTokens;
+    const completionTokens = upstreamUsage?.completion_tokens ?? deliveredTokens();
+    const chargedNano = await settle(promptTokens, completionTokens);
+    if (includeUsage) {
+      const usage = { ...upstreamUsage, prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens, cost: usdNumber(chargedNano) };
+      const last = { id, object: 'chat.completion.chunk', created, model: context.model.id, choices: [], usage };
+      yield `data: ${JSON.stringify(last)}\n\n`;
+    }
+    yield 'data: [DONE]\n\n';
+  } finally {
+    // The client went away (or a settle failed): charge what was delivered, close the upstream.
+    if (!settled) await settle(context.promptTokens, deliveredTokens()).catch(() => undefined);
+    void chunks.return?.().catch(() => undefined);
+  }
+}

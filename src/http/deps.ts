@@ -1,0 +1,17 @@
+import type { AdminService } from '../admin/index.js';
+import type { Config } from '../config/index.js';
+import type { GatewayDeps } from '../gateway/index.js';
+import type { Storage } from '../storage/index.js';
+
+/** Everything the routes need, built once by the app. */
+export interface HttpDeps extends GatewayDeps {
+  config: Config;
+  storage: Storage;
+  admin: AdminService;
+  isAdminToken(presented: string | undefined): boolean;
+}
+
+export function bearerToken(header: string | undefined): string | undefined {
+  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  return match?.[1];
+}

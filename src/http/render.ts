@@ -1,0 +1,71 @@
+/** JSON shapes of accounts, keys and ledger entries, shared by the admin API (and later the dashboard). */
+import { usdNumber } from '../billing/index.js';
+import type { AccountRecord, KeyRecord, LedgerRecord } from '../storage/index.js';
+import type { HttpDeps } from './deps.js';
+
+const seconds = (ms: number | null) => (ms === null ? null : Math.floor(ms / 1000));
+
+export function renderKey(key: KeyRecord): Record<string, unknown> {
+  return {
+    id: key.id,
+    object: 'api_key',
+    account_id: key.accountId,
+    name: key.name,
+    hint: key.hint,
+    environment: key.environment,
+    permissions: key.permissions,
+    models: key.models,
+    spend_limit: key.spendLimitNano === null ? null : usdNumber(key.spendLimitNano),
+    spent: usdNumber(key.spentNano),
+    created: seconds(key.createdAt),
+    last_used: seconds(key.lastUsedAt),
+    revoked: key.revokedAt !== null,
+    revoked_at: seconds(key.revokedAt),
+  };
+}
+
+export function renderAccount(account: AccountRecord, deps: Pick<HttpDeps, 'limitsFor'>): Record<string, unknown> {
+  const limits = deps.limitsFor(account);
+  const { settings } = account;
+  return {
+    id: account.id,
+    object: 'account',
+    email: account.email,
+    plan: account.plan,
+    balance: { credits: usdNumber(account.balanceNano), currency: 'USD' },
+    created: seconds(account.createdAt),
+    overrides: {
+      requests_per_minute: settings.requestsPerMinute ?? null,
+      tokens_per_minute: settings.tokensPerMinute ?? null,
+      daily_limit: settings.dailyLimitNano === undefined ? null : settings.dailyLimitNano === null ? 'none' : usdNumber(settings.dailyLimitNano),
+    },
+    limits: {
+      requests_per_minute: limits.requestsPerMinute,
+      tokens_per_minute: limits.tokensPerMinute,
+      daily_limit: limits.dailyLimitNano === null ? null : usdNumber(limits.dailyLimitNano),
+    },
+    auto_recharge: {
+      enabled: settings.autoRecharge.enabled,
+      threshold: usdNumber(settings.autoRecharge.thresholdNano),
+      amount: usdNumber(settings.autoRecharge.amountNano),
+    },
+    low_balance_thresholds: settings.lowBalanceThresholdsNano?.map(usdNumber) ?? null,
+  };
+}
+
+export function renderLedgerEntry(entry: LedgerRecord): Record<string, unknown> {
+  return {
+    id: entry.id,
+    object: 'ledger_entry',
+    kind: entry.kind,
+    amount: usdNumber(entry.amountNano),
+    balance_after: usdNumber(entry.balanceAfterNano),
+    request_id: entry.requestId,
+    key_id: entry.keyId,
+    model: entry.model,
+    prompt_tokens: entry.promptTokens,
+    completion_tokens: entry.completionTokens,
+    note: entry.note,
+    created: seconds(entry.createdAt),
+  };
+}

@@ -1,0 +1,62 @@
+import type { FastifyInstance } from 'fastify';
+import { requirePermission, seesFullCredits } from '../../auth/index.js';
+import { usdNumber, utcDay } from '../../billing/index.js';
+import { GatewayError } from '../../errors/index.js';
+import type { UsageTotals } from '../../storage/index.js';
+import type { HttpDeps } from '../deps.js';
+
+export function creditRoutes(server: FastifyInstance, deps: HttpDeps): void {
+  server.get('/v1/credits', async (request) => {
+    const key = await deps.auth.authenticate(request.headers.authorization);
+    requirePermission(key, 'credits');
+    const account = await deps.storage.accounts.get(key.accountId);
+    if (!account) throw new GatewayError('invalid_api_key');
+    const balance = { credits: usdNumber(account.balanceNano), currency: 'USD' };
+    if (!seesFullCredits(key)) return { object: 'credit_balance', balance };
+
+    const now = new Date();
+    const today = utcDay(now.getTime());
+    const monthStart = `${today.slice(0, 7)}-01`;
+    // Usage is counted per environment: a test key sees its sandbox traffic, a live key the billed traffic.
+    const [daily, monthly, liveToday] = await Promise.all([
+      deps.storage.usage.totals(account.id, key.environment, today, today),
+      deps.storage.usage.totals(account.id, key.environment, monthStart, today),
+      deps.storage.usage.totals(account.id, 'live', today, today),
+    ]);
+    const limits = deps.limitsFor(account);
+    const body: Record<string, unknown> = {
+      object: 'credit_balance',
+      balance,
+      usage: { daily: renderUsage(daily), monthly: renderUsage(monthly) },
+      limits: {
+        rate_limit: { requests_per_minute: limits.requestsPerMinute, tokens_per_minute: limits.tokensPerMinute },
+        ...(limits.dailyLimitNano !== null
+          ? {
+              daily_limit: {
+                credits: usdNumber(limits.dailyLimitNano),
+                remaining: usdNumber(limits.dailyLimitNano > liveToday.creditsNano ? limits.dailyLimitNano - liveToday.creditsNano : 0n),
+              },
+            }
+          : {}),
+      },
+      billing: {
+        plan: account.plan,
+        auto_recharge: {
+          enabled: account.settings.autoRecharge.enabled,
+          threshold: usdNumber(account.settings.autoRecharge.thresholdNano),
+          amount: usdNumber(account.settings.autoRecharge.amountNano),
+        },
+        next_billing_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
+      },
+    };
+    return body;
+  });
+}
+
+function renderUsage(totals: UsageTotals) {
+  return {
+    credits_used: usdNumber(totals.creditsNano),
+    requests: totals.requests,
+    tokens: { prompt: totals.promptTokens, completion: totals.completionTokens, total: totals.promptTokens + totals.completionTokens },
+  };
+}

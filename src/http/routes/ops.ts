@@ -1,0 +1,25 @@
+import type { FastifyInstance } from 'fastify';
+import { GatewayError } from '../../errors/index.js';
+import { sendError } from '../server.js';
+import { bearerToken, type HttpDeps } from '../deps.js';
+
+/** Liveness, readiness (the database answers) and Prometheus metrics. */
+export function opsRoutes(server: FastifyInstance, deps: HttpDeps): void {
+  server.get('/health', async () => ({ status: 'ok' }));
+
+  server.get('/ready', async (_request, reply) => {
+    try {
+      await deps.storage.ping();
+      return { status: 'ready', database: deps.storage.dialect };
+    } catch {
+      return sendError(reply, new GatewayError('service_unavailable', { message: 'The database is not reachable' }));
+    }
+  });
+
+  server.get('/metrics', async (request, reply) => {
+    if (!deps.config.metrics_public && !deps.isAdminToken(bearerToken(request.headers.authorization))) {
+      throw new GatewayError('invalid_api_key', { message: 'The metrics endpoint takes the admin token' });
+    }
+    return reply.header('content-type', deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+  });
+}

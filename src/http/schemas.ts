@@ -1,0 +1,42 @@
+/** Admin request schemas (TypeBox = JSON Schema), validated by Fastify after the admin token check. */
+import { Type } from '@sinclair/typebox';
+
+export const CreateAccountSchema = Type.Object({
+  email: Type.String({ minLength: 3 }),
+  plan: Type.Optional(Type.String()),
+});
+
+export const CreateKeySchema = Type.Object({
+  name: Type.Optional(Type.String({ maxLength: 200 })),
+  environment: Type.Optional(Type.Union([Type.Literal('live'), Type.Literal('test')])),
+  permissions: Type.Optional(Type.Union([Type.Literal('full'), Type.Literal('read_only'), Type.Literal('project')])),
+  models: Type.Optional(Type.Array(Type.String())),
+  spend_limit: Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()])),
+});
+
+export const AddCreditsSchema = Type.Object({
+  amount: Type.Number(),
+  note: Type.Optional(Type.String({ maxLength: 500 })),
+});
+
+const NullablePositive = Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]));
+export const PatchAccountSchema = Type.Object(
+  {
+    plan: Type.Optional(Type.String()),
+    requests_per_minute: NullablePositive,
+    tokens_per_minute: NullablePositive,
+    daily_limit: Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null(), Type.Literal('none')])),
+    auto_recharge: Type.Optional(
+      Type.Object(
+        {
+          enabled: Type.Optional(Type.Boolean()),
+          threshold: Type.Optional(Type.Number({ minimum: 0 })),
+          amount: Type.Optional(Type.Number({ minimum: 0 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    low_balance_thresholds: Type.Optional(Type.Union([Type.Array(Type.Number({ minimum: 0 }), { maxItems: 10 }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);

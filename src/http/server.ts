@@ -1,0 +1,100 @@
+/**
+ * The Fastify instance: request ids, strict JSON validation, CORS (off unless configured), and the one place
+ * where every error becomes the contract's envelope.
+ */
+import { randomBytes } from 'node:crypto';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import { GatewayError, errorEnvelope } from '../errors/index.js';
+import { pointerToParam } from '../gateway/schema.js';
+
+export interface ServerOptions {
+  bodyLimitBytes: number;
+  corsOrigins: string[];
+  trustProxy: boolean;
+  logger: FastifyBaseLogger;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function createServer(options: ServerOptions): FastifyInstance {
+  const server = Fastify({
+    loggerInstance: options.logger,
+    bodyLimit: options.bodyLimitBytes,
+    trustProxy: options.trustProxy,
+    // Chat requests get one access-log line from the gateway with ids, model and cost; no per-request noise.
+    logController: new LogController({ disableRequestLogging: true }),
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
+    },
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
+    return503OnClosing: true,
+  });
+
+  server.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    applyCors(options.corsOrigins, request.headers.origin, request.url, reply);
+    if (request.method === 'OPTIONS' && reply.hasHeader('access-control-allow-origin')) {
+      return reply.code(204).send();
+    }
+  });
+
+  server.setErrorHandler((error: FastifyError | GatewayError, request, reply) => {
+    const gatewayError = toGatewayError(error);
+    if (gatewayError.status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendError(reply, gatewayError);
+  });
+
+  server.setNotFoundHandler((request, reply) =>
+    sendError(reply, new GatewayError('not_found', { message: `Unknown route: ${request.method} ${request.url.split('?')[0]}` })),
+  );
+
+  return server;
+}
+
+export function sendError(reply: FastifyReply, error: GatewayError): FastifyReply {
+  return reply.code(error.status).headers(error.headers).send(errorEnvelope(error));
+}
+
+function toGatewayError(error: FastifyError | GatewayError): GatewayError {
+  if (error instanceof GatewayError) return error;
+  if (error.validation && error.validation.length > 0) {
+    const first = error.validation[0]!;
+    const missing = (first.params as { missingProperty?: string }).missingProperty;
+    const path = pointerToParam(first.instancePath) + (missing ? (first.instancePath ? `.${missing}` : missing) : '');
+    const param = path || null;
+    const where = error.validationContext === 'querystring' ? 'query parameter' : 'field';
+    const message = missing ? `Missing required ${where} '${path}'` : `Invalid ${where} '${path}': ${first.message ?? 'invalid value'}`;
+    return new GatewayError('invalid_request', { message, param });
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new GatewayError('request_too_large', { message: 'Request body is larger than the configured limit' });
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new GatewayError('invalid_request', { message: `We could not parse the JSON body of your request: ${error.message}` });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new GatewayError('invalid_request', { message: 'Content-Type must be application/json' });
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new GatewayError('invalid_request', { message: 'Content-Length does not match the body' });
+  }
+  if (error instanceof SyntaxError || error.statusCode === 400) {
+    return new GatewayError('invalid_request', { message: `Invalid request: ${error.message}` });
+  }
+  if (error.statusCode === 413) return new GatewayError('request_too_large');
+  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+    return new GatewayError('invalid_request', { message: error.message });
+  }
+  return new GatewayError('internal_error', { cause: error });
+}
+
+function applyCors(allowed: string[], origin: string | undefined, url: string, reply: FastifyReply): void {
+  if (!origin || allowed.length === 0 || url.startsWith('/admin')) return;
+  if (!allowed.includes('*') && !allowed.includes(origin)) return;
+  reply.header('access-control-allow-origin', allowed.includes('*') ? '*' : origin);
+  reply.header('vary', 'Origin');
+  reply.header('access-control-allow-headers', 'authorization, content-type, x-request-id');
+  reply.header('access-control-allow-methods', 'GET, POST, OPTIONS');
+  reply.header('access-control-expose-headers', 'x-request-id, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens, retry-after');
+}

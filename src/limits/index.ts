@@ -1,0 +1,6 @@
+/**
+ * Requests and tokens per minute per account. The in-memory limiter serves one process; the Redis limiter
+ * (scale-out) implements the same interface.
+ */
+export { MemoryRateLimiter } from './memory.js';
+export type { RateDecision, RateLimiter, RateLimits, RateWindow } from './types.js';

@@ -1,0 +1,58 @@
+/** Process entry: load config -> open storage -> build app -> listen; graceful shutdown on SIGTERM/SIGINT. */
+import { createApp } from './app.js';
+import { ConfigError, loadConfig } from './config/index.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`tollgate: ${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const app = await createApp(config);
+  const address = await app.listen();
+  const base = `http://${config.server.host === '0.0.0.0' ? '127.0.0.1' : config.server.host}:${config.server.port}`;
+  if (app.firstStart) printFirstStart(app.firstStart, base);
+  process.stdout.write(`tollgate listening on ${address} (storage: ${app.storage.dialect}); API base URL ${base}/v1\n`);
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`tollgate: ${signal} received, finishing requests in flight\n`);
+    app.close().then(
+      () => process.exit(0),
+      (error) => {
+        process.stderr.write(`tollgate: shutdown failed: ${String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+function printFirstStart(first: NonNullable<Awaited<ReturnType<typeof createApp>>['firstStart']>, base: string): void {
+  const lines = [
+    '',
+    '  tollgate first start: these are shown once, keep them somewhere safe.',
+    '',
+    first.adminToken ? `  Admin token:    ${first.adminToken}` : '  Admin token:    (from TOLLGATE_ADMIN_TOKEN)',
+    `  First account:  ${first.accountId} (${first.email})`,
+    `  API key:        ${first.apiKey}`,
+    '',
+    `  Try it:  curl ${base}/v1/chat/completions -H "Authorization: Bearer ${first.apiKey}" \\`,
+    `             -H "Content-Type: application/json" -d '{"model":"sandbox/echo","messages":[{"role":"user","content":"Hello"}]}'`,
+    '',
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`tollgate: failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

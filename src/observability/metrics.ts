@@ -1,0 +1,58 @@
+/** Prometheus metrics (prom-client), one registry per app so tests and replicas do not share counters. */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: 'tollgate_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly requestDuration = new Histogram({
+    name: 'tollgate_request_duration_seconds',
+    help: 'Time from request to the last byte of the response',
+    labelNames: ['route'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly upstreamDuration = new Histogram({
+    name: 'tollgate_upstream_duration_seconds',
+    help: 'Upstream calls by provider and outcome',
+    labelNames: ['provider', 'outcome'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly tokens = new Counter({
+    name: 'tollgate_tokens_total',
+    help: 'Tokens metered by model and kind (prompt, completion)',
+    labelNames: ['model', 'kind'] as const,
+    registers: [this.registry],
+  });
+  readonly creditsDebited = new Counter({
+    name: 'tollgate_credits_debited_usd_total',
+    help: 'USD debited from balances (display only; the ledger holds the exact figures)',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+  readonly rateLimited = new Counter({
+    name: 'tollgate_rate_limit_rejections_total',
+    help: 'Requests refused by a rate or daily limit',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
+  readonly reservationsOpen = new Gauge({
+    name: 'tollgate_reservations_open',
+    help: 'Credit reservations held by requests in flight',
+    registers: [this.registry],
+  });
+  readonly storageErrors = new Counter({
+    name: 'tollgate_storage_errors_total',
+    help: 'Failed database writes (retried)',
+    registers: [this.registry],
+  });
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+}

@@ -1,0 +1,120 @@
+import { Pool, type Dispatcher } from 'undici';
+import {
+  UpstreamError,
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  type ChatRequest,
+  type Provider,
+  type ProviderCall,
+} from '../types.js';
+import { describe, httpError, inBandError, isTimeout, transportError } from './errors.js';
+import { parseStreamEvent, sseEvents } from './sse.js';
+
+export { parseStreamEvent, sseEvents } from './sse.js';
+export { httpError, readErrorBody } from './errors.js';
+
+export interface OpenAICompatibleOptions {
+  id: string;
+  /** e.g. `https://api.openai.com/v1`; requests go to `${baseUrl}/chat/completions`. */
+  baseUrl: string;
+  apiKey?: string;
+  headers?: Record<string, string>;
+  /** Maximum sockets to the upstream (default 128). */
+  connections?: number;
+}
+
+export type OpenAICompatibleProvider = Provider & { close(): Promise<void> };
+
+export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions): OpenAICompatibleProvider {
+  const { id } = options;
+  const url = new URL(options.baseUrl);
+  const path = `${url.pathname.replace(/\/+$/, '')}/chat/completions${url.search}`;
+  const pool = new Pool(url.origin, { connections: options.connections ?? 128, pipelining: 1 });
+  const headers: Record<string, string> = { ...options.headers, 'content-type': 'application/json' };
+  if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+
+  // An abort by the caller is rethrown as-is so the gateway can tell "client went away" from upstream failures.
+  const fail = (call: ProviderCall, err: unknown): unknown => (call.signal.aborted ? err : transportError(id, err));
+
+  async function post(call: ProviderCall, body: ChatRequest, accept: string): Promise<Dispatcher.ResponseData> {
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await pool.request({
+        method: 'POST',
+        path,
+        headers: { ...headers, accept },
+        body: JSON.stringify(body),
+        signal: call.signal,
+        headersTimeout: call.timeoutMs,
+        bodyTimeout: call.timeoutMs,
+      });
+    } catch (err) {
+      throw fail(call, err);
+    }
+    if (res.statusCode >= 200 && res.statusCode < 300) return res;
+    let text: string;
+    try {
+      text = await res.body.text();
+    } catch (err) {
+      throw fail(call, err);
+    }
+    throw httpError(id, res.statusCode, text);
+  }
+
+  async function complete(call: ProviderCall): Promise<ChatCompletion> {
+    const { stream_options: _omitted, ...rest } = call.body;
+    const res = await post(call, { ...rest, stream: false }, 'application/json');
+    let text: string;
+    try {
+      text = await res.body.text();
+    } catch (err) {
+      throw fail(call, err);
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (cause) {
+      throw new UpstreamError(id, 'protocol', `${id} answered with a body that is not JSON: ${text.slice(0, 200)}`, {
+        cause,
+      });
+    }
+    const completion = json as Partial<ChatCompletion> | null;
+    if (completion && typeof completion === 'object' && 'error' in completion) throw inBandError(id, completion);
+    if (!Array.isArray(completion?.choices)) {
+      throw new UpstreamError(id, 'protocol', `${id} answered with JSON that is not a chat completion`);
+    }
+    return completion as ChatCompletion;
+  }
+
+  async function* stream(call: ProviderCall): AsyncGenerator<ChatCompletionChunk> {
+    const streamOptions = { ...call.body.stream_options, include_usage: true };
+    const res = await post(call, { ...call.body, stream: true, stream_options: streamOptions }, 'text/event-stream');
+    const { body } = res;
+    let done = false;
+    let finished = false;
+    try {
+      // destroyOnReturn: false so that a stream ending with [DONE] can give its socket back to the pool.
+      for await (const event of sseEvents(body.iterator({ destroyOnReturn: false }))) {
+        const chunk = parseStreamEvent(id, event);
+        if (chunk === 'skip') continue;
+        if (chunk === 'done') {
+          done = true;
+          return;
+        }
+        if (chunk.usage || chunk.choices.some((choice) => choice.finish_reason)) finished = true;
+        yield chunk;
+      }
+    } catch (err) {
+      if (err instanceof UpstreamError || call.signal.aborted) throw err;
+      if (finished) return; // the answer is complete; the upstream only closed untidily
+      if (isTimeout(err)) throw transportError(id, err);
+      throw new UpstreamError(id, 'protocol', `${id} stream ended early: ${describe(err)}`, { cause: err });
+    } finally {
+      if (done) void body.dump({ limit: Number.MAX_SAFE_INTEGER }).catch(() => {});
+      else body.on('error', () => {}).destroy();
+    }
+    if (!finished) throw new UpstreamError(id, 'protocol', `${id} stream ended early`);
+  }
+
+  return { id, complete, stream, close: () => pool.close() };
+}

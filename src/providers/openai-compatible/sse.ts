@@ -1,0 +1,41 @@
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { UpstreamError, type ChatCompletionChunk } from '../types.js';
+import { inBandError } from './errors.js';
+
+/** Yields server-sent events as soon as their bytes arrive; comments and partial trailing events are dropped. */
+export async function* sseEvents(source: AsyncIterable<Uint8Array | string>): AsyncGenerator<EventSourceMessage> {
+  const pending: EventSourceMessage[] = [];
+  const parser = createParser({ onEvent: (event) => pending.push(event) });
+  const decoder = new TextDecoder();
+  for await (const bytes of source) {
+    parser.feed(typeof bytes === 'string' ? bytes : decoder.decode(bytes, { stream: true }));
+    yield* pending.splice(0);
+  }
+}
+
+/**
+ * Reads one event of an OpenAI-compatible chat stream: the chunk, `'done'` for `[DONE]`, `'skip'` for an empty
+ * event. Throws UpstreamError for in-band errors (`http`) and for data that is not a chunk (`protocol`).
+ */
+export function parseStreamEvent(provider: string, event: EventSourceMessage): ChatCompletionChunk | 'done' | 'skip' {
+  const data = event.data.trim();
+  if (data === '[DONE]') return 'done';
+  if (data === '') return 'skip';
+  let json: unknown;
+  try {
+    json = JSON.parse(data);
+  } catch (cause) {
+    throw new UpstreamError(provider, 'protocol', `${provider} sent a malformed stream event: ${data.slice(0, 200)}`, { cause });
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    throw new UpstreamError(provider, 'protocol', `${provider} sent a stream event that is not an object`);
+  }
+  const chunk = json as Record<string, unknown>;
+  if (chunk.error !== undefined || event.event === 'error') throw inBandError(provider, chunk);
+  // Some servers leave `choices` out of the final usage chunk.
+  if (chunk.choices === undefined) chunk.choices = [];
+  if (!Array.isArray(chunk.choices)) {
+    throw new UpstreamError(provider, 'protocol', `${provider} sent a stream chunk without a choices array`);
+  }
+  return chunk as ChatCompletionChunk;
+}

@@ -1,0 +1,106 @@
+/** The whole sandbox answer to a request, computed up front; `complete` and `stream` only present it. */
+import { countPromptTokens, countTextTokens } from '../../tokens/index.js';
+import { UpstreamError } from '../types.js';
+import type { ChatRequest, FinishReason, ProviderCall, ToolCall, ToolDefinition, Usage } from '../types.js';
+import { cutAtStop, cutToTokens } from './cut.js';
+import { sampleValue } from './schema.js';
+import { hash, lastUserText, replyText } from './text.js';
+
+export interface SandboxChoice {
+  index: number;
+  /** null for a tool call. */
+  content: string | null;
+  toolCall: ToolCall | null;
+  finishReason: FinishReason;
+}
+
+export interface SandboxAnswer {
+  choices: SandboxChoice[];
+  usage: Usage;
+}
+
+export function buildAnswer(call: ProviderCall): SandboxAnswer {
+  const { body } = call;
+  const count = choiceCount(body);
+  const tool = forcedTool(body);
+  const limit = tokenLimit(body);
+  const choices = Array.from({ length: count }, (_, index) =>
+    tool ? toolCallChoice(call, tool, index, limit) : textChoice(body, index, limit),
+  );
+  const prompt = countPromptTokens(body);
+  const completion = choices.reduce((sum, choice) => sum + choiceTokens(choice), 0);
+  return { choices, usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } };
+}
+
+function textChoice(body: ChatRequest, index: number, limit: number | undefined): SandboxChoice {
+  const full = formatReply(body, replyText(body, index));
+  const stopped = cutAtStop(full, stopSequences(body));
+  const content = limit === undefined ? stopped : cutToTokens(stopped, limit);
+  const finishReason = content.length < stopped.length ? 'length' : 'stop';
+  return { index, content, toolCall: null, finishReason };
+}
+
+function toolCallChoice(call: ProviderCall, tool: ToolDefinition, index: number, limit: number | undefined): SandboxChoice {
+  const { name, parameters } = tool.function;
+  const full = JSON.stringify(sampleValue(parameters, lastUserText(call.body.messages) || 'sandbox'));
+  // Like OpenAI, a token limit cuts the arguments mid-JSON (the name counts against it too).
+  const args = limit === undefined ? full : cutToTokens(full, Math.max(0, limit - countTextTokens(name)));
+  const id = `call_${hash(`${call.requestId}/${index}/${name}`).toString(16).padStart(8, '0')}`;
+  return {
+    index,
+    content: null,
+    toolCall: { id, type: 'function', function: { name, arguments: args } },
+    finishReason: args.length < full.length ? 'length' : 'tool_calls',
+  };
+}
+
+function choiceTokens(choice: SandboxChoice): number {
+  if (!choice.toolCall) return countTextTokens(choice.content ?? '');
+  return countTextTokens(choice.toolCall.function.name) + countTextTokens(choice.toolCall.function.arguments);
+}
+
+/** JSON modes wrap the text as a JSON object; json_schema fills the schema's string fields with it. */
+function formatReply(body: ChatRequest, text: string): string {
+  const format = body.response_format;
+  if (format?.type === 'json_schema' && format.json_schema?.schema !== undefined) {
+    return JSON.stringify(sampleValue(format.json_schema.schema, text));
+  }
+  if (format?.type === 'json_object' || format?.type === 'json_schema') return JSON.stringify({ reply: text });
+  return text;
+}
+
+/** The tool the reply must call, or undefined when it answers in text. */
+function forcedTool(body: ChatRequest): ToolDefinition | undefined {
+  const choice = body.tool_choice;
+  if (choice === undefined || choice === null || choice === 'auto' || choice === 'none') return undefined;
+  const tools = body.tools ?? [];
+  if (choice === 'required') {
+    if (tools[0]) return tools[0];
+    throw badRequest("Invalid value for 'tool_choice': 'required' is only allowed when 'tools' are specified.", 'tool_choice');
+  }
+  const name = choice.function?.name;
+  const tool = tools.find((candidate) => candidate.function.name === name);
+  if (tool) return tool;
+  throw badRequest(`Invalid value for 'tool_choice': no function named '${String(name)}' in 'tools'.`, 'tool_choice');
+}
+
+function choiceCount(body: ChatRequest): number {
+  const n = body.n ?? 1;
+  if (Number.isInteger(n) && n >= 1 && n <= 128) return n;
+  throw badRequest(`Invalid 'n': expected an integer from 1 to 128, got ${n}.`, 'n');
+}
+
+/** The smaller of max_tokens and max_completion_tokens, when either is set. */
+function tokenLimit(body: ChatRequest): number | undefined {
+  const limits = [body.max_tokens, body.max_completion_tokens].filter((value) => typeof value === 'number');
+  return limits.length > 0 ? Math.max(0, Math.min(...limits)) : undefined;
+}
+
+function stopSequences(body: ChatRequest): string[] {
+  const stop = body.stop ?? [];
+  return (typeof stop === 'string' ? [stop] : stop).filter((sequence) => sequence.length > 0);
+}
+
+function badRequest(message: string, param: string): UpstreamError {
+  return new UpstreamError('sandbox', 'http', message, { status: 400, param });
+}

@@ -1,0 +1,50 @@
+/**
+ * The built-in `sandbox` provider: answers like an LLM, deterministically and without network. Upstream model
+ * `lorem` writes prompt-seeded lorem ipsum; every other model name echoes the last user message.
+ */
+import type { ChatCompletion, Provider, ProviderCall } from '../types.js';
+import { buildAnswer } from './answer.js';
+import { streamAnswer } from './stream.js';
+
+export type { SandboxAnswer, SandboxChoice } from './answer.js';
+
+const SYSTEM_FINGERPRINT = 'fp_sandbox';
+let anonymousCalls = 0;
+
+export function createSandboxProvider(): Provider {
+  return {
+    id: 'sandbox',
+    async complete(call) {
+      const answer = buildAnswer(call);
+      return {
+        ...head(call),
+        object: 'chat.completion',
+        choices: answer.choices.map((choice) => ({
+          index: choice.index,
+          message: {
+            role: 'assistant',
+            content: choice.content,
+            ...(choice.toolCall ? { tool_calls: [choice.toolCall] } : {}),
+            refusal: null,
+          },
+          logprobs: null,
+          finish_reason: choice.finishReason,
+        })),
+        usage: answer.usage,
+      } satisfies ChatCompletion;
+    },
+    async *stream(call) {
+      const answer = buildAnswer(call);
+      yield* streamAnswer(call, answer, { ...head(call), object: 'chat.completion.chunk' });
+    },
+  };
+}
+
+function head(call: ProviderCall) {
+  return {
+    id: `chatcmpl-${call.requestId || `sandbox${++anonymousCalls}`}`,
+    created: Math.floor(Date.now() / 1000),
+    model: call.body.model,
+    system_fingerprint: SYSTEM_FINGERPRINT,
+  };
+}

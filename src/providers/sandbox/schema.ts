@@ -1,0 +1,32 @@
+/** Deterministic sample values for a JSON schema: the arguments of sandbox tool calls and json_schema replies. */
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A value of the schema's type: strings become `text`, numbers 1, booleans true, enums their first value. */
+export function sampleValue(schema: unknown, text: string): unknown {
+  if (!isRecord(schema)) return {};
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  if ('const' in schema) return schema.const;
+  const variants = schema.anyOf ?? schema.oneOf;
+  if (Array.isArray(variants) && variants.length > 0) return sampleValue(variants[0], text);
+  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
+  switch (type) {
+    case 'string':
+      return text;
+    case 'number':
+    case 'integer':
+      return 1;
+    case 'boolean':
+      return true;
+    case 'array':
+      return [];
+    case 'null':
+      return null;
+    default: {
+      const properties = isRecord(schema.properties) ? schema.properties : {};
+      return Object.fromEntries(Object.entries(properties).map(([name, value]) => [name, sampleValue(value, text)]));
+    }
+  }
+}

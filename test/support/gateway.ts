@@ -1,0 +1,94 @@
+/**
+ * Starts a real gateway (the same createApp as `npm start`) on a free port with a fresh database, and gives
+ * tests the admin token, the first key and helpers to make accounts and keys through the admin API.
+ */
+import OpenAI from 'openai';
+import { createApp, type App } from '../../src/app.js';
+import { loadConfig, type Config } from '../../src/config/index.js';
+import type { EventSink } from '../../src/events/index.js';
+import { createTestDatabase, type TestDatabase } from './databases.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+export interface TestGateway {
+  app: App;
+  url: string;
+  baseURL: string;
+  firstKey: string;
+  database: TestDatabase;
+  admin<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
+  /** A new account (with the sign-up grant) and its live key. */
+  account(options?: { plan?: string; email?: string }): Promise<{ id: string; key: string }>;
+  key(accountId: string, options?: Record<string, unknown>): Promise<{ id: string; key: string }>;
+  /** Sets the balance to exactly `usd` through a correction or top-up. */
+  setBalance(accountId: string, usd: number): Promise<void>;
+  client(key: string, options?: Partial<ConstructorParameters<typeof OpenAI>[0]>): OpenAI;
+  close(): Promise<void>;
+}
+
+export interface GatewayOptions {
+  dialect?: 'sqlite' | 'postgres';
+  env?: Record<string, string>;
+  overrides?: Partial<Config>;
+  events?: EventSink;
+}
+
+export async function startGateway(options: GatewayOptions = {}): Promise<TestGateway> {
+  const database = await createTestDatabase(options.dialect ?? 'sqlite');
+  const config = loadConfig({
+    env: {
+      TOLLGATE_DATA_DIR: database.dataDir,
+      ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+      TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
+      TOLLGATE_LOG_LEVEL: process.env.TOLLGATE_TEST_LOG_LEVEL ?? 'silent',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      ...options.env,
+    },
+    file: undefined,
+    ...(options.overrides ? { overrides: options.overrides } : {}),
+  });
+  const app = await createApp(config, options.events ? { events: options.events } : {});
+  const url = await app.listen();
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    return { status: response.status, body: await response.json() };
+  };
+  let counter = 0;
+  const gateway: TestGateway = {
+    app,
+    url,
+    baseURL: `${url}/v1`,
+    firstKey: app.firstStart!.apiKey,
+    database,
+    admin,
+    async account(opts = {}) {
+      const { status, body } = await admin('POST', '/admin/accounts', { email: opts.email ?? `user${++counter}-${Date.now()}@example.com`, ...(opts.plan ? { plan: opts.plan } : {}) });
+      if (status !== 201) throw new Error(`account creation failed: ${status} ${JSON.stringify(body)}`);
+      return { id: body.id, key: body.api_key };
+    },
+    async key(accountId, opts = {}) {
+      const { status, body } = await admin('POST', `/admin/accounts/${accountId}/keys`, opts);
+      if (status !== 201) throw new Error(`key creation failed: ${status} ${JSON.stringify(body)}`);
+      return { id: body.id, key: body.key };
+    },
+    async setBalance(accountId, usd) {
+      const { body } = await admin('GET', `/admin/accounts/${accountId}`);
+      const delta = Math.round((usd - body.balance.credits) * 1e9) / 1e9;
+      if (delta !== 0) {
+        const result = await admin('POST', `/admin/accounts/${accountId}/credits`, { amount: delta });
+        if (result.status !== 200) throw new Error(`setBalance failed: ${JSON.stringify(result.body)}`);
+      }
+    },
+    client: (key, clientOptions = {}) => new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0, ...clientOptions }),
+    async close() {
+      await app.close();
+      await database.drop();
+    },
+  };
+  return gateway;
+}

@@ -1,0 +1,324 @@
+/**
+ * A local upstream speaking OpenAI's chat-completions wire format, for adapter tests and the benchmark.
+ * Answers `POST /v1/chat/completions` with JSON or SSE depending on the request's `stream` field.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface MockToolCall {
+  name: string;
+  /** JSON text of the arguments; streamed in `chunks` pieces. */
+  arguments: string;
+  id?: string;
+}
+
+export type Behavior =
+  /** A normal answer: text (or tool calls), as one JSON body or as `chunks` SSE deltas `delayMs` apart. */
+  | {
+      kind: 'ok';
+      content?: string;
+      /** Number of content (or argument) deltas; defaults to one per word. */
+      chunks?: number;
+      delayMs?: number;
+      /** Delay before the response headers. */
+      latencyMs?: number;
+      /** `false` omits usage even when asked for it. */
+      usage?: boolean;
+      toolCalls?: MockToolCall[];
+      /** Send an SSE comment (`: keep-alive`) before the first chunk. */
+      comment?: boolean;
+    }
+  /** OpenAI's error envelope with the given status; `retryAfter` (seconds) adds the Retry-After header. */
+  | { kind: 'error'; status: number; message?: string; type?: string; code?: string | null; param?: string | null; retryAfter?: number }
+  /** Streams `afterChunks` content chunks, then destroys the socket. */
+  | { kind: 'cut'; afterChunks?: number }
+  /** Streams `afterChunks` content chunks, then an event whose data is not JSON. */
+  | { kind: 'malformed'; afterChunks?: number }
+  /** Streams `afterChunks` content chunks, then `data: {"error": {...}}`. */
+  | { kind: 'stream-error'; afterChunks?: number; message?: string; code?: string | number | null }
+  /** Never answers. */
+  | { kind: 'hang' }
+  /** Sends exactly this response. */
+  | { kind: 'raw'; status?: number; headers?: Record<string, string>; body: string };
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: any;
+  /** The client's port: equal ports mean a reused keep-alive connection. */
+  remotePort: number | undefined;
+}
+
+export interface MockOpenAI {
+  /** Base URL ending in `/v1`. */
+  url: string;
+  requests: RecordedRequest[];
+  /** The behaviour of every request not served from the queue. */
+  setBehavior(behavior: Behavior): void;
+  /** Behaviours for the next requests, one each, before falling back to the default. */
+  enqueue(...behaviors: Behavior[]): void;
+  close(): Promise<void>;
+}
+
+export interface MockOpenAIOptions {
+  /** When set, requests must carry `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
+  behavior?: Behavior;
+}
+
+const DEFAULT_CONTENT = 'Hello from the mock upstream.';
+let counter = 0;
+
+export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<MockOpenAI> {
+  const requests: RecordedRequest[] = [];
+  const queue: Behavior[] = [];
+  let behavior: Behavior = options.behavior ?? { kind: 'ok' };
+
+  const server = createServer(async (req, res) => {
+    res.on('error', () => {});
+    const text = await readBody(req);
+    let body: any;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = text;
+    }
+    requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, remotePort: req.socket.remotePort });
+
+    if (options.apiKey && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+      const key = (req.headers.authorization ?? '').replace(/^Bearer /, '');
+      return sendError(res, {
+        status: 401,
+        message: `Incorrect API key provided: ${key.slice(0, 3)}***. You can find your API key at https://platform.openai.com/account/api-keys.`,
+        type: 'invalid_request_error',
+        code: 'invalid_api_key',
+      });
+    }
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+      return sendError(res, { status: 404, message: `Unknown request URL: ${req.method} ${req.url}.`, code: 'unknown_url' });
+    }
+    if (typeof body !== 'object' || body === null) {
+      return sendError(res, { status: 400, message: 'We could not parse the JSON body of your request.' });
+    }
+    await serve(queue.shift() ?? behavior, body, res);
+  });
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    setBehavior: (next) => {
+      behavior = next;
+    },
+    enqueue: (...next) => queue.push(...next),
+    close: () => {
+      server.closeAllConnections(); // hanging and keep-alive sockets included
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const part of req) parts.push(part as Buffer);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+function sendError(
+  res: ServerResponse,
+  e: { status: number; message?: string; type?: string; code?: string | null; param?: string | null; retryAfter?: number },
+): void {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (e.retryAfter !== undefined) headers['retry-after'] = String(e.retryAfter);
+  res.writeHead(e.status, headers).end(
+    JSON.stringify({
+      error: {
+        message: e.message ?? `Mock error ${e.status}`,
+        type: e.type ?? (e.status >= 500 ? 'server_error' : 'invalid_request_error'),
+        param: e.param ?? null,
+        code: e.code ?? null,
+      },
+    }),
+  );
+}
+
+async function serve(behavior: Behavior, request: any, res: ServerResponse): Promise<void> {
+  switch (behavior.kind) {
+    case 'hang':
+      return;
+    case 'error':
+      return sendError(res, behavior);
+    case 'raw':
+      res.writeHead(behavior.status ?? 200, behavior.headers ?? { 'content-type': 'application/json' }).end(behavior.body);
+      return;
+    case 'ok':
+      if (behavior.latencyMs) await sleep(behavior.latencyMs);
+      if (request.stream) return streamReply(behavior, request, res);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion(behavior, request)));
+      return;
+    default:
+      return streamFailure(behavior, request, res);
+  }
+}
+
+function usageFor(request: any, completionTokens: number) {
+  const promptTokens = Math.ceil(JSON.stringify(request.messages ?? []).length / 4);
+  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+}
+
+/** Splits `text` into `n` pieces of nearly equal length, or into words (with their leading space). */
+function split(text: string, n?: number): string[] {
+  if (!n) return text.match(/\s*\S+/g) ?? [text];
+  const size = Math.max(1, Math.ceil(text.length / n));
+  const pieces: string[] = [];
+  for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size));
+  return pieces;
+}
+
+const toolCallId = (call: MockToolCall, i: number) => call.id ?? `call_mock_${i}`;
+
+function completion(b: Extract<Behavior, { kind: 'ok' }>, request: any) {
+  const content = b.content ?? DEFAULT_CONTENT;
+  const tools = b.toolCalls;
+  const message = tools
+    ? {
+        role: 'assistant',
+        content: null,
+        tool_calls: tools.map((call, i) => ({
+          id: toolCallId(call, i),
+          type: 'function',
+          function: { name: call.name, arguments: call.arguments },
+        })),
+        refusal: null,
+      }
+    : { role: 'assistant', content, refusal: null };
+  const tokens = tools ? tools.reduce((sum, call) => sum + split(call.arguments).length, 0) : split(content).length;
+  return {
+    id: `chatcmpl-mock${++counter}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: request.model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: tools ? 'tool_calls' : 'stop' }],
+    ...(b.usage === false ? {} : { usage: usageFor(request, tokens) }),
+    system_fingerprint: 'fp_mock',
+  };
+}
+
+/** Writes SSE events; stops quietly once the client has gone. */
+class EventWriter {
+  private readonly id = `chatcmpl-mock${++counter}`;
+  private readonly created = Math.floor(Date.now() / 1000);
+  private readonly includeUsage: boolean;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly request: any,
+  ) {
+    this.includeUsage = request.stream_options?.include_usage === true;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  }
+
+  get gone(): boolean {
+    return this.res.destroyed;
+  }
+
+  /** Resolves once the bytes are handed to the socket, so that a following cut does not drop them. */
+  write(text: string): Promise<void> {
+    if (this.gone) return Promise.resolve();
+    return new Promise((resolve) => this.res.write(text, () => resolve()));
+  }
+
+  chunk(delta: object, finishReason: string | null = null): Promise<void> {
+    return this.data({
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.request.model,
+      system_fingerprint: 'fp_mock',
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+      // OpenAI sends `usage: null` on every chunk but the last when usage was asked for.
+      ...(this.includeUsage ? { usage: null } : {}),
+    });
+  }
+
+  async usage(completionTokens: number): Promise<void> {
+    if (!this.includeUsage) return;
+    await this.data({
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.request.model,
+      system_fingerprint: 'fp_mock',
+      choices: [],
+      usage: usageFor(this.request, completionTokens),
+    });
+  }
+
+  data(json: unknown): Promise<void> {
+    return this.write(`data: ${JSON.stringify(json)}\n\n`);
+  }
+
+  async done(): Promise<void> {
+    await this.write('data: [DONE]\n\n');
+    this.res.end();
+  }
+}
+
+async function streamReply(b: Extract<Behavior, { kind: 'ok' }>, request: any, res: ServerResponse): Promise<void> {
+  const out = new EventWriter(res, request);
+  const pause = () => (b.delayMs ? sleep(b.delayMs) : Promise.resolve());
+  if (b.comment) await out.write(': keep-alive\n\n');
+  let tokens = 0;
+  if (b.toolCalls) {
+    await out.chunk({ role: 'assistant', content: null, refusal: null });
+    for (const [index, call] of b.toolCalls.entries()) {
+      const header = { index, id: toolCallId(call, index), type: 'function', function: { name: call.name, arguments: '' } };
+      await out.chunk({ tool_calls: [header] });
+      for (const piece of split(call.arguments, b.chunks)) {
+        await pause();
+        if (out.gone) return;
+        await out.chunk({ tool_calls: [{ index, function: { arguments: piece } }] });
+        tokens++;
+      }
+    }
+  } else {
+    await out.chunk({ role: 'assistant', content: '', refusal: null });
+    const content = b.content ?? (b.chunks ? Array.from({ length: b.chunks }, (_, i) => `token${i} `).join('') : DEFAULT_CONTENT);
+    for (const piece of split(content, b.chunks)) {
+      await pause();
+      if (out.gone) return;
+      await out.chunk({ content: piece });
+      tokens++;
+    }
+  }
+  await out.chunk({}, b.toolCalls ? 'tool_calls' : 'stop');
+  if (b.usage !== false) await out.usage(tokens);
+  await out.done();
+}
+
+async function streamFailure(
+  b: Extract<Behavior, { kind: 'cut' | 'malformed' | 'stream-error' }>,
+  request: any,
+  res: ServerResponse,
+): Promise<void> {
+  const out = new EventWriter(res, request);
+  await out.chunk({ role: 'assistant', content: '', refusal: null });
+  for (let i = 0; i < (b.afterChunks ?? 2); i++) await out.chunk({ content: `part${i} ` });
+  switch (b.kind) {
+    case 'cut':
+      res.socket?.destroy();
+      return;
+    case 'malformed':
+      await out.write('data: {"id": "chatcmpl-broken", "choices": [{\n\n');
+      return out.done();
+    case 'stream-error':
+      await out.data({
+        error: { message: b.message ?? 'The server had an error while processing your request.', type: 'server_error', param: null, code: b.code ?? null },
+      });
+      res.end();
+  }
+}
