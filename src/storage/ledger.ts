@@ -156,7 +156,9 @@ export class LedgerStore {
     for (const [keyId, spent] of keySpend) {
       await trx.updateTable('api_keys').set((eb) => ({ spent_nano: eb('spent_nano', '+', spent) })).where('id', '=', keyId).execute();
     }
-    for (const { keyId, at } of batch.keysUsed ?? []) {
+    const lastUsed = new Map<string, number>();
+    for (const { keyId, at } of batch.keysUsed ?? []) lastUsed.set(keyId, Math.max(at, lastUsed.get(keyId) ?? 0));
+    for (const [keyId, at] of lastUsed) {
       await trx.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', keyId).execute();
     }
     if (batch.invoices?.length) {
