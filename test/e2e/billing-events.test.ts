@@ -56,6 +56,6 @@ describe('auto-recharge', () => {
     expect(recharges[0]!.note).toMatch(/invoice/);
 
     const credits = await fetch(`${gateway.baseURL}/credits`, { headers: { authorization: `Bearer ${account.key}` } });
-    expect((await credits.json()).billing.auto_recharge).toEqual({ enabled: true, threshold: 1, amount: 10 });
+    expect(((await credits.json()) as any).billing.auto_recharge).toEqual({ enabled: true, threshold: 1, amount: 10 });
   });
 });

@@ -139,7 +139,7 @@ describe('errors as the SDK sees them', () => {
     await expect(gateway.client('tg-live-' + 'x'.repeat(32)).models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
     const response = await fetch(`${gateway.baseURL}/chat/completions`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
     expect(response.status).toBe(401);
-    expect((await response.json()).error).toMatchObject({ code: 'missing_api_key', type: 'authentication_error', message: 'No API key provided' });
+    expect(((await response.json()) as any).error).toMatchObject({ code: 'missing_api_key', type: 'authentication_error', message: 'No API key provided' });
   });
 
   it('raises RateLimitError with Retry-After once the requests-per-minute limit is used', async () => {
@@ -194,7 +194,7 @@ describe('errors as the SDK sees them', () => {
       body: JSON.stringify({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'a fairly long prompt to exceed the tiny daily limit' }] }),
     });
     expect(response.status).toBe(429);
-    const body = await response.json();
+    const body = (await response.json()) as any;
     expect(body.error.code).toBe('daily_limit_exceeded');
     const midnight = new Date();
     midnight.setUTCHours(24, 0, 0, 0);
@@ -211,7 +211,7 @@ describe('test keys', () => {
     const { body: models } = await gateway.admin('GET', '/admin/accounts/' + account.id);
     const before = models.balance.credits;
     const listed = await fetch(`${gateway.baseURL}/models?active_only=false&provider=openai`, { headers: { authorization: `Bearer ${testKey.key}` } });
-    const openaiModel = (await listed.json()).data[0];
+    const openaiModel = ((await listed.json()) as any).data[0];
     expect(openaiModel.status.active).toBe(false);
     const completion = await gateway.client(testKey.key).chat.completions.create({
       model: openaiModel.id,

@@ -56,7 +56,7 @@ describe('first start', () => {
 
     const account = await fetch(`http://127.0.0.1:${port}/admin/accounts`, { headers: { authorization: `Bearer ${token}` } });
     expect(account.status).toBe(200);
-    expect((await account.json()).data[0].balance.credits).toBeLessThan(5);
+    expect(((await account.json()) as any).data[0].balance.credits).toBeLessThan(5);
 
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);

@@ -28,7 +28,7 @@ async function chat(gateway: TestGateway, key: string, stream: boolean, i: numbe
     }),
   });
   if (!stream || response.status !== 200) {
-    const body = await response.json();
+    const body = (await response.json()) as any;
     return { status: response.status, costNano: body.usage ? toNano(body.usage.cost) : 0, code: body.error?.code };
   }
   const text = await response.text();

@@ -1,0 +1,319 @@
+/** The operator API under /admin, as an operator (and the keys it hands out) sees it. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
+
+const KEY_FORMAT = /^tg-live-[0-9A-Za-z]{32}$/;
+const TEST_KEY_FORMAT = /^tg-test-[0-9A-Za-z]{32}$/;
+
+async function raw(gw: TestGateway, method: string, path: string, options: { token?: string; body?: unknown } = {}) {
+  const headers: Record<string, string> = {};
+  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(`${gw.url}${path}`, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as any };
+}
+
+async function credits(gw: TestGateway, key: string) {
+  return raw(gw, 'GET', '/v1/credits', { token: key });
+}
+
+/** Sum of all ledger entries, in nano-USD (exact). */
+function ledgerSumNano(entries: Array<{ amount: number }>): bigint {
+  return entries.reduce((sum, e) => sum + BigInt(Math.round(e.amount * 1e9)), 0n);
+}
+const nano = (usd: number) => BigInt(Math.round(usd * 1e9));
+
+describe.each(['sqlite', 'postgres'] as const)('admin API core flow (%s)', (dialect) => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway({ dialect });
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it('creates an account with a live key and the 5 USD sign-up grant, recorded in the ledger', async () => {
+    const email = `core-${dialect}@example.com`;
+    const created = await gw.admin('POST', '/admin/accounts', { email });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ email, plan: 'free' });
+    expect(typeof created.body.id).toBe('string');
+    expect(created.body.api_key).toMatch(KEY_FORMAT);
+
+    const account = await gw.admin('GET', `/admin/accounts/${created.body.id}`);
+    expect(account.status).toBe(200);
+    expect(account.body.balance).toEqual({ credits: 5, currency: 'USD' });
+    expect(JSON.stringify(account.body)).not.toContain(created.body.api_key);
+
+    const ledger = await gw.admin('GET', `/admin/accounts/${created.body.id}/ledger`);
+    expect(ledger.status).toBe(200);
+    expect(ledger.body.data).toHaveLength(1);
+    expect(ledger.body.data[0]).toMatchObject({ kind: 'grant', amount: 5, balance_after: 5 });
+
+    const balance = await credits(gw, created.body.api_key);
+    expect(balance.status).toBe(200);
+    expect(balance.body.balance).toEqual({ credits: 5, currency: 'USD' });
+  });
+
+  it('creates a key shown once, lists it by hint, and revokes it at once', async () => {
+    const { id: accountId } = await gw.account();
+    const created = await gw.admin('POST', `/admin/accounts/${accountId}/keys`, { name: 'ci' });
+    expect(created.status).toBe(201);
+    const key: string = created.body.key;
+    expect(key).toMatch(KEY_FORMAT);
+    expect(created.body.hint).toBe(`${key.slice(0, 12)}...${key.slice(-4)}`);
+
+    const listed = await gw.admin('GET', `/admin/accounts/${accountId}`);
+    expect(listed.body.keys.map((k: any) => k.id)).toContain(created.body.id);
+    expect(JSON.stringify(listed.body)).not.toContain(key);
+
+    expect((await credits(gw, key)).status).toBe(200);
+    const revoked = await gw.admin('DELETE', `/admin/keys/${created.body.id}`);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.revoked).toBe(true);
+    const after = await credits(gw, key);
+    expect(after.status).toBe(401);
+    expect(after.body.error).toMatchObject({ type: 'authentication_error', code: 'invalid_api_key', message: 'Invalid API key provided' });
+  });
+
+  it('tops up and corrects credits without going below zero; the ledger sums to the balance', async () => {
+    const { id } = await gw.account();
+    const topup = await gw.admin('POST', `/admin/accounts/${id}/credits`, { amount: 2.5, note: 'top-up' });
+    expect(topup.status).toBe(200);
+    expect(topup.body.amount).toBe(2.5);
+    expect(topup.body.balance).toEqual({ credits: 7.5, currency: 'USD' });
+
+    const correction = await gw.admin('POST', `/admin/accounts/${id}/credits`, { amount: -100, note: 'correction' });
+    expect(correction.status).toBe(200);
+    expect(correction.body.amount).toBe(-7.5);
+    expect(correction.body.balance).toEqual({ credits: 0, currency: 'USD' });
+
+    const account = await gw.admin('GET', `/admin/accounts/${id}`);
+    expect(account.body.balance.credits).toBe(0);
+    const ledger = await gw.admin('GET', `/admin/accounts/${id}/ledger`);
+    const entries = ledger.body.data as Array<{ kind: string; amount: number; note: string | null }>;
+    expect(entries).toHaveLength(3);
+    expect(ledgerSumNano(entries)).toBe(nano(account.body.balance.credits));
+    const corr = entries.find((e) => e.amount < 0)!;
+    expect(corr.amount).toBe(-7.5);
+    expect(corr.note).toBe('correction');
+    expect(entries.find((e) => e.amount === 2.5)).toBeDefined();
+  });
+});
+
+describe('admin API (sqlite)', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startGateway();
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it('refuses requests without the admin token (401 missing_api_key envelope)', async () => {
+    for (const [method, path] of [
+      ['GET', '/admin/accounts'],
+      ['POST', '/admin/accounts'],
+      ['GET', '/admin/accounts/acct_nope'],
+      ['DELETE', '/admin/keys/key_nope'],
+    ] as const) {
+      const response = await raw(gw, method, path, method === 'POST' ? { body: { email: 'x@example.com' } } : {});
+      expect(response.status, `${method} ${path}`).toBe(401);
+      expect(response.body).toEqual({
+        error: { message: expect.any(String), type: 'authentication_error', code: 'missing_api_key', param: null },
+      });
+      expect(response.headers.get('x-request-id')).toBeTruthy();
+    }
+  });
+
+  it('refuses a wrong token and a customer API key (401 invalid_api_key)', async () => {
+    const wrong = await raw(gw, 'GET', '/admin/accounts', { token: `${ADMIN_TOKEN}x` });
+    expect(wrong.status).toBe(401);
+    expect(wrong.body.error).toMatchObject({ type: 'authentication_error', code: 'invalid_api_key' });
+    const customer = await raw(gw, 'GET', '/admin/accounts', { token: gw.firstKey });
+    expect(customer.status).toBe(401);
+    expect(customer.body.error.code).toBe('invalid_api_key');
+    // The refused request created nothing.
+    const create = await raw(gw, 'POST', '/admin/accounts', { token: 'nope', body: { email: 'sneaky@example.com' } });
+    expect(create.status).toBe(401);
+    const list = await gw.admin('GET', '/admin/accounts');
+    expect(list.body.data.map((a: any) => a.email)).not.toContain('sneaky@example.com');
+  });
+
+  it('POST /admin/accounts returns 201 {id, email, plan, api_key}', async () => {
+    const created = await gw.admin('POST', '/admin/accounts', { email: 'payg@example.com', plan: 'pay_as_you_go' });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ id: expect.any(String), email: 'payg@example.com', plan: 'pay_as_you_go' });
+    expect(created.body.api_key).toMatch(KEY_FORMAT);
+    const full = await credits(gw, created.body.api_key);
+    expect(full.body.billing.plan).toBe('pay_as_you_go');
+    expect(full.body.balance.credits).toBe(5);
+  });
+
+  it('refuses a duplicate email (400 param email) and an unknown plan (400 param plan)', async () => {
+    expect((await gw.admin('POST', '/admin/accounts', { email: 'dup@example.com' })).status).toBe(201);
+    const dup = await gw.admin('POST', '/admin/accounts', { email: 'dup@example.com' });
+    expect(dup.status).toBe(400);
+    expect(dup.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_request', param: 'email' });
+
+    const plan = await gw.admin('POST', '/admin/accounts', { email: 'plan@example.com', plan: 'platinum' });
+    expect(plan.status).toBe(400);
+    expect(plan.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_request', param: 'plan' });
+    const list = await gw.admin('GET', '/admin/accounts');
+    expect(list.body.data.map((a: any) => a.email)).not.toContain('plan@example.com');
+
+    const missing = await gw.admin('POST', '/admin/accounts', {});
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.param).toBe('email');
+    const bad = await gw.admin('POST', '/admin/accounts', { email: 'not-an-email' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.param).toBe('email');
+  });
+
+  it('creates test, read_only and project keys with models and spend_limit', async () => {
+    const { id } = await gw.account();
+    const test = await gw.admin('POST', `/admin/accounts/${id}/keys`, { environment: 'test', name: 'ci' });
+    expect(test.status).toBe(201);
+    expect(test.body.key).toMatch(TEST_KEY_FORMAT);
+    expect(test.body).toMatchObject({ environment: 'test', permissions: 'full', name: 'ci', revoked: false });
+    expect(test.body.hint).toBe(`${test.body.key.slice(0, 12)}...${test.body.key.slice(-4)}`);
+    expect(test.body.id).toMatch(/^key_/);
+    expect(typeof test.body.created).toBe('number');
+
+    const readOnly = await gw.admin('POST', `/admin/accounts/${id}/keys`, { permissions: 'read_only' });
+    expect(readOnly.status).toBe(201);
+    expect(readOnly.body).toMatchObject({ environment: 'live', permissions: 'read_only' });
+    expect(readOnly.body.key).toMatch(KEY_FORMAT);
+
+    const project = await gw.admin('POST', `/admin/accounts/${id}/keys`, { permissions: 'project', models: ['sandbox/lorem'], spend_limit: 1.25 });
+    expect(project.status).toBe(201);
+    expect(project.body).toMatchObject({ permissions: 'project', models: ['sandbox/lorem'], spend_limit: 1.25 });
+    expect(project.body.hint).toBe(`${project.body.key.slice(0, 12)}...${project.body.key.slice(-4)}`);
+
+    const account = await gw.admin('GET', `/admin/accounts/${id}`);
+    expect(account.status).toBe(200);
+    const text = JSON.stringify(account.body);
+    for (const key of [test.body.key, readOnly.body.key, project.body.key]) {
+      expect(text).not.toContain(key);
+      // Not even the random part of the key.
+      expect(text).not.toContain(key.slice(8));
+    }
+    const keys = account.body.keys as any[];
+    expect(keys).toHaveLength(4);
+    for (const key of keys) {
+      expect(key).not.toHaveProperty('key');
+      expect(key.hint).toMatch(/^tg-(live|test)-\w{4}\.\.\.\w{4}$/);
+    }
+    expect(keys.find((k) => k.id === project.body.id)).toMatchObject({ permissions: 'project', models: ['sandbox/lorem'], spend_limit: 1.25 });
+  });
+
+  it('refuses bad key requests with 400 naming the field', async () => {
+    const { id } = await gw.account();
+    const cases: Array<[unknown, string]> = [
+      [{ environment: 'staging' }, 'environment'],
+      [{ permissions: 'admin' }, 'permissions'],
+      [{ spend_limit: 'lots' }, 'spend_limit'],
+      [{ spend_limit: -1 }, 'spend_limit'],
+      [{ models: 'sandbox/echo' }, 'models'],
+    ];
+    for (const [body, param] of cases) {
+      const response = await gw.admin('POST', `/admin/accounts/${id}/keys`, body);
+      expect(response.status, JSON.stringify(body)).toBe(400);
+      expect(response.body.error, JSON.stringify(body)).toMatchObject({ code: 'invalid_request', param });
+    }
+  });
+
+  it('refuses bad credit amounts with 400 naming amount', async () => {
+    const { id } = await gw.account();
+    for (const amount of ['lots', null, true, 0, 0.0000000001, [1]]) {
+      const response = await gw.admin('POST', `/admin/accounts/${id}/credits`, { amount });
+      expect(response.status, JSON.stringify(amount)).toBe(400);
+      expect(response.body.error, JSON.stringify(amount)).toMatchObject({ type: 'invalid_request_error', code: 'invalid_request', param: 'amount' });
+    }
+    const missing = await gw.admin('POST', `/admin/accounts/${id}/credits`, {});
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.param).toBe('amount');
+    const account = await gw.admin('GET', `/admin/accounts/${id}`);
+    expect(account.body.balance.credits).toBe(5);
+  });
+
+  it('PATCH changes plan, limits, auto-recharge and thresholds, visible in GET and /v1/credits', async () => {
+    const { id, key } = await gw.account();
+    const patched = await gw.admin('PATCH', `/admin/accounts/${id}`, {
+      plan: 'pay_as_you_go',
+      requests_per_minute: 42,
+      daily_limit: 3.5,
+      auto_recharge: { enabled: true, threshold: 1.5, amount: 10 },
+      low_balance_thresholds: [2, 0.5],
+    });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({
+      plan: 'pay_as_you_go',
+      auto_recharge: { enabled: true, threshold: 1.5, amount: 10 },
+      low_balance_thresholds: [2, 0.5],
+    });
+
+    const account = await gw.admin('GET', `/admin/accounts/${id}`);
+    expect(account.body).toMatchObject({
+      plan: 'pay_as_you_go',
+      overrides: { requests_per_minute: 42, tokens_per_minute: null, daily_limit: 3.5 },
+      limits: { requests_per_minute: 42, tokens_per_minute: 2_000_000, daily_limit: 3.5 },
+      auto_recharge: { enabled: true, threshold: 1.5, amount: 10 },
+      low_balance_thresholds: [2, 0.5],
+    });
+
+    const full = await credits(gw, key);
+    expect(full.status).toBe(200);
+    expect(full.body.limits).toEqual({
+      rate_limit: { requests_per_minute: 42, tokens_per_minute: 2_000_000 },
+      daily_limit: { credits: 3.5, remaining: 3.5 },
+    });
+    expect(full.body.billing).toMatchObject({ plan: 'pay_as_you_go', auto_recharge: { enabled: true, threshold: 1.5, amount: 10 } });
+
+    // Back to the plan's values: null clears overrides; pay_as_you_go has no daily limit.
+    const reset = await gw.admin('PATCH', `/admin/accounts/${id}`, { requests_per_minute: null, daily_limit: null });
+    expect(reset.status).toBe(200);
+    const again = await credits(gw, key);
+    expect(again.body.limits).toEqual({ rate_limit: { requests_per_minute: 600, tokens_per_minute: 2_000_000 } });
+  });
+
+  it('PATCH refuses unknown fields, bad types and unknown plans with 400', async () => {
+    const { id } = await gw.account();
+    const unknown = await gw.admin('PATCH', `/admin/accounts/${id}`, { colour: 'blue' });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_request' });
+
+    const cases: Array<[unknown, string]> = [
+      [{ plan: 'platinum' }, 'plan'],
+      [{ requests_per_minute: 0 }, 'requests_per_minute'],
+      [{ requests_per_minute: 'many' }, 'requests_per_minute'],
+      [{ daily_limit: 'lots' }, 'daily_limit'],
+      [{ daily_limit: -2 }, 'daily_limit'],
+      [{ auto_recharge: { enabled: 'yes' } }, 'auto_recharge.enabled'],
+      [{ auto_recharge: { threshold: 'one' } }, 'auto_recharge.threshold'],
+    ];
+    for (const [body, param] of cases) {
+      const response = await gw.admin('PATCH', `/admin/accounts/${id}`, body);
+      expect(response.status, JSON.stringify(body)).toBe(400);
+      expect(response.body.error, JSON.stringify(body)).toMatchObject({ code: 'invalid_request', param });
+    }
+    const account = await gw.admin('GET', `/admin/accounts/${id}`);
+    expect(account.body.plan).toBe('free');
+    expect(account.body.overrides).toEqual({ requests_per_minute: null, tokens_per_minute: null, daily_limit: null });
+  });
+
+  it('unknown accounts and keys are 404 not_found', async () => {
+    for (const [method, path, body] of [
+      ['GET', '/admin/accounts/acct_missing', undefined],
+      ['GET', '/admin/accounts/acct_missing/ledger', undefined],
+      ['PATCH', '/admin/accounts/acct_missing', { plan: 'free' }],
+      ['POST', '/admin/accounts/acct_missing/keys', {}],
+      ['POST', '/admin/accounts/acct_missing/credits', { amount: 1 }],
+      ['DELETE', '/admin/keys/key_missing', undefined],
+    ] as const) {
+      const response = await gw.admin(method, path, body);
+      expect(response.status, `${method} ${path}`).toBe(404);
+      expect(response.body.error, `${method} ${path}`).toMatchObject({ type: 'invalid_request_error', code: 'not_found' });
+    }
+  });
+});
