@@ -49,6 +49,12 @@ export interface RecordedRequest {
   body: any;
   /** The client's port: equal ports mean a reused keep-alive connection. */
   remotePort: number | undefined;
+  /** SSE `data:` events written to the response so far (a client that went away stops the count). */
+  eventsSent: number;
+  /** When the response closed (ms since the epoch); undefined while it is open. */
+  closedAt?: number;
+  /** Whether the response had been sent in full when it closed (false: the connection went away first). */
+  completed?: boolean;
 }
 
 export interface MockOpenAI {
@@ -69,6 +75,7 @@ export interface MockOpenAIOptions {
 }
 
 const DEFAULT_CONTENT = 'Hello from the mock upstream.';
+const records = new WeakMap<ServerResponse, RecordedRequest>();
 let counter = 0;
 
 export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<MockOpenAI> {
@@ -85,7 +92,13 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
     } catch {
       body = text;
     }
-    requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, remotePort: req.socket.remotePort });
+    const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, remotePort: req.socket.remotePort, eventsSent: 0 };
+    requests.push(record);
+    records.set(res, record);
+    res.on('close', () => {
+      record.closedAt = Date.now();
+      record.completed = res.writableFinished;
+    });
 
     if (options.apiKey && req.headers.authorization !== `Bearer ${options.apiKey}`) {
       const key = (req.headers.authorization ?? '').replace(/^Bearer /, '');
@@ -259,6 +272,8 @@ class EventWriter {
   }
 
   data(json: unknown): Promise<void> {
+    const record = records.get(this.res);
+    if (record && !this.gone) record.eventsSent++;
     return this.write(`data: ${JSON.stringify(json)}\n\n`);
   }
 
