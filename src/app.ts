@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AdminService, adminTokenChecker, bootstrap, keySecret, type FirstStart } from './admin/index.js';
 import { Authenticator } from './auth/index.js';
-import { Wallet, invoiceProcessor, parseUsd, type PaymentProcessor, type PlanLimits } from './billing/index.js';
+import { Wallet, invoiceProcessor, parseUsd, planLimits, type PaymentProcessor } from './billing/index.js';
 import { Catalog, PerformanceTracker } from './catalog/index.js';
 import type { Config } from './config/index.js';
 import { NO_EVENTS, type EventSink } from './events/index.js';
@@ -14,7 +14,7 @@ import { buildHttpServer } from './http/index.js';
 import { MemoryRateLimiter, type RateLimiter } from './limits/index.js';
 import { Metrics, createLogger } from './observability/index.js';
 import { Router } from './routing/index.js';
-import { openStorage, type AccountSettings, type Storage } from './storage/index.js';
+import { openStorage, type Storage } from './storage/index.js';
 
 export interface App {
   config: Config;
@@ -97,28 +97,5 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       await router.close();
       await storage.close();
     },
-  };
-}
-
-/** An account's limits: its plan's, with the account's own overrides on top. */
-function planLimits(config: Config): (account: { plan: string; settings: AccountSettings }) => PlanLimits {
-  const plans = new Map(
-    Object.entries(config.plans).map(([name, plan]) => [
-      name,
-      {
-        requestsPerMinute: plan.requests_per_minute,
-        tokensPerMinute: plan.tokens_per_minute,
-        dailyLimitNano: plan.daily_limit == null ? null : parseUsd(plan.daily_limit),
-      },
-    ]),
-  );
-  const fallback = plans.get(config.default_plan)!;
-  return ({ plan, settings }) => {
-    const base = plans.get(plan) ?? fallback;
-    return {
-      requestsPerMinute: settings.requestsPerMinute ?? base.requestsPerMinute,
-      tokensPerMinute: settings.tokensPerMinute ?? base.tokensPerMinute,
-      dailyLimitNano: settings.dailyLimitNano !== undefined ? settings.dailyLimitNano : base.dailyLimitNano,
-    };
   };
 }

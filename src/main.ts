@@ -1,8 +1,10 @@
 /** Process entry: load config -> open storage -> build app -> listen; graceful shutdown on SIGTERM/SIGINT. */
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config/index.js';
 
-async function main(): Promise<void> {
+export async function main(): Promise<void> {
   let config;
   try {
     config = loadConfig();
@@ -15,7 +17,8 @@ async function main(): Promise<void> {
   }
   const app = await createApp(config);
   const address = await app.listen();
-  const base = `http://${config.server.host === '0.0.0.0' ? '127.0.0.1' : config.server.host}:${config.server.port}`;
+  const port = new URL(address).port;
+  const base = `http://${config.server.host === '0.0.0.0' ? '127.0.0.1' : config.server.host}:${port}`;
   if (app.firstStart) printFirstStart(app.firstStart, base);
   process.stdout.write(`tollgate listening on ${address} (storage: ${app.storage.dialect}); API base URL ${base}/v1\n`);
 
@@ -52,7 +55,19 @@ function printFirstStart(first: NonNullable<Awaited<ReturnType<typeof createApp>
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`tollgate: failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
-});
+function isEntryPoint(): boolean {
+  try {
+    return realpathSync(process.argv[1] ?? '') === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  // A closed stdout (e.g. piped into `head`) must not crash a running gateway.
+  process.stdout.on('error', () => undefined);
+  main().catch((error: unknown) => {
+    process.stderr.write(`tollgate: failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  });
+}

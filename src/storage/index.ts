@@ -31,6 +31,16 @@ export interface Storage {
   close(): Promise<void>;
 }
 
+/** Applies pending migrations and reports their names (the CLI's `migrate`; openStorage does the same silently). */
+export async function migrateStorage(options: ConnectOptions): Promise<{ dialect: Dialect; applied: string[] }> {
+  const { db, dialect } = connect(options);
+  try {
+    return { dialect, applied: await migrateToLatest(db) };
+  } finally {
+    await db.destroy();
+  }
+}
+
 export async function openStorage(options: ConnectOptions & { migrate?: boolean }): Promise<Storage> {
   const { db, dialect } = connect(options);
   try {

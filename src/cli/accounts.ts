@@ -1,0 +1,120 @@
+import { Command } from 'commander';
+import type { AccountPatch } from '../admin/index.js';
+import { invalidRequest } from '../errors/index.js';
+import { renderAccount, renderKey } from '../http/render.js';
+import type { AccountRecord } from '../storage/index.js';
+import { withContext, type CliContext } from './context.js';
+import { printKeys } from './keys.js';
+import { money, print, printFields, printJson, printTable, usdOption, when } from './output.js';
+
+export function accountsCommand(): Command {
+  const accounts = new Command('accounts').description('Create, list, show and update accounts');
+
+  accounts
+    .command('create')
+    .description('Create an account with the sign-up grant and a first live API key')
+    .requiredOption('--email <email>', 'email address of the account')
+    .option('--plan <plan>', 'plan name (default: the configured default_plan)')
+    .option('--json', 'print JSON (the admin API shape)')
+    .action((options: { email: string; plan?: string; json?: boolean }) =>
+      withContext(async (ctx) => {
+        const { account, key } = await ctx.admin.createAccount({ email: options.email, ...(options.plan ? { plan: options.plan } : {}) });
+        if (options.json) return printJson({ ...renderAccount(account, ctx), api_key: key.key, api_key_id: key.record.id });
+        printFields([
+          ['Account', account.id],
+          ['Email', account.email],
+          ['Plan', account.plan],
+          ['Balance', money(account.balanceNano)],
+          ['API key', key.key],
+        ]);
+        print('', 'The API key is shown once: store it now, it cannot be shown again.');
+      }),
+    );
+
+  accounts
+    .command('list')
+    .description('List accounts, oldest first')
+    .option('--limit <n>', 'how many accounts (1 to 1000)', '100')
+    .option('--after <id>', 'start after this account id (paging)')
+    .option('--json', 'print JSON')
+    .action((options: { limit: string; after?: string; json?: boolean }) =>
+      withContext(async (ctx) => {
+        const limit = Number(options.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalidRequest('limit must be 1 to 1000', 'limit');
+        const list = await ctx.admin.listAccounts({ limit, ...(options.after ? { after: options.after } : {}) });
+        if (options.json) return printJson({ object: 'list', data: list.map((a) => renderAccount(a, ctx)) });
+        printTable(
+          ['ID', 'EMAIL', 'PLAN', 'BALANCE', 'CREATED'],
+          list.map((a) => [a.id, a.email, a.plan, money(a.balanceNano), when(a.createdAt)]),
+        );
+      }),
+    );
+
+  accounts
+    .command('show')
+    .description('Show an account: balance, limits and API keys')
+    .argument('<id>', 'account id')
+    .option('--json', 'print JSON (the admin API shape)')
+    .action((id: string, options: { json?: boolean }) =>
+      withContext(async (ctx) => {
+        const { account, keys } = await ctx.admin.getAccount(id);
+        if (options.json) return printJson({ ...renderAccount(account, ctx), keys: keys.map(renderKey) });
+        printAccount(account, ctx);
+        print('', 'Keys:');
+        printKeys(keys);
+      }),
+    );
+
+  accounts
+    .command('update')
+    .description("Change an account's plan or its own limits (overriding the plan's)")
+    .argument('<id>', 'account id')
+    .option('--plan <plan>', 'move the account to this plan')
+    .option('--rpm <n>', 'requests per minute, or "none" to use the plan\'s')
+    .option('--tpm <n>', 'tokens per minute, or "none" to use the plan\'s')
+    .option('--daily-limit <usd>', 'daily spend limit in USD, "none" for no limit, or "plan" to use the plan\'s')
+    .option('--json', 'print JSON (the admin API shape)')
+    .action((id: string, options: { plan?: string; rpm?: string; tpm?: string; dailyLimit?: string; json?: boolean }) =>
+      withContext(async (ctx) => {
+        const patch: AccountPatch = {};
+        if (options.plan !== undefined) patch.plan = options.plan;
+        if (options.rpm !== undefined) patch.requests_per_minute = perMinute(options.rpm, 'requests_per_minute');
+        if (options.tpm !== undefined) patch.tokens_per_minute = perMinute(options.tpm, 'tokens_per_minute');
+        if (options.dailyLimit !== undefined) patch.daily_limit = dailyLimit(options.dailyLimit);
+        if (!Object.keys(patch).length) throw invalidRequest('nothing to update: give --plan, --rpm, --tpm or --daily-limit');
+        const account = await ctx.admin.updateAccount(id, patch);
+        if (options.json) return printJson(renderAccount(account, ctx));
+        printAccount(account, ctx);
+      }),
+    );
+
+  return accounts;
+}
+
+function printAccount(account: AccountRecord, ctx: CliContext): void {
+  const limits = ctx.limitsFor(account);
+  const { settings } = account;
+  const own = (set: boolean) => (set ? ' (account)' : ' (plan)');
+  printFields([
+    ['Account', account.id],
+    ['Email', account.email],
+    ['Plan', account.plan],
+    ['Balance', money(account.balanceNano)],
+    ['Created', when(account.createdAt)],
+    ['Requests/min', `${limits.requestsPerMinute}${own(settings.requestsPerMinute !== undefined)}`],
+    ['Tokens/min', `${limits.tokensPerMinute}${own(settings.tokensPerMinute !== undefined)}`],
+    ['Daily limit', `${limits.dailyLimitNano === null ? 'none' : money(limits.dailyLimitNano)}${own(settings.dailyLimitNano !== undefined)}`],
+  ]);
+}
+
+function perMinute(value: string, param: string): number | null {
+  if (value === 'none') return null;
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw invalidRequest(`${param} must be a positive whole number or "none"`, param);
+  return Number(value);
+}
+
+function dailyLimit(value: string): number | null | 'none' {
+  if (value === 'plan') return null;
+  if (value === 'none') return 'none';
+  return usdOption(value, 'daily_limit');
+}

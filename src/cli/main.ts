@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+/** `tollgate`: the admin API's actions run directly against the configured database, plus `start` and `migrate`. */
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { ConfigError } from '../config/index.js';
+import { GatewayError } from '../errors/index.js';
+import { accountsCommand } from './accounts.js';
+import { creditsCommand } from './credits.js';
+import { keysCommand } from './keys.js';
+import { modelsCommand } from './models.js';
+import { migrateCommand, startCommand } from './server.js';
+
+// src/cli/ and dist/cli/ both sit two levels below package.json.
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+const program = new Command('tollgate')
+  .description('OpenAI-compatible LLM gateway with prepaid USD credits.\nCommands other than start act directly on the database configured for the server (TOLLGATE_DATA_DIR, DATABASE_URL, TOLLGATE_CONFIG).')
+  .version(version)
+  .showHelpAfterError()
+  .addCommand(startCommand())
+  .addCommand(migrateCommand())
+  .addCommand(accountsCommand())
+  .addCommand(keysCommand())
+  .addCommand(creditsCommand())
+  .addCommand(modelsCommand());
+
+try {
+  await program.parseAsync();
+} catch (error) {
+  process.stderr.write(`tollgate: ${describe(error)}\n`);
+  process.exitCode = 1;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof GatewayError) return error.param ? `${error.message} (param: ${error.param})` : error.message;
+  if (error instanceof ConfigError) return error.message;
+  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}

@@ -1,0 +1,164 @@
+/** The `tollgate` CLI run for real, as a child process, against SQLite and PostgreSQL. */
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+
+const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI in `dataDir` (also its cwd, so no stray tollgate.config.yaml) with only the environment given. */
+function cli(dataDir: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', TSX, CLI, ...args],
+      { cwd: dataDir, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TOLLGATE_DATA_DIR: dataDir, TOLLGATE_LOG_LEVEL: 'silent', ...env } },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+async function json(dataDir: string, args: string[], env?: Record<string, string>): Promise<any> {
+  const run = await cli(dataDir, [...args, '--json'], env);
+  expect(run.stderr).toBe('');
+  expect(run.code).toBe(0);
+  return JSON.parse(run.stdout);
+}
+
+describe('tollgate CLI on SQLite', () => {
+  let db: TestDatabase;
+  let dir: string;
+  let accountId: string;
+  let liveKey: string;
+  let projectKeyId: string;
+  let revokedKey: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('sqlite');
+    dir = db.dataDir;
+  });
+  afterAll(() => db.drop());
+
+  it('migrate applies the schema to a fresh database', async () => {
+    const run = await cli(dir, ['migrate']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('001_initial');
+  });
+
+  it('accounts create prints the account and its live key once', async () => {
+    const run = await cli(dir, ['accounts', 'create', '--email', 'ada@example.com']);
+    expect(run.code).toBe(0);
+    liveKey = /(tg-live-\S+)/.exec(run.stdout)![1]!;
+    accountId = /(acct_\S+)/.exec(run.stdout)![1]!;
+    expect(run.stdout).toContain('$5.00');
+    expect(run.stdout).toContain('shown once');
+  });
+
+  it('accounts list --json contains the account', async () => {
+    const list = await json(dir, ['accounts', 'list']);
+    expect(list.data).toContainEqual(expect.objectContaining({ id: accountId, email: 'ada@example.com', plan: 'free' }));
+  });
+
+  it('keys create makes a project test key; revoke shows up in keys list', async () => {
+    const created = await json(dir, ['keys', 'create', '--account', accountId, '--env', 'test', '--permissions', 'project', '--models', 'sandbox/echo', '--spend-limit', '1']);
+    expect(created).toMatchObject({ account_id: accountId, environment: 'test', permissions: 'project', models: ['sandbox/echo'], spend_limit: 1, revoked: false });
+    expect(created.key).toMatch(/^tg-test-/);
+    projectKeyId = created.id;
+    revokedKey = created.key;
+
+    const revoke = await cli(dir, ['keys', 'revoke', projectKeyId]);
+    expect(revoke.code).toBe(0);
+    const keys = await json(dir, ['keys', 'list', '--account', accountId]);
+    expect(keys.data.find((k: any) => k.id === projectKeyId)).toMatchObject({ revoked: true });
+    expect(keys.data.find((k: any) => k.id !== projectKeyId)).toMatchObject({ revoked: false, environment: 'live' });
+    expect(JSON.stringify(keys)).not.toContain(created.key);
+  });
+
+  it('credits add tops up, corrections stop at zero, and the ledger sums to the balance', async () => {
+    const topUp = await cli(dir, ['credits', 'add', '--account', accountId, '--amount', '2.5', '--note', 'invoice 7']);
+    expect(topUp.code).toBe(0);
+    expect(topUp.stdout).toContain('balance is now $7.50');
+
+    const correction = await json(dir, ['credits', 'add', '--account', accountId, '--amount', '-100']);
+    expect(correction).toMatchObject({ amount: -7.5, balance: { credits: 0 } });
+
+    const shown = await json(dir, ['credits', 'show', '--account', accountId]);
+    expect(shown.balance.credits).toBe(0);
+    expect(shown.ledger.map((e: any) => e.kind)).toEqual(['correction', 'topup', 'grant']);
+    expect(shown.ledger.reduce((sum: number, e: any) => sum + e.amount, 0)).toBe(0);
+  });
+
+  it('accounts update --rpm is reflected in accounts show', async () => {
+    const update = await cli(dir, ['accounts', 'update', accountId, '--rpm', '5', '--daily-limit', 'none']);
+    expect(update.code).toBe(0);
+    const shown = await json(dir, ['accounts', 'show', accountId]);
+    expect(shown.overrides).toEqual({ requests_per_minute: 5, tokens_per_minute: null, daily_limit: 'none' });
+    expect(shown.limits).toMatchObject({ requests_per_minute: 5, daily_limit: null });
+    expect(shown.keys).toHaveLength(2);
+  });
+
+  it('models --json lists the sandbox as active and unconfigured providers as inactive', async () => {
+    const models = await json(dir, ['models']);
+    expect(models.data.find((m: any) => m.id === 'sandbox/echo').status.active).toBe(true);
+    const openai = models.data.find((m: any) => m.provider.id === 'openai');
+    expect(openai.status).toMatchObject({ active: false, message: expect.stringContaining('OPENAI_API_KEY') });
+  });
+
+  it('a bad amount exits 1 naming amount', async () => {
+    const run = await cli(dir, ['credits', 'add', '--account', accountId, '--amount', '1.0000000001']);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^tollgate: .*amount/);
+  });
+
+  it('an invalid configuration exits 1 naming the field', async () => {
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(file, 'server: {port: "x"}\n');
+    const run = await cli(dir, ['accounts', 'list'], { TOLLGATE_CONFIG: file });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^tollgate: .*server\.port/);
+  });
+
+  it('a key created by the CLI authenticates against the gateway; a revoked one does not', async () => {
+    const config = loadConfig({ env: { TOLLGATE_DATA_DIR: dir, PORT: '0', HOST: '127.0.0.1', TOLLGATE_LOG_LEVEL: 'silent' }, file: undefined });
+    const app = await createApp(config);
+    try {
+      const url = await app.listen();
+      const credits = await fetch(`${url}/v1/credits`, { headers: { authorization: `Bearer ${liveKey}` } });
+      expect(credits.status).toBe(200);
+      const revoked = await fetch(`${url}/v1/credits`, { headers: { authorization: `Bearer ${revokedKey}` } });
+      expect(revoked.status).toBe(401);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('tollgate CLI on PostgreSQL', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase('postgres');
+  });
+  afterAll(() => db.drop());
+
+  it('accounts create and credits add work against DATABASE_URL', async () => {
+    const env = { DATABASE_URL: db.databaseUrl! };
+    const account = await json(db.dataDir, ['accounts', 'create', '--email', 'pg@example.com', '--plan', 'pay_as_you_go'], env);
+    expect(account).toMatchObject({ plan: 'pay_as_you_go', balance: { credits: 5 } });
+    expect(account.api_key).toMatch(/^tg-live-/);
+    const credits = await json(db.dataDir, ['credits', 'add', '--account', account.id, '--amount', '0.000000001'], env);
+    expect(credits).toMatchObject({ amount: 0.000000001, balance: { credits: 5.000000001 } });
+  });
+});
