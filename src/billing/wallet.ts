@@ -6,7 +6,7 @@ import { GatewayError } from '../errors/index.js';
 import type { EventSink } from '../events/index.js';
 import type { CommitResult, KeyRecord, Storage, WriteBatch } from '../storage/index.js';
 import { AccountCache, available, utcDay, type AccountState } from './accounts.js';
-import { admit, type Admission } from './admission.js';
+import { admit, type Admission, type AdmissionInput } from './admission.js';
 import { Committer } from './committer.js';
 import { findCrossings } from './low-balance.js';
 import type { Nano } from './money.js';
@@ -19,15 +19,10 @@ export interface PlanLimits {
   dailyLimitNano: Nano | null;
 }
 
-export interface ReserveRequest {
+export interface ReserveRequest
+  extends Pick<AdmissionInput, 'price' | 'promptTokens' | 'requestedMaxTokens' | 'choices' | 'modelMaxTokens' | 'contextLength'> {
   account: AccountState;
   key: KeyRecord;
-  price: Price;
-  promptTokens: number;
-  requestedMaxTokens: number | undefined;
-  choices: number;
-  modelMaxTokens: number;
-  contextLength: number;
 }
 
 export interface SettleRequest {
@@ -83,17 +78,12 @@ export class Wallet {
   }
 
   reserve(request: ReserveRequest): Reservation {
-    const { account, key } = request;
+    const { account, key, ...sizing } = request;
     const free = key.environment === 'test';
     const limits = this.options.limitsFor(account);
     const keyState = keySpendOf(account, key);
     const admission = admit({
-      price: request.price,
-      promptTokens: request.promptTokens,
-      requestedMaxTokens: request.requestedMaxTokens,
-      choices: request.choices,
-      modelMaxTokens: request.modelMaxTokens,
-      contextLength: request.contextLength,
+      ...sizing,
       balanceAvailable: available(account),
       dailyRemaining:
         limits.dailyLimitNano === null ? null : limits.dailyLimitNano - account.dailySpentNano - account.dailyReservedNano,
