@@ -64,7 +64,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const isAdminToken = await adminTokenChecker(storage, config);
   const router = new Router(config);
   const server = buildHttpServer(
-    { bodyLimitBytes: config.server.body_limit_bytes, corsOrigins: config.server.cors_origins, trustProxy: config.server.trust_proxy, logger },
+    { metrics, bodyLimitBytes: config.server.body_limit_bytes, corsOrigins: config.server.cors_origins, trustProxy: config.server.trust_proxy, logger },
     {
       config,
       storage,

@@ -3,7 +3,7 @@
  * all go through here, so each rule (sign-up grant, key format, corrections never below zero) lives once.
  */
 import { generateKey, hashKey, keyHint } from '../auth/index.js';
-import { parseUsd, type Nano } from '../billing/index.js';
+import { parseUsd, usdString, type Nano } from '../billing/index.js';
 import type { Config } from '../config/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import { encodeSettings, newId, type AccountRecord, type AccountSettings, type Environment, type KeyRecord, type Permission, type Storage } from '../storage/index.js';
@@ -48,7 +48,8 @@ export class AdminService {
   ) {}
 
   async createAccount(request: { email: string; plan?: string }): Promise<{ account: AccountRecord; key: CreatedKey }> {
-    const email = request.email?.trim();
+    // Emails are compared without regard to case: Dup@Example.com is the same person as dup@example.com.
+    const email = typeof request.email === 'string' ? request.email.trim().toLowerCase() : undefined;
     if (!email || !/^[^\s@]+@[^\s@]+$/.test(email)) throw invalidRequest('email must be an email address', 'email');
     const plan = request.plan ?? this.config.default_plan;
     this.requirePlan(plan);
@@ -71,6 +72,8 @@ export class AdminService {
     const models = request.models ?? [];
     if (!Array.isArray(models) || models.some((m) => typeof m !== 'string')) throw invalidRequest('models must be a list of model ids', 'models');
     if (models.length && permissions !== 'project') throw invalidRequest('models applies to project keys only', 'models');
+    const unknownModel = models.find((name) => !this.config.models.some((m) => m.id === name || (m.aliases ?? []).includes(name)));
+    if (unknownModel !== undefined) throw invalidRequest(`models: no model '${unknownModel}' in the catalog`, 'models');
     const spendLimit = request.spend_limit == null ? null : usd(request.spend_limit, 'spend_limit');
     if (spendLimit !== null && permissions !== 'project') throw invalidRequest('spend_limit applies to project keys only', 'spend_limit');
     const key = generateKey(this.config.key_prefix, environment);
@@ -98,9 +101,12 @@ export class AdminService {
 
   /** A top-up (positive) or a correction (negative, never taking the balance below zero). */
   async addCredits(accountId: string, amountUsd: number | string, note?: string): Promise<{ appliedNano: Nano; balanceNano: Nano }> {
-    await this.requireAccount(accountId);
     const amount = usd(amountUsd, 'amount', true);
     if (amount === 0n) throw invalidRequest('amount must not be zero', 'amount');
+    const current = await this.requireAccount(accountId);
+    if (current.balanceNano + amount > MAX_BALANCE_NANO) {
+      throw invalidRequest(`amount would take the balance over the maximum of ${usdString(MAX_BALANCE_NANO)} USD`, 'amount');
+    }
     const result = await this.storage.ledger.commit({
       entries: [{ accountId, kind: amount > 0n ? 'topup' : 'correction', amountNano: amount, ...(note ? { note } : {}) }],
     });
@@ -162,6 +168,11 @@ export class AdminService {
   }
 }
 
+/** Largest USD amount an operator may enter (1 billion USD): far below the 64-bit nano-USD columns' range. */
+const MAX_AMOUNT_NANO: Nano = 1_000_000_000n * 1_000_000_000n;
+/** Largest balance an account may hold (so sums in 64-bit columns cannot overflow). */
+const MAX_BALANCE_NANO: Nano = 2n * MAX_AMOUNT_NANO;
+
 function usd(value: unknown, param: string, allowNegative = false): Nano {
   if (typeof value !== 'number' && typeof value !== 'string') throw invalidRequest(`${param} must be a USD amount`, param);
   let nano: Nano;
@@ -171,6 +182,7 @@ function usd(value: unknown, param: string, allowNegative = false): Nano {
     throw invalidRequest(`${param} must be a USD amount with at most 9 decimals`, param);
   }
   if (!allowNegative && nano < 0n) throw invalidRequest(`${param} must not be negative`, param);
+  if (nano > MAX_AMOUNT_NANO || nano < -MAX_AMOUNT_NANO) throw invalidRequest(`${param} must be at most ${usdString(MAX_AMOUNT_NANO)} USD`, param);
   return nano;
 }
 

@@ -68,7 +68,9 @@ export function finish(context: ChatContext, outcome: Outcome): void {
   deps.metrics.reservationsOpen.set(deps.wallet.reservationsOpen);
   deps.metrics.upstreamDuration.observe({ provider: context.providerId, outcome: outcome.ok ? 'ok' : 'error' }, durationMs / 1000);
   const upstreamFault = !outcome.ok && (outcome.status === undefined || outcome.status >= 500);
-  if (outcome.ok || upstreamFault) {
+  // Live figures describe the model's real provider; sandbox answers to test keys say nothing about it.
+  const sandboxed = context.reservation.key.environment === 'test';
+  if (!sandboxed && (outcome.ok || upstreamFault)) {
     deps.performance.record(model.id, {
       ok: outcome.ok,
       durationMs,

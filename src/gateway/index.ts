@@ -1,2 +1,3 @@
 export { createChatCompletion, type ChatInput, type ChatResult } from './chat.js';
 export type { GatewayDeps } from './context.js';
+export { rateLimitHeaders } from './headers.js';

@@ -65,7 +65,13 @@ export async function* relayStream(
 
     const promptTokens = upstreamUsage?.prompt_tokens ?? context.promptTokens;
     const completionTokens = upstreamUsage?.completion_tokens ?? deliveredTokens();
-    const chargedNano = await settle(promptTokens, completionTokens);
+    let chargedNano: bigint;
+    try {
+      chargedNano = await settle(promptTokens, completionTokens);
+    } catch (error) {
+      yield `data: ${JSON.stringify(errorEnvelope(toGatewayError(error)))}\n\n`;
+      return;
+    }
     if (includeUsage) {
       const usage = { ...upstreamUsage, prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens, cost: usdNumber(chargedNano) };
       const last = { id, object: 'chat.completion.chunk', created, model: context.model.id, choices: [], usage };

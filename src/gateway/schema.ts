@@ -4,6 +4,7 @@
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
+import type { ValueError } from '@sinclair/typebox/errors';
 import { GatewayError } from '../errors/index.js';
 import type { ChatRequest } from '../providers/types.js';
 
@@ -92,9 +93,18 @@ export function validateChatRequest(body: unknown): ChatRequest {
   const param = pointerToParam(first.path);
   const missing = first.value === undefined;
   throw new GatewayError('invalid_request', {
-    message: missing ? `Missing required parameter: '${param}'.` : `Invalid value for '${param}': ${first.message}.`,
+    message: missing ? `Missing required parameter: '${param}'.` : `Invalid value for '${param}': ${describe(first)}.`,
     param,
   });
+}
+
+/** A union's own message says nothing ("Expected union value"): list what its members expected instead. */
+function describe(error: ValueError): string {
+  if (error.errors.length === 0) return error.message;
+  const expected = error.errors
+    .map((member) => member.First()?.message)
+    .filter((message): message is string => Boolean(message) && message !== 'Expected null');
+  return expected.length ? [...new Set(expected)].join(', or ') : error.message;
 }
 
 /** `/messages/0/role` -> `messages[0].role` */

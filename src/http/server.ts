@@ -6,8 +6,10 @@ import { randomBytes } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import { GatewayError, errorEnvelope } from '../errors/index.js';
 import { pointerToParam } from '../gateway/schema.js';
+import type { Metrics } from '../observability/index.js';
 
 export interface ServerOptions {
+  metrics: Metrics;
   bodyLimitBytes: number;
   corsOrigins: string[];
   trustProxy: boolean;
@@ -30,10 +32,29 @@ export function createServer(options: ServerOptions): FastifyInstance {
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
     return503OnClosing: true,
+    // Errors Fastify raises before routing (a path with broken %-escapes, an over-long path parameter) get the
+    // contract's envelope and a request id too, instead of Fastify's own JSON.
+    frameworkErrors: (error, request, reply) => {
+      reply.header('x-request-id', request.id);
+      const gatewayError =
+        error.code === 'FST_ERR_BAD_URL'
+          ? new GatewayError('invalid_request', { message: 'The request path is not a valid URL (malformed %-escape)' })
+          : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+            ? new GatewayError('not_found', { message: `Unknown route: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}` })
+            : toGatewayError(error);
+      return sendError(reply, gatewayError);
+    },
   });
 
   server.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // On the raw response so streamed (hijacked) answers are counted when their last byte leaves.
+    const started = performance.now();
+    reply.raw.once('close', () => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      options.metrics.requests.inc({ route, status: String(reply.raw.statusCode) });
+      options.metrics.requestDuration.observe({ route }, (performance.now() - started) / 1000);
+    });
     applyCors(options.corsOrigins, request.headers.origin, request.url, reply);
     if (request.method === 'OPTIONS' && reply.hasHeader('access-control-allow-origin')) {
       return reply.code(204).send();
@@ -61,11 +82,17 @@ function toGatewayError(error: FastifyError | GatewayError): GatewayError {
   if (error instanceof GatewayError) return error;
   if (error.validation && error.validation.length > 0) {
     const first = error.validation[0]!;
-    const missing = (first.params as { missingProperty?: string }).missingProperty;
-    const path = pointerToParam(first.instancePath) + (missing ? (first.instancePath ? `.${missing}` : missing) : '');
+    const { missingProperty: missing, additionalProperty: unknown } = first.params as { missingProperty?: string; additionalProperty?: string };
+    const base = pointerToParam(first.instancePath);
+    const child = missing ?? unknown;
+    const path = child ? (base ? `${base}.${child}` : child) : base;
     const param = path || null;
     const where = error.validationContext === 'querystring' ? 'query parameter' : 'field';
-    const message = missing ? `Missing required ${where} '${path}'` : `Invalid ${where} '${path}': ${first.message ?? 'invalid value'}`;
+    let message: string;
+    if (missing) message = `Missing required ${where} '${path}'`;
+    else if (unknown) message = `Unknown ${where} '${path}'`;
+    else if (!path && error.validationContext === 'body') message = 'The request body must be a JSON object';
+    else message = `Invalid ${where} '${path}': ${first.message ?? 'invalid value'}`;
     return new GatewayError('invalid_request', { message, param });
   }
   switch (error.code) {

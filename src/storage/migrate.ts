@@ -10,8 +10,8 @@ const MIGRATIONS: Record<string, Migration> = {
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 
 /**
- * Applies pending migrations. Kysely's migrator holds a lock row (SELECT ... FOR UPDATE on PostgreSQL) for the
- * whole run, so replicas starting together on one database apply each migration exactly once.
+ * Applies pending migrations. Kysely's migrator holds a lock for the whole run (pg_advisory_lock on PostgreSQL),
+ * so replicas starting together on one database apply each migration exactly once.
  */
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
   const migrator = new Migrator({ db, provider });

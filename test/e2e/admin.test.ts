@@ -302,6 +302,79 @@ describe('admin API (sqlite)', () => {
     expect(account.body.overrides).toEqual({ requests_per_minute: null, tokens_per_minute: null, daily_limit: null });
   });
 
+  it('refuses unknown fields on every admin body, naming the field (a typo must not make a full key)', async () => {
+    const { id } = await gw.account();
+    const typo = await gw.admin('POST', `/admin/accounts/${id}/keys`, { permission: 'read_only' });
+    expect(typo.status).toBe(400);
+    expect(typo.body.error).toMatchObject({ code: 'invalid_request', param: 'permission' });
+    const patch = await gw.admin('PATCH', `/admin/accounts/${id}`, { colour: 'blue' });
+    expect(patch.body.error).toMatchObject({ code: 'invalid_request', param: 'colour' });
+    expect(patch.body.error.message).toContain('colour');
+    const nested = await gw.admin('PATCH', `/admin/accounts/${id}`, { auto_recharge: { treshold: 1 } });
+    expect(nested.status).toBe(400);
+    expect(nested.body.error.param).toBe('auto_recharge.treshold');
+    const account = await gw.admin('POST', '/admin/accounts', { email: 'extra@example.com', plann: 'enterprise' });
+    expect(account.status).toBe(400);
+    expect(account.body.error.param).toBe('plann');
+    const credit = await gw.admin('POST', `/admin/accounts/${id}/credits`, { amount: 1, notes: 'x' });
+    expect(credit.status).toBe(400);
+    expect(credit.body.error.param).toBe('notes');
+    const keys = await gw.admin('GET', `/admin/accounts/${id}`);
+    expect(keys.body.keys).toHaveLength(1);
+    expect(keys.body.balance.credits).toBe(5);
+  });
+
+  it('POST keys without a body creates a default live full key', async () => {
+    const { id } = await gw.account();
+    const response = await raw(gw, 'POST', `/admin/accounts/${id}/keys`, { token: ADMIN_TOKEN });
+    expect(response.status).toBe(201);
+    expect(response.body).toMatchObject({ environment: 'live', permissions: 'full' });
+    expect(response.body.key).toMatch(KEY_FORMAT);
+  });
+
+  it('project keys name catalog models only', async () => {
+    const { id } = await gw.account();
+    const unknown = await gw.admin('POST', `/admin/accounts/${id}/keys`, { permissions: 'project', models: ['sandbox/echo', 'no-such-model'] });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toMatchObject({ code: 'invalid_request', param: 'models' });
+    expect(unknown.body.error.message).toContain('no-such-model');
+  });
+
+  it('email duplicates are found regardless of case', async () => {
+    const first = await gw.admin('POST', '/admin/accounts', { email: 'Case@Example.com' });
+    expect(first.status).toBe(201);
+    const second = await gw.admin('POST', '/admin/accounts', { email: 'case@example.COM' });
+    expect(second.status).toBe(400);
+    expect(second.body.error.param).toBe('email');
+  });
+
+  it('amounts too large for the ledger are a 400, never a 500', async () => {
+    const { id } = await gw.account();
+    for (const amount of [1e10, 1e20, 1e300, -1e300]) {
+      const response = await gw.admin('POST', `/admin/accounts/${id}/credits`, { amount });
+      expect(response.status, String(amount)).toBe(400);
+      expect(response.body.error.param).toBe('amount');
+    }
+    const big = await gw.admin('POST', `/admin/accounts/${id}/keys`, { permissions: 'project', spend_limit: 1e30 });
+    expect(big.status).toBe(400);
+    expect(big.body.error.param).toBe('spend_limit');
+    for (const [body, param] of [
+      [{ daily_limit: 1e30 }, 'daily_limit'],
+      [{ auto_recharge: { enabled: true, threshold: 1, amount: 1e30 } }, 'auto_recharge.amount'],
+      [{ low_balance_thresholds: [1e30] }, 'low_balance_thresholds'],
+    ] as const) {
+      const response = await gw.admin('PATCH', `/admin/accounts/${id}`, body);
+      expect(response.status, JSON.stringify(body)).toBe(400);
+      expect(response.body.error.param).toBe(param);
+    }
+    // A large but sane top-up still works, and the ledger still sums to the balance.
+    const ok = await gw.admin('POST', `/admin/accounts/${id}/credits`, { amount: 1_000_000 });
+    expect(ok.status).toBe(200);
+    expect(ok.body.balance.credits).toBe(1_000_005);
+    const ledger = await gw.admin('GET', `/admin/accounts/${id}/ledger`);
+    expect(ledgerSumNano(ledger.body.data)).toBe(nano(1_000_005));
+  });
+
   it('unknown accounts and keys are 404 not_found', async () => {
     for (const [method, path, body] of [
       ['GET', '/admin/accounts/acct_missing', undefined],

@@ -159,6 +159,30 @@ describe('errors as the SDK sees them', () => {
     expect(rateError.headers?.get('x-ratelimit-remaining-requests')).toBe('0');
   });
 
+  it('counts GET /v1/credits and /v1/models against the same requests-per-minute limit', async () => {
+    const account = await gateway.account();
+    await gateway.admin('PATCH', `/admin/accounts/${account.id}`, { requests_per_minute: 2 });
+    const get = (path: string) => fetch(`${gateway.baseURL}${path}`, { headers: { authorization: `Bearer ${account.key}` } });
+    const first = await get('/credits');
+    expect(first.status).toBe(200);
+    expect(first.headers.get('x-ratelimit-remaining-requests')).toBe('1');
+    expect((await get('/models')).status).toBe(200);
+    const refused = await get('/credits');
+    expect(refused.status).toBe(429);
+    const body = (await refused.json()) as any;
+    expect(body.error).toMatchObject({ code: 'rate_limit_exceeded', type: 'rate_limit_error', param: null });
+    expect(Number(refused.headers.get('retry-after'))).toBe(body.error.retry_after);
+  });
+
+  it('explains what a bad parameter should have been', async () => {
+    const error = (await client.chat.completions
+      .create({ model: 'sandbox/echo', max_tokens: 0, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.BadRequestError>;
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error.param).toBe('max_tokens');
+    expect(error.message).toMatch(/greater or equal to 1/);
+  });
+
   it('answers 402 insufficient_credits when the balance cannot pay the prompt plus one token', async () => {
     const account = await gateway.account();
     await gateway.setBalance(account.id, 0);
@@ -222,5 +246,17 @@ describe('test keys', () => {
     expect((completion.usage as unknown as { cost: number }).cost).toBe(0);
     const { body: after } = await gateway.admin('GET', '/admin/accounts/' + account.id);
     expect(after.balance.credits).toBe(before);
+  });
+});
+
+describe('metrics', () => {
+  it('counts requests by route and status, streamed ones included', async () => {
+    const stream = await client.chat.completions.create({ model: 'sandbox/echo', stream: true, messages: [{ role: 'user', content: 'count me' }] });
+    for await (const _ of stream) void _;
+    const response = await fetch(`${gateway.url}/metrics`, { headers: { authorization: 'Bearer test-admin-token-0123456789' } });
+    const text = await response.text();
+    const line = text.split('\n').find((l) => l.startsWith('tollgate_requests_total{route="/v1/chat/completions",status="200"}'));
+    expect(Number(line?.split(' ')[1])).toBeGreaterThan(5);
+    expect(text).toMatch(/tollgate_request_duration_seconds_bucket\{le="0.005",route="\/v1\/chat\/completions"\}/);
   });
 });

@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
-import { requirePermission, seesFullCredits } from '../../auth/index.js';
+import { seesFullCredits } from '../../auth/index.js';
 import { usdNumber, utcDay } from '../../billing/index.js';
 import { GatewayError } from '../../errors/index.js';
 import type { UsageTotals } from '../../storage/index.js';
+import { admitRead } from '../admit-read.js';
 import type { HttpDeps } from '../deps.js';
 
 export function creditRoutes(server: FastifyInstance, deps: HttpDeps): void {
-  server.get('/v1/credits', async (request) => {
-    const key = await deps.auth.authenticate(request.headers.authorization);
-    requirePermission(key, 'credits');
+  server.get('/v1/credits', async (request, reply) => {
+    const key = await admitRead(deps, request, reply, 'credits');
     const account = await deps.storage.accounts.get(key.accountId);
     if (!account) throw new GatewayError('invalid_api_key');
     const balance = { credits: usdNumber(account.balanceNano), currency: 'USD' };

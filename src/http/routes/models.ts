@@ -1,15 +1,14 @@
 import type { FastifyInstance } from 'fastify';
-import { requirePermission } from '../../auth/index.js';
 import { CAPABILITY_ALIASES, renderModel } from '../../catalog/index.js';
 import { invalidRequest } from '../../errors/index.js';
+import { admitRead } from '../admit-read.js';
 import type { HttpDeps } from '../deps.js';
 
 type Query = Record<string, string | string[] | undefined>;
 
 export function modelRoutes(server: FastifyInstance, deps: HttpDeps): void {
-  server.get('/v1/models', async (request) => {
-    const key = await deps.auth.authenticate(request.headers.authorization);
-    requirePermission(key, 'models');
+  server.get('/v1/models', async (request, reply) => {
+    await admitRead(deps, request, reply, 'models');
     const query = request.query as Query;
     const detailed = booleanParam(query, 'include_capabilities', false);
     const activeOnly = booleanParam(query, 'active_only', true);
@@ -26,9 +25,8 @@ export function modelRoutes(server: FastifyInstance, deps: HttpDeps): void {
     return { object: 'list', data: models.map((m) => renderModel(m, deps.performance.figures(m.id), detailed)) };
   });
 
-  server.get('/v1/models/*', async (request) => {
-    const key = await deps.auth.authenticate(request.headers.authorization);
-    requirePermission(key, 'models');
+  server.get('/v1/models/*', async (request, reply) => {
+    await admitRead(deps, request, reply, 'models');
     const name = decodeURIComponent((request.params as { '*': string })['*']);
     const model = deps.catalog.resolve(name);
     return renderModel(model, deps.performance.figures(model.id), true);
