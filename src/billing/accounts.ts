@@ -3,7 +3,7 @@
  * loaded from it, refreshed every second (a higher `version` wins), and updated by each commit's result.
  */
 import type { AccountRecord, AccountSettings, Storage } from '../storage/index.js';
-import type { Nano } from './money.js';
+import type { Nano } from '../money/index.js';
 
 export interface AccountState {
   id: string;

@@ -3,7 +3,7 @@
  * still pay, decide the completion bound to send upstream and the worst-case cost to hold.
  */
 import { GatewayError } from '../errors/index.js';
-import { usdString, type Nano } from './money.js';
+import { usdString, type Nano } from '../money/index.js';
 import { affordableCompletionTokens, costOf, type Price } from './pricing.js';
 
 export interface AdmissionInput {

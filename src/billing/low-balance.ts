@@ -1,4 +1,4 @@
-import type { Nano } from './money.js';
+import type { Nano } from '../money/index.js';
 
 /**
  * The contract's crossing rule: a threshold fires when a debit takes the balance from at-or-above it to below

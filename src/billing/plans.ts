@@ -1,6 +1,6 @@
 import type { Config } from '../config/index.js';
 import type { AccountSettings } from '../storage/index.js';
-import { parseUsd } from './money.js';
+import { parseUsd } from '../money/index.js';
 import type { PlanLimits } from './wallet.js';
 
 /** An account's limits: its plan's (from configuration), with the account's own overrides on top. */

@@ -1,4 +1,4 @@
-import type { Nano } from './money.js';
+import type { Nano } from '../money/index.js';
 
 /** Catalog prices: nano-USD per 1,000 tokens. */
 export interface Price {

@@ -6,7 +6,7 @@
 import type { InvoiceInput, Storage } from '../storage/index.js';
 import { newId } from '../storage/index.js';
 import type { AccountCache, AccountState } from './accounts.js';
-import type { Nano } from './money.js';
+import type { Nano } from '../money/index.js';
 
 export interface ChargeResult {
   reference: string;

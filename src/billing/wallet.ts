@@ -9,7 +9,7 @@ import { AccountCache, available, utcDay, type AccountState } from './accounts.j
 import { admit, type Admission, type AdmissionInput } from './admission.js';
 import { Committer } from './committer.js';
 import { findCrossings } from './low-balance.js';
-import type { Nano } from './money.js';
+import type { Nano } from '../money/index.js';
 import { costOf, type Price } from './pricing.js';
 import { AutoRecharger, type PaymentProcessor } from './recharge.js';
 

@@ -1,6 +1,6 @@
 /** Printing: JSON for scripts, aligned columns for people. Everything goes to stdout. */
 import { usdString, type Nano } from '../billing/index.js';
-import { isExactUsd } from '../billing/money.js';
+import { isExactUsd } from '../money/index.js';
 import { invalidRequest } from '../errors/index.js';
 
 export function printJson(value: unknown): void {

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Value } from '@sinclair/typebox/value';
 import { parse as parseYaml } from 'yaml';
-import { isExactUsd } from '../billing/money.js';
+import { isExactUsd } from '../money/index.js';
 import { DEFAULT_MODELS, SANDBOX_MODELS } from './default-catalog.js';
 import { KNOWN_PROVIDERS } from './providers.js';
 import { ConfigSchema, type Config, type ModelConfig } from './schema.js';

@@ -3,7 +3,15 @@
  * One encoding (o200k_base, GPT-4o's) serves every model: counts are estimates for other vendors' tokenizers.
  */
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
-import type { ChatMessage, ChatRequest } from '../providers/types.js';
+
+/** The parts of an OpenAI chat message that carry tokens (structural, so any chat message type fits). */
+export interface CountableMessage {
+  role: string;
+  content?: string | ReadonlyArray<{ type: string; text?: unknown }> | null;
+  name?: string | undefined;
+  tool_calls?: unknown[] | undefined;
+  tool_call_id?: string | undefined;
+}
 
 const NO_SPECIAL = { disallowedSpecial: new Set<string>() };
 
@@ -18,7 +26,7 @@ export function countTextTokens(text: string): number {
   return countO200k(text, NO_SPECIAL);
 }
 
-function messageTokens(message: ChatMessage): number {
+function messageTokens(message: CountableMessage): number {
   let tokens = TOKENS_PER_MESSAGE + countTextTokens(message.role);
   const { content } = message;
   if (typeof content === 'string') tokens += countTextTokens(content);
@@ -36,7 +44,7 @@ function messageTokens(message: ChatMessage): number {
 }
 
 /** Prompt tokens of a chat request: messages plus tool definitions plus the reply primer. */
-export function countPromptTokens(request: Pick<ChatRequest, 'messages' | 'tools'>): number {
+export function countPromptTokens(request: { messages: readonly CountableMessage[]; tools?: unknown[] | undefined }): number {
   let tokens = TOKENS_PER_REPLY;
   for (const message of request.messages) tokens += messageTokens(message);
   if (request.tools && request.tools.length > 0) tokens += countTextTokens(JSON.stringify(request.tools));

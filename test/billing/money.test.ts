@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { admit } from '../../src/billing/admission.js';
 import { findCrossings } from '../../src/billing/low-balance.js';
-import { parseUsd, usdNumber, usdString } from '../../src/billing/money.js';
+import { parseUsd, usdNumber, usdString } from '../../src/money/index.js';
 import { affordableCompletionTokens, costOf } from '../../src/billing/pricing.js';
 import { GatewayError } from '../../src/errors/index.js';
 

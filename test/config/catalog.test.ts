@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isExactUsd } from '../../src/billing/money.js';
+import { isExactUsd } from '../../src/money/index.js';
 import { DEFAULT_MODELS } from '../../src/config/default-catalog.js';
 import { loadConfig, type Config, type ModelConfig } from '../../src/config/index.js';
 
