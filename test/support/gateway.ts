@@ -3,6 +3,7 @@
  * tests the admin token, the first key and helpers to make accounts and keys through the admin API.
  */
 import OpenAI from 'openai';
+import type { Logger } from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import type { EventSink } from '../../src/events/index.js';
@@ -31,6 +32,7 @@ export interface GatewayOptions {
   env?: Record<string, string>;
   overrides?: Partial<Config>;
   events?: EventSink;
+  logger?: Logger;
 }
 
 export async function startGateway(options: GatewayOptions = {}): Promise<TestGateway> {
@@ -48,7 +50,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     file: undefined,
     ...(options.overrides ? { overrides: options.overrides } : {}),
   });
-  const app = await createApp(config, options.events ? { events: options.events } : {});
+  const app = await createApp(config, { ...(options.events ? { events: options.events } : {}), ...(options.logger ? { logger: options.logger } : {}) });
   const url = await app.listen();
   const admin = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${url}${path}`, {
