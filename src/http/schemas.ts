@@ -1,23 +1,35 @@
-/** Admin request schemas (TypeBox = JSON Schema), validated by Fastify after the admin token check. */
+/**
+ * Admin request schemas (TypeBox = JSON Schema), validated by Fastify after the admin token check. They are
+ * strict: a misspelt field (say `permission: "read_only"`) is a 400, never silently a full key.
+ */
 import { Type } from '@sinclair/typebox';
 
-export const CreateAccountSchema = Type.Object({
-  email: Type.String({ minLength: 3 }),
-  plan: Type.Optional(Type.String()),
-});
+export const CreateAccountSchema = Type.Object(
+  {
+    email: Type.String({ minLength: 3 }),
+    plan: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
 
-export const CreateKeySchema = Type.Object({
-  name: Type.Optional(Type.String({ maxLength: 200 })),
-  environment: Type.Optional(Type.Union([Type.Literal('live'), Type.Literal('test')])),
-  permissions: Type.Optional(Type.Union([Type.Literal('full'), Type.Literal('read_only'), Type.Literal('project')])),
-  models: Type.Optional(Type.Array(Type.String())),
-  spend_limit: Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()])),
-});
+export const CreateKeySchema = Type.Object(
+  {
+    name: Type.Optional(Type.String({ maxLength: 200 })),
+    environment: Type.Optional(Type.Union([Type.Literal('live'), Type.Literal('test')])),
+    permissions: Type.Optional(Type.Union([Type.Literal('full'), Type.Literal('read_only'), Type.Literal('project')])),
+    models: Type.Optional(Type.Array(Type.String())),
+    spend_limit: Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
 
-export const AddCreditsSchema = Type.Object({
-  amount: Type.Number(),
-  note: Type.Optional(Type.String({ maxLength: 500 })),
-});
+export const AddCreditsSchema = Type.Object(
+  {
+    amount: Type.Number(),
+    note: Type.Optional(Type.String({ maxLength: 500 })),
+  },
+  { additionalProperties: false },
+);
 
 const NullablePositive = Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]));
 export const PatchAccountSchema = Type.Object(
