@@ -40,9 +40,12 @@ export async function* relayStream(
         const chunk = next.value;
         id = chunk.id || id;
         created = chunk.created || created;
-        if (chunk.usage) {
-          upstreamUsage = chunk.usage;
-          if (chunk.choices.length === 0) continue;
+        if (chunk.usage !== undefined) {
+          // Upstreams asked for usage put it (or `usage: null`) on chunks; clients that did not ask never see it.
+          if (chunk.usage) {
+            upstreamUsage = chunk.usage;
+            if (chunk.choices.length === 0) continue;
+          }
           if (!includeUsage) delete chunk.usage;
         }
         chunk.model = context.model.id;

@@ -87,9 +87,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
   }
 
   async function* stream(call: ProviderCall): AsyncGenerator<ChatCompletionChunk> {
-    // Usage is always asked for (the gateway meters with it); when the client did not ask, the `usage: null` that
-    // OpenAI then puts on every chunk is an artifact of our request and is dropped.
-    const clientAskedUsage = call.body.stream_options?.include_usage === true;
+    // Usage is always asked for: the gateway meters with it (and hides it from clients that did not ask).
     const streamOptions = { ...call.body.stream_options, include_usage: true };
     const res = await post(call, { ...call.body, stream: true, stream_options: streamOptions }, 'text/event-stream');
     const { body } = res;
@@ -104,7 +102,6 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
           done = true;
           return;
         }
-        if (chunk.usage === null && !clientAskedUsage) delete chunk.usage;
         if (chunk.usage || chunk.choices.some((choice) => choice.finish_reason)) finished = true;
         yield chunk;
       }
