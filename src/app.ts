@@ -11,7 +11,7 @@ import { Catalog, PerformanceTracker } from './catalog/index.js';
 import type { Config } from './config/index.js';
 import { NO_EVENTS, type EventSink } from './events/index.js';
 import { buildHttpServer } from './http/index.js';
-import { MemoryRateLimiter, type RateLimiter } from './limits/index.js';
+import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './limits/index.js';
 import { Metrics, createLogger } from './observability/index.js';
 import { Router } from './routing/index.js';
 import { openStorage, type Storage } from './storage/index.js';
@@ -63,6 +63,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const firstStart = await bootstrap(storage, config, admin);
   const isAdminToken = await adminTokenChecker(storage, config);
   const router = new Router(config);
+  const limiter: RateLimiter =
+    options.limiter ??
+    (config.redis_url
+      ? new RedisRateLimiter({ url: config.redis_url, onError: () => metrics.redisErrors.inc() })
+      : new MemoryRateLimiter());
   const server = buildHttpServer(
     { metrics, bodyLimitBytes: config.server.body_limit_bytes, corsOrigins: config.server.cors_origins, trustProxy: config.server.trust_proxy, logger },
     {
@@ -73,7 +78,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       auth,
       catalog: new Catalog(config),
       router,
-      limiter: options.limiter ?? new MemoryRateLimiter(),
+      limiter,
       wallet,
       performance: new PerformanceTracker(),
       metrics,
@@ -95,6 +100,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       await server.close();
       await wallet.stop();
       await router.close();
+      await limiter.close?.();
       await storage.close();
     },
   };

@@ -17,6 +17,13 @@ export interface ServerOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const PROCESS_PREFIX = randomBytes(6).toString('hex');
+let requestCounter = 0;
+
+/** Unique across replicas (random per process) and cheap (no random bytes per request). */
+function newRequestId(): string {
+  return `req_${PROCESS_PREFIX}${(requestCounter++).toString(36).padStart(8, '0')}`;
+}
 
 export function createServer(options: ServerOptions): FastifyInstance {
   const server = Fastify({
@@ -28,7 +35,7 @@ export function createServer(options: ServerOptions): FastifyInstance {
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newRequestId();
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
     return503OnClosing: true,

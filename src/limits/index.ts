@@ -3,4 +3,5 @@
  * (scale-out) implements the same interface.
  */
 export { MemoryRateLimiter } from './memory.js';
+export { RedisRateLimiter, type RedisRateLimiterOptions } from './redis.js';
 export type { RateDecision, RateLimiter, RateLimits, RateWindow } from './types.js';

@@ -23,4 +23,6 @@ export interface RateLimiter {
   admit(accountId: string, limits: RateLimits, promptTokens: number): RateDecision | Promise<RateDecision>;
   /** Adds tokens known only after the answer (completion tokens). */
   addTokens(accountId: string, tokens: number): void | Promise<void>;
+  /** Releases connections, if any. */
+  close?(): Promise<void>;
 }

@@ -51,6 +51,11 @@ export class Metrics {
     help: 'Failed database writes (retried)',
     registers: [this.registry],
   });
+  readonly redisErrors = new Counter({
+    name: 'tollgate_redis_errors_total',
+    help: 'Redis commands that failed (rate limits failed open)',
+    registers: [this.registry],
+  });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });

@@ -11,6 +11,8 @@ export type Dialect = 'sqlite' | 'postgres';
 export interface Connection {
   db: Kysely<Database>;
   dialect: Dialect;
+  /** The raw SQLite handle (SQLite only), for the synchronous money writer. */
+  sqlite?: SQLite.Database;
 }
 
 export interface ConnectOptions {
@@ -43,5 +45,5 @@ export function connect(options: ConnectOptions): Connection {
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
   sqlite.defaultSafeIntegers(true);
-  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }), dialect: 'sqlite' };
+  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }), dialect: 'sqlite', sqlite };
 }

@@ -8,12 +8,13 @@ import { connect, type ConnectOptions, type Dialect } from './connect.js';
 import { KeyStore } from './keys.js';
 import { LedgerStore } from './ledger.js';
 import { MetaStore } from './meta.js';
+import { SqliteWriter } from './sqlite-writer.js';
 import { migrateToLatest } from './migrate.js';
 import { UsageStore } from './usage.js';
 
 export type { Dialect } from './connect.js';
 export type * from './records.js';
-export type { LedgerEntryInput, WriteBatch, CommitResult, AccountBalance, UsageDelta, UsageSlot, InvoiceInput } from './ledger.js';
+export type { LedgerEntryInput, WriteBatch, CommitResult, AccountBalance, UsageDelta, UsageSlot, InvoiceInput } from './batch.js';
 export type { NewKey } from './keys.js';
 export type { DailyUsageRow } from './usage.js';
 export { encodeSettings } from './accounts.js';
@@ -42,7 +43,7 @@ export async function migrateStorage(options: ConnectOptions): Promise<{ dialect
 }
 
 export async function openStorage(options: ConnectOptions & { migrate?: boolean }): Promise<Storage> {
-  const { db, dialect } = connect(options);
+  const { db, dialect, sqlite } = connect(options);
   try {
     if (options.migrate !== false) await migrateToLatest(db);
   } catch (error) {
@@ -53,7 +54,7 @@ export async function openStorage(options: ConnectOptions & { migrate?: boolean 
     dialect,
     accounts: new AccountStore(db),
     keys: new KeyStore(db),
-    ledger: new LedgerStore(db, dialect),
+    ledger: new LedgerStore(db, dialect, sqlite ? new SqliteWriter(sqlite) : undefined),
     usage: new UsageStore(db),
     meta: new MetaStore(db),
     ping: async () => {

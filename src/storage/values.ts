@@ -19,16 +19,17 @@ export function numOrNull(value: bigint | number | string | null | undefined): n
 }
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Random per process, so ids made by several replicas in the same millisecond still differ. */
+export const PROCESS_TAG = [...randomBytes(8)].map((byte) => BASE62[byte % 62]).join('');
+
 let lastMs = 0;
 let counter = 0;
 
-/** `prefix_` + a time-ordered, unique id (so ids sort by creation, which paging relies on). */
+/** `prefix_` + a time-ordered, unique id (ids sort by creation, which paging relies on); no syscall per id. */
 export function newId(prefix: string): string {
   const now = Date.now();
   counter = now === lastMs ? counter + 1 : 0;
   lastMs = now;
-  const bytes = randomBytes(8);
-  let random = '';
-  for (const byte of bytes) random += BASE62[byte % 62];
-  return `${prefix}_${now.toString(36).padStart(9, '0')}${counter.toString(36).padStart(3, '0')}${random}`;
+  return `${prefix}_${now.toString(36).padStart(9, '0')}${counter.toString(36).padStart(3, '0')}${PROCESS_TAG}`;
 }

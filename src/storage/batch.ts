@@ -1,0 +1,180 @@
+/**
+ * The arithmetic of a write batch, apart from any database: given the accounts' current balances, what each
+ * entry really moves (negative entries clamped at the balance), the rows to write and the balances after.
+ * Both the PostgreSQL and the SQLite writers apply the same plan.
+ */
+import type { LedgerKind, UsageTotals } from './records.js';
+import { newId } from './values.js';
+
+export interface UsageSlot {
+  day: string;
+  environment: string;
+  model: string;
+}
+
+export interface LedgerEntryInput {
+  accountId: string;
+  kind: LedgerKind;
+  /** Signed nano-USD; negative amounts are clamped so the balance stays >= 0. */
+  amountNano: bigint;
+  requestId?: string;
+  keyId?: string;
+  model?: string;
+  promptTokens?: number;
+  completionTokens?: number;
+  note?: string;
+  /** Counts this entry's request and tokens (and the debited amount) in the daily usage. */
+  usage?: UsageSlot;
+}
+
+export interface UsageDelta extends UsageSlot, UsageTotals {
+  accountId: string;
+}
+
+export interface InvoiceInput {
+  accountId: string;
+  month: string;
+  kind: string;
+  amountNano: bigint;
+  processor: string;
+  reference: string;
+}
+
+export interface WriteBatch {
+  entries: LedgerEntryInput[];
+  /** Usage of requests that moved no money (test keys, free answers). */
+  usage?: UsageDelta[];
+  keysUsed?: Array<{ keyId: string; at: number }>;
+  invoices?: InvoiceInput[];
+}
+
+export interface AccountBalance {
+  balanceNano: bigint;
+  version: bigint;
+}
+
+export interface CommitResult {
+  /** The amount actually applied for each entry, in input order. */
+  applied: bigint[];
+  /** The account's balance right after each entry, in input order. */
+  balancesAfter: bigint[];
+  balances: Map<string, AccountBalance>;
+}
+
+
+export interface LedgerRow {
+  id: string;
+  account_id: string;
+  kind: string;
+  amount_nano: bigint;
+  balance_after_nano: bigint;
+  request_id: string | null;
+  key_id: string | null;
+  model: string | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  note: string | null;
+  created_at: number;
+}
+
+export interface InvoiceRow {
+  id: string;
+  account_id: string;
+  month: string;
+  kind: string;
+  amount_nano: bigint;
+  processor: string;
+  reference: string;
+  created_at: number;
+}
+
+export interface BatchPlan {
+  result: CommitResult;
+  ledger: LedgerRow[];
+  usage: UsageDelta[];
+  keySpend: Map<string, bigint>;
+  keysUsed: Map<string, number>;
+  invoices: InvoiceRow[];
+}
+
+/** Accounts the batch touches, in a fixed order (so concurrent writers lock them in the same order). */
+export function accountsOf(batch: WriteBatch): string[] {
+  return [...new Set(batch.entries.map((e) => e.accountId))].sort();
+}
+
+export function planBatch(batch: WriteBatch, current: Map<string, AccountBalance>, now = Date.now()): BatchPlan {
+  const applied: bigint[] = new Array<bigint>(batch.entries.length).fill(0n);
+  const balancesAfter: bigint[] = new Array<bigint>(batch.entries.length).fill(0n);
+  const running = new Map<string, bigint>();
+  const ledger: LedgerRow[] = [];
+  const usage = new Map<string, UsageDelta>();
+  const keySpend = new Map<string, bigint>();
+
+  batch.entries.forEach((entry, index) => {
+    const start = current.get(entry.accountId);
+    if (!start) throw new Error(`ledger entry for unknown account ${entry.accountId}`);
+    const balance = running.get(entry.accountId) ?? start.balanceNano;
+    const amount = entry.amountNano < 0n && -entry.amountNano > balance ? -balance : entry.amountNano;
+    const after = balance + amount;
+    running.set(entry.accountId, after);
+    applied[index] = amount;
+    balancesAfter[index] = after;
+    if (amount !== 0n) {
+      ledger.push({
+        id: newId('led'),
+        account_id: entry.accountId,
+        kind: entry.kind,
+        amount_nano: amount,
+        balance_after_nano: after,
+        request_id: entry.requestId ?? null,
+        key_id: entry.keyId ?? null,
+        model: entry.model ?? null,
+        prompt_tokens: entry.promptTokens ?? null,
+        completion_tokens: entry.completionTokens ?? null,
+        note: entry.note ?? null,
+        created_at: now,
+      });
+    }
+    if (entry.usage) {
+      addUsage(usage, {
+        accountId: entry.accountId,
+        ...entry.usage,
+        requests: 1,
+        promptTokens: entry.promptTokens ?? 0,
+        completionTokens: entry.completionTokens ?? 0,
+        creditsNano: amount < 0n ? -amount : 0n,
+      });
+    }
+    if (entry.keyId && amount < 0n && entry.kind === 'debit') keySpend.set(entry.keyId, (keySpend.get(entry.keyId) ?? 0n) - amount);
+  });
+  for (const delta of batch.usage ?? []) addUsage(usage, delta);
+
+  const balances = new Map<string, AccountBalance>();
+  for (const [accountId, balanceNano] of running) balances.set(accountId, { balanceNano, version: current.get(accountId)!.version + 1n });
+  const keysUsed = new Map<string, number>();
+  for (const { keyId, at } of batch.keysUsed ?? []) keysUsed.set(keyId, Math.max(at, keysUsed.get(keyId) ?? 0));
+  const invoices = (batch.invoices ?? []).map((i) => ({
+    id: newId('inv'),
+    account_id: i.accountId,
+    month: i.month,
+    kind: i.kind,
+    amount_nano: i.amountNano,
+    processor: i.processor,
+    reference: i.reference,
+    created_at: now,
+  }));
+  return { result: { applied, balancesAfter, balances }, ledger, usage: [...usage.values()], keySpend, keysUsed, invoices };
+}
+
+function addUsage(map: Map<string, UsageDelta>, delta: UsageDelta): void {
+  const id = `${delta.accountId}\u0000${delta.day}\u0000${delta.environment}\u0000${delta.model}`;
+  const current = map.get(id);
+  if (!current) {
+    map.set(id, { ...delta });
+    return;
+  }
+  current.requests += delta.requests;
+  current.promptTokens += delta.promptTokens;
+  current.completionTokens += delta.completionTokens;
+  current.creditsNano += delta.creditsNano;
+}

@@ -1,0 +1,92 @@
+/**
+ * SQLite's write path for money: one synchronous better-sqlite3 transaction over cached prepared statements.
+ * Kysely's SQLite driver prepares every statement anew and awaits between statements; on the per-request
+ * settlement path that cost dominated the profile (docs/performance.md).
+ *
+ * All multi-statement writes at run time on SQLite go through here: a synchronous transaction must never run
+ * while a Kysely transaction is open on the same connection (better-sqlite3 would nest it as a savepoint).
+ */
+import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
+import { accountsOf, planBatch, type AccountBalance, type CommitResult, type WriteBatch } from './batch.js';
+
+export class SqliteWriter {
+  private readonly selectBalance: Statement<[string], { balance_nano: bigint; version: bigint }>;
+  private readonly updateBalance: Statement<[bigint, bigint, string]>;
+  private readonly insertAccount: Statement<[string, string, string, string, number]>;
+  private readonly insertLedger: Statement<unknown[]>;
+  private readonly upsertUsage: Statement<unknown[]>;
+  private readonly addKeySpend: Statement<[bigint, string]>;
+  private readonly touchKey: Statement<[number, string]>;
+  private readonly insertInvoice: Statement<unknown[]>;
+  private readonly commitTransaction: (batch: WriteBatch) => CommitResult;
+  private readonly createAccountTransaction: (account: NewAccount) => void;
+
+  constructor(sqlite: SqliteDatabase) {
+    this.selectBalance = sqlite.prepare('SELECT balance_nano, version FROM accounts WHERE id = ?');
+    this.updateBalance = sqlite.prepare('UPDATE accounts SET balance_nano = ?, version = ? WHERE id = ?');
+    this.insertAccount = sqlite.prepare(
+      'INSERT INTO accounts (id, email, plan, balance_nano, version, settings, created_at) VALUES (?, ?, ?, 0, 0, ?, ?)',
+    );
+    this.insertLedger = sqlite.prepare(
+      `INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model,
+        prompt_tokens, completion_tokens, note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.upsertUsage = sqlite.prepare(
+      `INSERT INTO usage_daily (account_id, day, environment, model, requests, prompt_tokens, completion_tokens, credits_nano)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (account_id, day, environment, model) DO UPDATE SET
+         requests = requests + excluded.requests,
+         prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+         completion_tokens = completion_tokens + excluded.completion_tokens,
+         credits_nano = credits_nano + excluded.credits_nano`,
+    );
+    this.addKeySpend = sqlite.prepare('UPDATE api_keys SET spent_nano = spent_nano + ? WHERE id = ?');
+    this.touchKey = sqlite.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
+    this.insertInvoice = sqlite.prepare(
+      'INSERT INTO invoices (id, account_id, month, kind, amount_nano, processor, reference, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    this.commitTransaction = sqlite.transaction((batch: WriteBatch) => this.apply(batch));
+    this.createAccountTransaction = sqlite.transaction((account: NewAccount) => {
+      this.insertAccount.run(account.id, account.email, account.plan, account.settings, Date.now());
+      if (account.grantNano > 0n) {
+        this.apply({ entries: [{ accountId: account.id, kind: 'grant', amountNano: account.grantNano, note: 'sign-up credit' }] });
+      }
+    });
+  }
+
+  commit(batch: WriteBatch): CommitResult {
+    return this.commitTransaction(batch);
+  }
+
+  createAccount(account: NewAccount): void {
+    this.createAccountTransaction(account);
+  }
+
+  private apply(batch: WriteBatch): CommitResult {
+    const current = new Map<string, AccountBalance>();
+    for (const accountId of accountsOf(batch)) {
+      const row = this.selectBalance.get(accountId);
+      if (row) current.set(accountId, { balanceNano: BigInt(row.balance_nano), version: BigInt(row.version) });
+    }
+    const plan = planBatch(batch, current);
+    for (const [accountId, balance] of plan.result.balances) this.updateBalance.run(balance.balanceNano, balance.version, accountId);
+    for (const r of plan.ledger) {
+      this.insertLedger.run(r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at);
+    }
+    for (const u of plan.usage) {
+      this.upsertUsage.run(u.accountId, u.day, u.environment, u.model, u.requests, u.promptTokens, u.completionTokens, u.creditsNano);
+    }
+    for (const [keyId, spent] of plan.keySpend) this.addKeySpend.run(spent, keyId);
+    for (const [keyId, at] of plan.keysUsed) this.touchKey.run(at, keyId);
+    for (const i of plan.invoices) this.insertInvoice.run(i.id, i.account_id, i.month, i.kind, i.amount_nano, i.processor, i.reference, i.created_at);
+    return plan.result;
+  }
+}
+
+export interface NewAccount {
+  id: string;
+  email: string;
+  plan: string;
+  settings: string;
+  grantNano: bigint;
+}
