@@ -26,8 +26,17 @@ export interface AccountState {
   lastUsed: number;
 }
 
+let cachedSecond = -1;
+let cachedDay = '';
+
+/** `YYYY-MM-DD` in UTC; computed at most once a second (it is on every request's path). */
 export function utcDay(now = Date.now()): string {
-  return new Date(now).toISOString().slice(0, 10);
+  const second = Math.floor(now / 1000);
+  if (second !== cachedSecond) {
+    cachedSecond = second;
+    cachedDay = new Date(now).toISOString().slice(0, 10);
+  }
+  return cachedDay;
 }
 
 /** What the account can still pay: never negative. */

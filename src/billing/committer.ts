@@ -18,6 +18,8 @@ interface Item {
   keyUsed?: { keyId: string; at: number };
   resolve(outcome: CommitOutcome): void;
   reject(error: Error): void;
+  /** When the caller stops waiting (the item itself stays queued until written). */
+  deadline: number;
   settled: boolean;
 }
 
@@ -32,7 +34,9 @@ export interface CommitterOptions {
 
 export class Committer {
   private queue: Item[] = [];
+  private inFlight: Item[] = [];
   private flushing = false;
+  private watchdog: NodeJS.Timeout | undefined;
   private scheduled = false;
   private retryDelayMs = 50;
   private closed = false;
@@ -42,22 +46,10 @@ export class Committer {
   submit(item: { entry?: LedgerEntryInput; usage?: UsageDelta; keyUsed?: { keyId: string; at: number } }): Promise<CommitOutcome> {
     if (this.closed) return Promise.reject(new Error('committer is closed'));
     return new Promise<CommitOutcome>((resolve, reject) => {
-      const queued: Item = { ...item, resolve, reject, settled: false };
-      this.queue.push(queued);
-      const timeout = this.options.waitTimeoutMs ?? 10_000;
-      const timer = setTimeout(() => {
-        if (queued.settled) return;
-        queued.settled = true;
-        reject(new Error('the database did not confirm the write in time'));
-      }, timeout);
-      timer.unref();
-      queued.resolve = (outcome) => {
-        clearTimeout(timer);
-        if (queued.settled) return;
-        queued.settled = true;
-        resolve(outcome);
-      };
+      const deadline = Date.now() + (this.options.waitTimeoutMs ?? 10_000);
+      this.queue.push({ ...item, resolve, reject, deadline, settled: false });
       this.schedule();
+      this.watch();
     });
   }
 
@@ -77,6 +69,7 @@ export class Committer {
 
   close(): void {
     this.closed = true;
+    if (this.watchdog) clearInterval(this.watchdog);
   }
 
   private schedule(): void {
@@ -92,6 +85,7 @@ export class Committer {
     if (this.flushing || this.queue.length === 0) return;
     this.flushing = true;
     const items = this.queue;
+    this.inFlight = items;
     this.queue = [];
     const withEntry = items.filter((i) => i.entry);
     const batch: WriteBatch = {
@@ -103,8 +97,8 @@ export class Committer {
       const result = await this.options.storage.ledger.commit(batch);
       this.retryDelayMs = 50;
       this.options.onCommitted?.(batch, result);
-      withEntry.forEach((item, index) => item.resolve({ applied: result.applied[index]!, balanceAfter: result.balancesAfter[index] }));
-      for (const item of items) if (!item.entry) item.resolve({ applied: 0n, balanceAfter: undefined });
+      withEntry.forEach((item, index) => settle(item, { applied: result.applied[index]!, balanceAfter: result.balancesAfter[index] }));
+      for (const item of items) if (!item.entry) settle(item, { applied: 0n, balanceAfter: undefined });
     } catch (error) {
       this.options.onError?.(error);
       this.queue = items.concat(this.queue);
@@ -112,8 +106,34 @@ export class Committer {
       this.retryDelayMs = Math.min(this.retryDelayMs * 2, 2_000);
       setTimeout(() => this.schedule(), delay).unref();
     } finally {
+      this.inFlight = [];
       this.flushing = false;
       if (this.queue.length > 0 && this.retryDelayMs === 50) this.schedule();
     }
   }
+
+  /** One timer for all waiters (not one per request): callers whose deadline passed stop waiting. */
+  private watch(): void {
+    if (this.watchdog) return;
+    this.watchdog = setInterval(() => {
+      const now = Date.now();
+      for (const item of [...this.queue, ...this.inFlight]) {
+        if (!item.settled && item.deadline <= now) {
+          item.settled = true;
+          item.reject(new Error('the database did not confirm the write in time'));
+        }
+      }
+      if (this.queue.length === 0 && this.inFlight.length === 0) {
+        clearInterval(this.watchdog);
+        this.watchdog = undefined;
+      }
+    }, 250);
+    this.watchdog.unref();
+  }
+}
+
+function settle(item: Item, outcome: CommitOutcome): void {
+  if (item.settled) return;
+  item.settled = true;
+  item.resolve(outcome);
 }

@@ -66,7 +66,13 @@ export function finish(context: ChatContext, outcome: Outcome): void {
   const { deps, model } = context;
   const durationMs = performance.now() - context.started;
   deps.metrics.reservationsOpen.set(deps.wallet.reservationsOpen);
-  deps.metrics.upstreamDuration.observe({ provider: context.providerId, outcome: outcome.ok ? 'ok' : 'error' }, durationMs / 1000);
+  deps.metrics.recordChat(
+    context.providerId,
+    model.id,
+    outcome.ok,
+    durationMs / 1000,
+    outcome.ok ? { prompt: outcome.promptTokens, completion: outcome.completionTokens, usd: usdNumber(outcome.chargedNano) } : undefined,
+  );
   const upstreamFault = !outcome.ok && (outcome.status === undefined || outcome.status >= 500);
   // Live figures describe the model's real provider; sandbox answers to test keys say nothing about it.
   const sandboxed = context.reservation.key.environment === 'test';
@@ -79,9 +85,6 @@ export function finish(context: ChatContext, outcome: Outcome): void {
     });
   }
   if (outcome.ok) {
-    deps.metrics.tokens.inc({ model: model.id, kind: 'prompt' }, outcome.promptTokens);
-    deps.metrics.tokens.inc({ model: model.id, kind: 'completion' }, outcome.completionTokens);
-    deps.metrics.creditsDebited.inc({ model: model.id }, usdNumber(outcome.chargedNano));
     void deps.limiter.addTokens(context.reservation.account.id, outcome.completionTokens);
   }
   context.log({

@@ -58,9 +58,7 @@ export function createServer(options: ServerOptions): FastifyInstance {
     // On the raw response so streamed (hijacked) answers are counted when their last byte leaves.
     const started = performance.now();
     reply.raw.once('close', () => {
-      const route = request.routeOptions.url ?? 'unmatched';
-      options.metrics.requests.inc({ route, status: String(reply.raw.statusCode) });
-      options.metrics.requestDuration.observe({ route }, (performance.now() - started) / 1000);
+      options.metrics.recordRequest(request.routeOptions.url ?? 'unmatched', reply.raw.statusCode, (performance.now() - started) / 1000);
     });
     applyCors(options.corsOrigins, request.headers.origin, request.url, reply);
     if (request.method === 'OPTIONS' && reply.hasHeader('access-control-allow-origin')) {

@@ -60,4 +60,35 @@ export class Metrics {
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
+
+  private readonly bound = new Map<string, { inc(value?: number): void } | { observe(value: number): void }>();
+
+  /** One HTTP response (by route pattern and status). */
+  recordRequest(route: string, status: number, seconds: number): void {
+    this.counter(this.requests, `req|${route}|${status}`, { route, status: String(status) }).inc();
+    this.histogram(this.requestDuration, `dur|${route}`, { route }).observe(seconds);
+  }
+
+  /** One finished chat request: upstream latency, and for successes the tokens and credits it metered. */
+  recordChat(provider: string, model: string, ok: boolean, seconds: number, usage?: { prompt: number; completion: number; usd: number }): void {
+    const outcome = ok ? 'ok' : 'error';
+    this.histogram(this.upstreamDuration, `up|${provider}|${outcome}`, { provider, outcome }).observe(seconds);
+    if (!usage) return;
+    this.counter(this.tokens, `tok|${model}|prompt`, { model, kind: 'prompt' }).inc(usage.prompt);
+    this.counter(this.tokens, `tok|${model}|completion`, { model, kind: 'completion' }).inc(usage.completion);
+    this.counter(this.creditsDebited, `usd|${model}`, { model }).inc(usage.usd);
+  }
+
+  // prom-client hashes the label object on every call; the hot path keeps the labelled children instead.
+  private counter<T extends string>(metric: Counter<T>, key: string, labels: Partial<Record<T, string>>): { inc(value?: number): void } {
+    let child = this.bound.get(key) as { inc(value?: number): void } | undefined;
+    if (!child) this.bound.set(key, (child = metric.labels(labels)));
+    return child;
+  }
+
+  private histogram<T extends string>(metric: Histogram<T>, key: string, labels: Partial<Record<T, string>>): { observe(value: number): void } {
+    let child = this.bound.get(key) as { observe(value: number): void } | undefined;
+    if (!child) this.bound.set(key, (child = metric.labels(labels)));
+    return child;
+  }
 }

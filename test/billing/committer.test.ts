@@ -1,0 +1,58 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { Committer } from '../../src/billing/committer.js';
+import { openStorage, type Storage } from '../../src/storage/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+
+let database: TestDatabase;
+let storage: Storage;
+
+afterEach(async () => {
+  await storage?.close();
+  await database?.drop();
+});
+
+async function setup(): Promise<void> {
+  database = await createTestDatabase('sqlite');
+  storage = await openStorage({ dataDir: database.dataDir });
+  await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: 1_000n });
+}
+
+const debit = (amountNano: bigint, requestId: string) => ({
+  entry: { accountId: 'acct_1', kind: 'debit' as const, amountNano: -amountNano, requestId },
+});
+
+describe('group commit', () => {
+  it('writes submissions of one event-loop turn in one transaction', async () => {
+    await setup();
+    const real = storage.ledger.commit.bind(storage.ledger);
+    const sizes: number[] = [];
+    storage.ledger.commit = async (batch) => (sizes.push(batch.entries.length), real(batch));
+    const committer = new Committer({ storage });
+    const outcomes = await Promise.all([debit(100n, 'r1'), debit(200n, 'r2'), debit(300n, 'r3')].map((i) => committer.submit(i)));
+    expect(outcomes.map((o) => o.applied)).toEqual([-100n, -200n, -300n]);
+    expect(sizes).toEqual([3]);
+    expect(await storage.ledger.sum('acct_1')).toBe(400n);
+  });
+
+  it('lets callers stop waiting when the database fails, and still writes the charge once it answers', async () => {
+    await setup();
+    const real = storage.ledger.commit.bind(storage.ledger);
+    let failing = true;
+    storage.ledger.commit = async (batch) => {
+      if (failing) throw new Error('database unavailable');
+      return real(batch);
+    };
+    const errors: unknown[] = [];
+    const committer = new Committer({ storage, waitTimeoutMs: 300, onError: (e) => errors.push(e) });
+    const started = Date.now();
+    await expect(committer.submit(debit(250n, 'r1'))).rejects.toThrow(/did not confirm/);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(errors.length).toBeGreaterThan(0);
+
+    failing = false;
+    await committer.drain(5_000);
+    expect(await storage.ledger.debitedFor('r1')).toBe(250n);
+    expect((await storage.accounts.get('acct_1'))?.balanceNano).toBe(750n);
+    committer.close();
+  });
+});
