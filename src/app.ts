@@ -66,7 +66,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const limiter: RateLimiter =
     options.limiter ??
     (config.redis_url
-      ? new RedisRateLimiter({ url: config.redis_url, onError: () => metrics.redisErrors.inc() })
+      ? new RedisRateLimiter({ url: config.redis_url, prefix: config.redis_prefix, onError: () => metrics.redisErrors.inc() })
       : new MemoryRateLimiter());
   const server = buildHttpServer(
     { metrics, bodyLimitBytes: config.server.body_limit_bytes, corsOrigins: config.server.cors_origins, trustProxy: config.server.trust_proxy, logger },

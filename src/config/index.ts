@@ -34,6 +34,7 @@ export function defaultConfig(): Config {
     },
     storage: { data_dir: './data' },
     key_prefix: 'tg',
+    redis_prefix: 'tg:',
     log_level: 'info',
     metrics_public: false,
     credits: { signup_grant: 5, low_balance_thresholds: [1] },
@@ -103,6 +104,7 @@ function fromEnv(env: Env): Record<string, unknown> {
   if (env.DATABASE_URL) storage.database_url = env.DATABASE_URL;
   if (Object.keys(storage).length) out.storage = storage;
   if (env.REDIS_URL) out.redis_url = env.REDIS_URL;
+  if (env.TOLLGATE_REDIS_PREFIX) out.redis_prefix = env.TOLLGATE_REDIS_PREFIX;
   if (env.TOLLGATE_ADMIN_TOKEN) out.admin_token = env.TOLLGATE_ADMIN_TOKEN;
   if (env.TOLLGATE_KEY_SECRET) out.key_secret = env.TOLLGATE_KEY_SECRET;
   if (env.TOLLGATE_LOG_LEVEL) out.log_level = env.TOLLGATE_LOG_LEVEL;

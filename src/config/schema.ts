@@ -71,6 +71,8 @@ export const ConfigSchema = Type.Object(
       { additionalProperties: false },
     ),
     redis_url: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+    /** Prefix of every Redis key (several installations, or tests, can share one Redis). */
+    redis_prefix: Type.String({ pattern: '^[A-Za-z0-9:_.-]{1,64}$' }),
     admin_token: Type.Optional(Type.String({ minLength: 16 })),
     /** Secret for the HMAC of stored API keys; generated and kept in the database when absent. */
     key_secret: Type.Optional(Type.String({ minLength: 16 })),
