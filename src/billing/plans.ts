@@ -1,7 +1,12 @@
 import type { Config } from '../config/index.js';
 import type { AccountSettings } from '../storage/index.js';
-import { parseUsd } from '../money/index.js';
-import type { PlanLimits } from './wallet.js';
+import { parseUsd, type Nano } from '../money/index.js';
+
+export interface PlanLimits {
+  requestsPerMinute: number;
+  tokensPerMinute: number;
+  dailyLimitNano: Nano | null;
+}
 
 /** An account's limits: its plan's (from configuration), with the account's own overrides on top. */
 export function planLimits(config: Config): (account: { plan: string; settings: AccountSettings }) => PlanLimits {

@@ -1,28 +1,26 @@
 /**
- * Reservations and settlement. Admission is decided from memory (no database round trip); settlement goes
- * through the group committer and resolves once the charge is durable.
+ * Reservations and settlement. Admission is decided from the credit state (memory, or Redis for replicas:
+ * never a database round trip); settlement goes through the group committer and resolves once the charge is
+ * durable.
  */
 import { GatewayError } from '../errors/index.js';
 import type { EventSink } from '../events/index.js';
-import type { CommitResult, KeyRecord, Storage, WriteBatch } from '../storage/index.js';
-import { AccountCache, available, utcDay, type AccountState } from './accounts.js';
+import { newId, type CommitResult, type KeyRecord, type LedgerEntryInput, type Storage, type WriteBatch } from '../storage/index.js';
+import { AccountCache, utcDay, type AccountState } from './accounts.js';
 import { admit, type Admission, type AdmissionInput } from './admission.js';
 import { Committer } from './committer.js';
+import { MemoryCreditState, type CreditState, type Hold } from './credit-state.js';
 import { findCrossings } from './low-balance.js';
 import type { Nano } from '../money/index.js';
+import type { PlanLimits } from './plans.js';
 import { costOf, type Price } from './pricing.js';
 import { AutoRecharger, type PaymentProcessor } from './recharge.js';
-
-export interface PlanLimits {
-  requestsPerMinute: number;
-  tokensPerMinute: number;
-  dailyLimitNano: Nano | null;
-}
 
 export interface ReserveRequest
   extends Pick<AdmissionInput, 'price' | 'promptTokens' | 'requestedMaxTokens' | 'choices' | 'modelMaxTokens' | 'contextLength'> {
   account: AccountState;
   key: KeyRecord;
+  requestId: string;
 }
 
 export interface SettleRequest {
@@ -43,17 +41,26 @@ export interface WalletOptions {
   defaultThresholdsNano: Nano[];
   events: EventSink;
   processor: PaymentProcessor;
+  /** Where holds live: in memory (one process, the default) or shared by replicas (Redis). */
+  credits?: CreditState;
   onError?: (error: unknown) => void;
 }
 
+/** A hold lost to concurrent requests is planned again with fresh budgets this many times. */
+const RESERVE_ATTEMPTS = 4;
+
 export class Wallet {
   readonly accounts: AccountCache;
+  private readonly credits: CreditState;
   private readonly committer: Committer;
   private readonly recharger: AutoRecharger;
+  /** The hold and charge behind each debit waiting in the committer. */
+  private readonly unwritten = new WeakMap<LedgerEntryInput, { hold: Hold; chargedNano: Nano }>();
   private openReservations = 0;
 
   constructor(private readonly options: WalletOptions) {
     this.accounts = new AccountCache(options.storage);
+    this.credits = options.credits ?? new MemoryCreditState();
     this.recharger = new AutoRecharger(options.storage, options.processor, this.accounts, options.onError);
     this.committer = new Committer({
       storage: options.storage,
@@ -68,6 +75,7 @@ export class Wallet {
 
   start(): void {
     this.accounts.startRefresh();
+    this.credits.start?.();
   }
 
   async stop(): Promise<void> {
@@ -75,37 +83,34 @@ export class Wallet {
     await this.committer.drain();
     await this.recharger.idle();
     this.committer.close();
+    await this.credits.close?.();
   }
 
-  reserve(request: ReserveRequest): Reservation {
-    const { account, key, ...sizing } = request;
+  async reserve(request: ReserveRequest): Promise<Reservation> {
+    const { account, key, requestId, ...sizing } = request;
     const free = key.environment === 'test';
     const limits = this.options.limitsFor(account);
-    const keyState = keySpendOf(account, key);
-    const admission = admit({
-      ...sizing,
-      balanceAvailable: available(account),
-      dailyRemaining:
-        limits.dailyLimitNano === null ? null : limits.dailyLimitNano - account.dailySpentNano - account.dailyReservedNano,
-      keyRemaining: key.spendLimitNano === null ? null : key.spendLimitNano - keyState.spentNano - keyState.reservedNano,
-      free,
-    });
-    account.reservedNano += admission.holdNano;
-    account.dailyReservedNano += admission.holdNano;
-    keyState.reservedNano += admission.holdNano;
-    this.openReservations++;
-    return new Reservation(this, account, key, request.price, admission);
+    for (let attempt = 1; ; attempt++) {
+      const budgets = free ? { balanceAvailable: 0n, dailyRemaining: null, keyRemaining: null } : await this.credits.budgets(account, key, limits);
+      const admission = admit({ ...sizing, ...budgets, free });
+      const hold: Hold = { id: newId('hold'), requestId, account, key, amountNano: admission.holdNano };
+      if (free || (await this.credits.take(hold, limits))) {
+        this.openReservations++;
+        return new Reservation(this, hold, request.price, admission);
+      }
+      if (attempt >= RESERVE_ATTEMPTS) throw new GatewayError('insufficient_credits');
+    }
   }
 
   /** Called by a Reservation exactly once. */
   async finish(reservation: Reservation, settle: SettleRequest | null): Promise<Settlement> {
-    const { account, key, admission } = reservation;
-    const keyState = keySpendOf(account, key);
-    account.reservedNano -= admission.holdNano;
-    account.dailyReservedNano -= admission.holdNano;
-    keyState.reservedNano -= admission.holdNano;
+    const { hold } = reservation;
+    const { account, key } = hold;
     this.openReservations--;
-    if (!settle) return { chargedNano: 0n };
+    if (!settle) {
+      if (hold.amountNano > 0n) await this.credits.release(hold);
+      return { chargedNano: 0n };
+    }
 
     const usage = { day: utcDay(), environment: key.environment, model: settle.model };
     const keyUsed = { keyId: key.id, at: Date.now() };
@@ -117,54 +122,47 @@ export class Wallet {
       return { chargedNano: 0n };
     }
     // Charge the actual cost, but never what other requests hold: estimation errors are the operator's, not theirs.
-    const actual = costOf(reservation.price, settle.promptTokens, settle.completionTokens);
-    const charge = actual < available(account) ? actual : available(account);
-    account.pendingNano += charge;
-    account.dailySpentNano += charge;
-    keyState.spentNano += charge;
-    const outcome = await this.committer.submit({
-      entry: {
-        accountId: account.id,
-        kind: 'debit',
-        amountNano: -charge,
-        requestId: settle.requestId,
-        keyId: key.id,
-        model: settle.model,
-        promptTokens: settle.promptTokens,
-        completionTokens: settle.completionTokens,
-        usage,
-      },
-      keyUsed,
-    });
+    const chargedNano = await this.credits.charge(hold, costOf(reservation.price, settle.promptTokens, settle.completionTokens));
+    const entry: LedgerEntryInput = {
+      accountId: account.id,
+      kind: 'debit',
+      amountNano: -chargedNano,
+      requestId: settle.requestId,
+      keyId: key.id,
+      model: settle.model,
+      promptTokens: settle.promptTokens,
+      completionTokens: settle.completionTokens,
+      usage,
+    };
+    this.unwritten.set(entry, { hold, chargedNano });
+    const outcome = await this.committer.submit({ entry, keyUsed });
     return { chargedNano: -outcome.applied };
   }
 
   private onCommitted(batch: WriteBatch, result: CommitResult): void {
+    for (const [accountId, balance] of result.balances) this.accounts.confirm(accountId, balance.balanceNano, balance.version);
     batch.entries.forEach((entry, index) => {
-      const state = this.accounts.peek(entry.accountId);
-      if (entry.kind !== 'debit' || !state) return;
-      state.pendingNano -= -entry.amountNano;
       const applied = result.applied[index]!;
-      if (applied !== entry.amountNano) {
-        // The database clamped the debit: give back the difference the memory view counted.
-        state.dailySpentNano -= applied - entry.amountNano;
+      const written = this.unwritten.get(entry);
+      if (written) {
+        const balance = result.balances.get(entry.accountId)!;
+        this.credits.confirmed(written.hold, written.chargedNano, applied, balance).catch((error) => this.options.onError?.(error));
       }
+      const state = this.accounts.peek(entry.accountId);
+      if (entry.kind !== 'debit' || !state || !this.options.events.wants('credit.low_balance')) return;
       const after = result.balancesAfter[index]!;
       const thresholds = state.settings.lowBalanceThresholdsNano ?? this.options.defaultThresholdsNano;
-      if (this.options.events.wants('credit.low_balance')) {
-        for (const threshold of findCrossings(after - applied, after, thresholds)) {
-          this.options.events.emit({
-            type: 'credit.low_balance',
-            created: Math.floor(Date.now() / 1000),
-            accountId: entry.accountId,
-            keyId: entry.keyId ?? null,
-            balanceNano: after,
-            thresholdNano: threshold,
-          });
-        }
+      for (const threshold of findCrossings(after - applied, after, thresholds)) {
+        this.options.events.emit({
+          type: 'credit.low_balance',
+          created: Math.floor(Date.now() / 1000),
+          accountId: entry.accountId,
+          keyId: entry.keyId ?? null,
+          balanceNano: after,
+          thresholdNano: threshold,
+        });
       }
     });
-    for (const [accountId, balance] of result.balances) this.accounts.confirm(accountId, balance.balanceNano, balance.version);
     for (const accountId of new Set(batch.entries.filter((e) => e.kind === 'debit').map((e) => e.accountId))) {
       const state = this.accounts.peek(accountId);
       if (state) this.recharger.consider(state);
@@ -177,11 +175,18 @@ export class Reservation {
 
   constructor(
     private readonly wallet: Wallet,
-    readonly account: AccountState,
-    readonly key: KeyRecord,
+    readonly hold: Hold,
     readonly price: Price,
     readonly admission: Admission,
   ) {}
+
+  get account(): AccountState {
+    return this.hold.account;
+  }
+
+  get key(): KeyRecord {
+    return this.hold.key;
+  }
 
   get maxTokens(): number {
     return this.admission.maxTokens;
@@ -204,13 +209,4 @@ export class Reservation {
   get settled(): boolean {
     return this.done;
   }
-}
-
-function keySpendOf(account: AccountState, key: KeyRecord): { spentNano: Nano; reservedNano: Nano } {
-  let state = account.keySpend.get(key.id);
-  if (!state) {
-    state = { spentNano: key.spentNano, reservedNano: 0n };
-    account.keySpend.set(key.id, state);
-  }
-  return state;
 }

@@ -52,7 +52,8 @@ export async function createChatCompletion(input: ChatInput, deps: GatewayDeps):
     throw new GatewayError('rate_limit_exceeded', { retryAfter: rate.retryAfterSeconds, headers });
   }
   const requestedMaxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
-  const reservation = deps.wallet.reserve({
+  const reservation = await deps.wallet.reserve({
+    requestId: input.requestId,
     account,
     key,
     price: model.price,

@@ -1,0 +1,96 @@
+/**
+ * Where holds and not-yet-written charges live. One process keeps them in memory (`MemoryCreditState`);
+ * replicas share them in Redis (`RedisCreditState`), so no replica can spend what another holds.
+ */
+import type { KeyRecord } from '../storage/index.js';
+import type { Nano } from '../money/index.js';
+import { available, type AccountState } from './accounts.js';
+import type { PlanLimits } from './plans.js';
+
+export interface Hold {
+  id: string;
+  requestId: string;
+  account: AccountState;
+  key: KeyRecord;
+  amountNano: Nano;
+}
+
+export interface Budgets {
+  /** What the balance can still pay (balance minus holds and unwritten charges). */
+  balanceAvailable: Nano;
+  /** Left under the daily limit; null when there is none. */
+  dailyRemaining: Nano | null;
+  /** Left under the key's spend limit; null when there is none. */
+  keyRemaining: Nano | null;
+}
+
+export interface CreditState {
+  budgets(account: AccountState, key: KeyRecord, limits: PlanLimits): Promise<Budgets>;
+  /** Takes the hold when it still fits every budget; false when concurrent requests took the room first. */
+  take(hold: Hold, limits: PlanLimits): Promise<boolean>;
+  release(hold: Hold): Promise<void>;
+  /** Ends the hold and records the charge as unwritten; the charge is `actual` capped at what is free. */
+  charge(hold: Hold, actualNano: Nano): Promise<Nano>;
+  /** The database wrote the charge (`applied` is lower when it clamped at zero) and confirmed a balance. */
+  confirmed(hold: Hold, chargedNano: Nano, appliedNano: Nano, balance: { balanceNano: Nano; version: bigint }): Promise<void>;
+  start?(): void;
+  close?(): Promise<void>;
+}
+
+export class MemoryCreditState implements CreditState {
+  async budgets(account: AccountState, key: KeyRecord, limits: PlanLimits): Promise<Budgets> {
+    const keyState = keySpendOf(account, key);
+    return {
+      balanceAvailable: available(account),
+      dailyRemaining: limits.dailyLimitNano === null ? null : limits.dailyLimitNano - account.dailySpentNano - account.dailyReservedNano,
+      keyRemaining: key.spendLimitNano === null ? null : key.spendLimitNano - keyState.spentNano - keyState.reservedNano,
+    };
+  }
+
+  async take(hold: Hold, limits: PlanLimits): Promise<boolean> {
+    const budgets = await this.budgets(hold.account, hold.key, limits);
+    const fits = (left: Nano | null) => left === null || left >= hold.amountNano;
+    if (!fits(budgets.balanceAvailable) || !fits(budgets.dailyRemaining) || !fits(budgets.keyRemaining)) return false;
+    this.move(hold, hold.amountNano);
+    return true;
+  }
+
+  async release(hold: Hold): Promise<void> {
+    this.move(hold, -hold.amountNano);
+  }
+
+  async charge(hold: Hold, actualNano: Nano): Promise<Nano> {
+    this.move(hold, -hold.amountNano);
+    const { account } = hold;
+    const free = available(account);
+    const charge = actualNano < free ? actualNano : free;
+    account.pendingNano += charge;
+    account.dailySpentNano += charge;
+    keySpendOf(account, hold.key).spentNano += charge;
+    return charge;
+  }
+
+  async confirmed(hold: Hold, chargedNano: Nano, appliedNano: Nano): Promise<void> {
+    const { account } = hold;
+    account.pendingNano -= chargedNano;
+    // The database clamped the debit: give back what the memory view counted beyond it.
+    const unapplied = chargedNano + appliedNano;
+    account.dailySpentNano -= unapplied;
+    keySpendOf(account, hold.key).spentNano -= unapplied;
+  }
+
+  private move(hold: Hold, amount: Nano): void {
+    hold.account.reservedNano += amount;
+    hold.account.dailyReservedNano += amount;
+    keySpendOf(hold.account, hold.key).reservedNano += amount;
+  }
+}
+
+function keySpendOf(account: AccountState, key: KeyRecord): { spentNano: Nano; reservedNano: Nano } {
+  let state = account.keySpend.get(key.id);
+  if (!state) {
+    state = { spentNano: key.spentNano, reservedNano: 0n };
+    account.keySpend.set(key.id, state);
+  }
+  return state;
+}
