@@ -6,8 +6,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AdminService, adminTokenChecker, bootstrap, keySecret, type FirstStart } from './admin/index.js';
 import { Authenticator } from './auth/index.js';
-import { Wallet, invoiceProcessor, parseUsd, planLimits, type PaymentProcessor } from './billing/index.js';
+import { RedisCreditState, Wallet, invoiceProcessor, parseUsd, planLimits, type PaymentProcessor } from './billing/index.js';
 import { Catalog, PerformanceTracker } from './catalog/index.js';
+import { LocalChangeBus, RedisChangeBus, type ChangeBus } from './cluster/index.js';
 import type { Config } from './config/index.js';
 import { NO_EVENTS, type EventSink } from './events/index.js';
 import { buildHttpServer } from './http/index.js';
@@ -48,18 +49,36 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     defaultThresholdsNano: config.credits.low_balance_thresholds.map((t) => parseUsd(t)),
     events: options.events ?? NO_EVENTS,
     processor: options.processor ?? invoiceProcessor,
+    // Replicas share holds in Redis so none can spend what another holds; one process keeps them in memory.
+    ...(config.redis_url
+      ? {
+          credits: new RedisCreditState({
+            url: config.redis_url,
+            prefix: config.redis_prefix,
+            storage,
+            onError: (error) => {
+              metrics.redisErrors.inc();
+              logger.warn({ err: error }, 'credit state in Redis failed; retrying');
+            },
+          }),
+        }
+      : {}),
     onError: (error) => {
       metrics.storageErrors.inc();
       logger.error({ err: error }, 'credit write failed; retrying');
     },
   });
-  const admin = new AdminService(storage, config, secret, {
-    onChange: async ({ accountId }) => {
-      auth.invalidate();
-      const record = accountId ? await storage.accounts.get(accountId) : undefined;
-      if (record) wallet.accounts.applyRecord(record);
-    },
+  // Key revocations and account changes, made by this replica or another: every replica drops its cached copies.
+  const changes: ChangeBus = config.redis_url
+    ? new RedisChangeBus({ url: config.redis_url, prefix: config.redis_prefix, onError: () => metrics.redisErrors.inc() })
+    : new LocalChangeBus();
+  changes.subscribe(async ({ accountId }) => {
+    auth.invalidate();
+    // If the database cannot answer now, the accounts' 1 s refresh picks the change up.
+    const record = accountId ? await storage.accounts.get(accountId).catch(() => undefined) : undefined;
+    if (record) wallet.accounts.applyRecord(record);
   });
+  const admin = new AdminService(storage, config, secret, { onChange: (change) => changes.publish(change) });
   const firstStart = await bootstrap(storage, config, admin);
   const isAdminToken = await adminTokenChecker(storage, config);
   const router = new Router(config);
@@ -101,6 +120,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       await wallet.stop();
       await router.close();
       await limiter.close?.();
+      await changes.close();
       await storage.close();
     },
   };

@@ -7,6 +7,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import { GatewayError, errorEnvelope } from '../errors/index.js';
 import { pointerToParam } from '../gateway/schema.js';
 import type { Metrics } from '../observability/index.js';
+import { isStorageUnavailable } from '../storage/index.js';
 
 export interface ServerOptions {
   metrics: Metrics;
@@ -117,6 +118,9 @@ function toGatewayError(error: FastifyError | GatewayError): GatewayError {
   if (error.statusCode === 413) return new GatewayError('request_too_large');
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
     return new GatewayError('invalid_request', { message: error.message });
+  }
+  if (isStorageUnavailable(error)) {
+    return new GatewayError('service_unavailable', { message: 'The database is unavailable; try again shortly', cause: error });
   }
   return new GatewayError('internal_error', { cause: error });
 }

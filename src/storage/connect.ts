@@ -20,7 +20,12 @@ export interface ConnectOptions {
   databaseUrl?: string | undefined;
   /** PostgreSQL pool size. */
   poolSize?: number;
+  /** PostgreSQL: a query with no answer after this long fails (0: wait forever). Default 5 s. */
+  queryTimeoutMs?: number;
 }
+
+/** PostgreSQL: how long a new connection may take before the attempt fails. */
+export const CONNECT_TIMEOUT_MS = 2_000;
 
 const INT8_OID = 20;
 
@@ -29,13 +34,20 @@ export function connect(options: ConnectOptions): Connection {
     const pool = new pg.Pool({
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 10,
+      // A database that is down or unreachable fails requests quickly (503) instead of holding them.
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      ...(options.queryTimeoutMs !== 0 ? { query_timeout: options.queryTimeoutMs ?? 5_000 } : {}),
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
       types: {
         getTypeParser: ((oid: number, format?: string) =>
           oid === INT8_OID ? (value: string) => BigInt(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
       },
     });
-    // An idle client losing its server must not crash the process; the next query reports the failure.
+    // A client losing its server must not crash the process: pg also emits 'error' on a checked-out client,
+    // where the pool does not listen. The query in flight gets the error; the pool drops the dead client.
     pool.on('error', () => undefined);
+    pool.on('connect', (client) => client.on('error', () => undefined));
     return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
   }
   mkdirSync(options.dataDir, { recursive: true });

@@ -4,7 +4,7 @@
  */
 import { sql } from 'kysely';
 import { AccountStore } from './accounts.js';
-import { connect, type ConnectOptions, type Dialect } from './connect.js';
+import { CONNECT_TIMEOUT_MS, connect, type ConnectOptions, type Dialect } from './connect.js';
 import { KeyStore } from './keys.js';
 import { LedgerStore } from './ledger.js';
 import { MetaStore } from './meta.js';
@@ -19,6 +19,10 @@ export type { NewKey } from './keys.js';
 export type { DailyUsageRow } from './usage.js';
 export { encodeSettings } from './accounts.js';
 export { newId } from './values.js';
+export { isStorageUnavailable } from './unavailable.js';
+
+/** How long /ready's `select 1` may take: a new connection's timeout plus a little. */
+const PING_TIMEOUT_MS = CONNECT_TIMEOUT_MS + 1_000;
 
 export interface Storage {
   readonly dialect: Dialect;
@@ -27,14 +31,15 @@ export interface Storage {
   readonly ledger: LedgerStore;
   readonly usage: UsageStore;
   readonly meta: MetaStore;
-  /** Resolves when the database answers a trivial query. */
+  /** Resolves when the database answers a trivial query; rejects within about 3 s otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
 
 /** Applies pending migrations and reports their names (the CLI's `migrate`; openStorage does the same silently). */
 export async function migrateStorage(options: ConnectOptions): Promise<{ dialect: Dialect; applied: string[] }> {
-  const { db, dialect } = connect(options);
+  // An explicit migration may wait on locks or rewrite large tables: no query timeout.
+  const { db, dialect } = connect({ ...options, queryTimeoutMs: 0 });
   try {
     return { dialect, applied: await migrateToLatest(db) };
   } finally {
@@ -57,9 +62,15 @@ export async function openStorage(options: ConnectOptions & { migrate?: boolean 
     ledger: new LedgerStore(db, dialect, sqlite ? new SqliteWriter(sqlite) : undefined),
     usage: new UsageStore(db),
     meta: new MetaStore(db),
-    ping: async () => {
-      await sql`select 1`.execute(db);
-    },
+    ping: () => withTimeout(sql`select 1`.execute(db), PING_TIMEOUT_MS),
     close: () => db.destroy(),
   };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error(`the database did not answer within ${ms} ms`), { code: 'ETIMEDOUT' })), ms);
+  });
+  return Promise.race([promise.then(() => undefined), timeout]).finally(() => clearTimeout(timer));
 }

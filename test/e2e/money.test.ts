@@ -38,10 +38,19 @@ async function chat(gateway: TestGateway, key: string, stream: boolean, i: numbe
   return { status: 200, costNano: toNano(last.usage.cost) };
 }
 
-describe.each(DIALECTS)('100 concurrent requests on %s', (dialect) => {
+const CONFIGURATIONS = [
+  ...DIALECTS.map((dialect) => ({ name: dialect, dialect, env: {} })),
+  {
+    name: 'postgres + redis (holds shared in Redis)',
+    dialect: 'postgres' as const,
+    env: { REDIS_URL: 'redis://127.0.0.1:6379', TOLLGATE_REDIS_PREFIX: `tgtest:${process.pid}:${Date.now()}:` },
+  },
+];
+
+describe.each(CONFIGURATIONS)('100 concurrent requests on $name', ({ dialect, env }) => {
   let gateway: TestGateway;
   beforeAll(async () => {
-    gateway = await startGateway({ dialect });
+    gateway = await startGateway({ dialect, env });
   });
   afterAll(async () => gateway?.close());
 

@@ -2,6 +2,7 @@
  * Starts a real gateway (the same createApp as `npm start`) on a free port with a fresh database, and gives
  * tests the admin token, the first key and helpers to make accounts and keys through the admin API.
  */
+import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import type { Logger } from 'pino';
 import { createApp, type App } from '../../src/app.js';
@@ -33,6 +34,8 @@ export interface GatewayOptions {
   overrides?: Partial<Config>;
   events?: EventSink;
   logger?: Logger;
+  /** Rewrites the PostgreSQL URL the gateway connects to (e.g. through a test proxy). */
+  databaseUrl?: (url: string) => string;
 }
 
 export async function startGateway(options: GatewayOptions = {}): Promise<TestGateway> {
@@ -40,7 +43,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
   const config = loadConfig({
     env: {
       TOLLGATE_DATA_DIR: database.dataDir,
-      ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+      ...(database.databaseUrl ? { DATABASE_URL: options.databaseUrl?.(database.databaseUrl) ?? database.databaseUrl } : {}),
       TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
       TOLLGATE_LOG_LEVEL: process.env.TOLLGATE_TEST_LOG_LEVEL ?? 'silent',
       PORT: '0',
@@ -90,7 +93,23 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     async close() {
       await app.close();
       await database.drop();
+      if (config.redis_url) await deleteRedisKeys(config.redis_url, config.redis_prefix);
     },
   };
   return gateway;
+}
+
+/** Removes every key under a test's Redis prefix. */
+export async function deleteRedisKeys(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
 }
