@@ -37,6 +37,15 @@ export interface CreditState {
   close?(): Promise<void>;
 }
 
+/**
+ * The charge for an actual cost: in full up to the request's own hold (that money was set aside for it), and
+ * beyond the hold only what is free, so an estimate that was too low never takes what other requests hold.
+ */
+export function capCharge(actualNano: Nano, holdNano: Nano, freeNano: Nano): Nano {
+  const ceiling = freeNano > holdNano ? freeNano : holdNano;
+  return actualNano < ceiling ? actualNano : ceiling;
+}
+
 export class MemoryCreditState implements CreditState {
   async budgets(account: AccountState, key: KeyRecord, limits: PlanLimits): Promise<Budgets> {
     const keyState = keySpendOf(account, key);
@@ -62,8 +71,7 @@ export class MemoryCreditState implements CreditState {
   async charge(hold: Hold, actualNano: Nano): Promise<Nano> {
     this.move(hold, -hold.amountNano);
     const { account } = hold;
-    const free = available(account);
-    const charge = actualNano < free ? actualNano : free;
+    const charge = capCharge(actualNano, hold.amountNano, available(account));
     account.pendingNano += charge;
     account.dailySpentNano += charge;
     keySpendOf(account, hold.key).spentNano += charge;

@@ -6,7 +6,7 @@
  * and the day's spend and holds (`day`, `dspent`, `dres`); `cr:{a}:keys` the per-key `spent`/`res`;
  * `cr:{a}:holds` one field per open hold or unwritten charge, naming the replica that owns it.
  *
- * Money only moves through HINCRBY (exact 64-bit integers); every comparison is made in TypeScript with bigint,
+ * Money only moves through HINCRBY (exact 64-bit integers; Redis refuses "-0", so zero amounts are skipped); every comparison is made in TypeScript with bigint,
  * never in Lua (whose numbers are doubles). A hold is taken optimistically: added, then checked, and rolled back
  * when it does not fit, so a race can refuse a request but never spend what another replica holds.
  *
@@ -19,7 +19,7 @@ import { GatewayError } from '../errors/index.js';
 import type { Nano } from '../money/index.js';
 import { newId, type KeyRecord, type Storage } from '../storage/index.js';
 import { utcDay, type AccountState } from './accounts.js';
-import type { Budgets, CreditState, Hold } from './credit-state.js';
+import { capCharge, type Budgets, type CreditState, type Hold } from './credit-state.js';
 import type { PlanLimits } from './plans.js';
 
 const HOLD_OWNER_TTL_MS = 5_000;
@@ -44,12 +44,13 @@ return {redis.call('HMGET', KEYS[1], 'bal', 'res', 'pend', 'dspent', 'dres'), re
 
 /** Ends a hold (once: only an open hold, 'h', is ended) and optionally records a charge in its place. */
 const END_HOLD = `
+local function sub(key, field, amount) if amount ~= '0' then redis.call('HINCRBY', key, field, '-' .. amount) end end
 local held = redis.call('HGET', KEYS[3], ARGV[3])
 if (not held) or string.sub(held, 1, 1) ~= 'h' then return 0 end
 redis.call('HDEL', KEYS[3], ARGV[3])
-redis.call('HINCRBY', KEYS[1], 'res', '-' .. ARGV[1])
-redis.call('HINCRBY', KEYS[1], 'dres', '-' .. ARGV[1])
-redis.call('HINCRBY', KEYS[2], ARGV[2] .. ':res', '-' .. ARGV[1])
+sub(KEYS[1], 'res', ARGV[1])
+sub(KEYS[1], 'dres', ARGV[1])
+sub(KEYS[2], ARGV[2] .. ':res', ARGV[1])
 if ARGV[4] ~= '' then
   redis.call('HINCRBY', KEYS[1], 'pend', ARGV[4])
   redis.call('HINCRBY', KEYS[1], 'dspent', ARGV[4])
@@ -63,14 +64,13 @@ return 1`;
  * ledger has it in full), then optionally a confirmed balance and version.
  */
 const CLEAR_CHARGE = `
+local function sub(key, field, amount) if amount ~= '0' then redis.call('HINCRBY', key, field, '-' .. amount) end end
 local charged = redis.call('HGET', KEYS[3], ARGV[3])
 if (not charged) or string.sub(charged, 1, 1) ~= 'p' then return 0 end
 redis.call('HDEL', KEYS[3], ARGV[3])
-redis.call('HINCRBY', KEYS[1], 'pend', '-' .. ARGV[1])
-if ARGV[4] ~= '0' then
-  redis.call('HINCRBY', KEYS[1], 'dspent', '-' .. ARGV[4])
-  redis.call('HINCRBY', KEYS[2], ARGV[2] .. ':spent', '-' .. ARGV[4])
-end
+sub(KEYS[1], 'pend', ARGV[1])
+sub(KEYS[1], 'dspent', ARGV[4])
+sub(KEYS[2], ARGV[2] .. ':spent', ARGV[4])
 if ARGV[5] then
   local v = redis.call('HGET', KEYS[1], 'ver')
   if (not v) or tonumber(v) < tonumber(ARGV[6]) then redis.call('HSET', KEYS[1], 'bal', ARGV[5], 'ver', ARGV[6]) end
@@ -161,8 +161,10 @@ export class RedisCreditState implements CreditState {
   async charge(hold: Hold, actualNano: Nano): Promise<Nano> {
     try {
       const [bal, res, pend] = (await this.redis.hmget(this.accountKey(hold.account.id), 'bal', 'res', 'pend')).map(big);
+      // Within its own hold a request is always charged in full. `free` can read low for a moment (a newer
+      // database balance may already include charges still counted as pending), so it only caps the excess.
       const free = bal! - res! - pend! + hold.amountNano;
-      const charge = actualNano < free ? actualNano : free > 0n ? free : 0n;
+      const charge = capCharge(actualNano, hold.amountNano, free);
       await this.endHold(hold, charge.toString(), holdValue('p', charge, hold, this.replicaId));
       return charge;
     } catch (error) {

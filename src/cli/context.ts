@@ -1,6 +1,7 @@
 /** What every storage-backed command needs: the server's configuration, its database and the admin service. */
 import { AdminService, keySecret } from '../admin/index.js';
 import { planLimits, type PlanLimits } from '../billing/index.js';
+import { RedisChangeBus } from '../cluster/index.js';
 import { loadConfig, type Config } from '../config/index.js';
 import { openStorage, type AccountSettings, type Storage } from '../storage/index.js';
 
@@ -15,10 +16,13 @@ export interface CliContext {
 export async function withContext<T>(fn: (context: CliContext) => Promise<T>): Promise<T> {
   const config = loadConfig();
   const storage = await openStorage({ dataDir: config.storage.data_dir, databaseUrl: config.storage.database_url });
+  // With Redis, running replicas hear of revocations and account changes at once (else within their 1 s refresh).
+  const bus = config.redis_url ? new RedisChangeBus({ url: config.redis_url, prefix: config.redis_prefix }) : undefined;
   try {
-    const admin = new AdminService(storage, config, await keySecret(storage, config));
+    const admin = new AdminService(storage, config, await keySecret(storage, config), bus ? { onChange: (change) => bus.publish(change) } : {});
     return await fn({ config, storage, admin, limitsFor: planLimits(config) });
   } finally {
+    await bus?.close();
     await storage.close();
   }
 }

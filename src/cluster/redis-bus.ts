@@ -26,14 +26,25 @@ export class RedisChangeBus implements ChangeBus {
   private readonly publisher: Redis;
   private readonly subscriber: Redis;
   private readonly onError: (error: unknown) => void;
+  /** Settles on the publisher's first connection or after one command timeout, so a publish right at start-up is not lost. */
+  private readonly started: Promise<void>;
   private closed = false;
 
   constructor(options: RedisChangeBusOptions) {
     this.channel = `${options.prefix ?? 'tg:'}changes`;
     this.onError = options.onError ?? (() => {});
     // Fails fast while disconnected: a change must not wait in a queue while the admin call waits for it.
-    this.publisher = new Redis(options.url, { commandTimeout: options.commandTimeoutMs ?? 500, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+    const timeoutMs = options.commandTimeoutMs ?? 500;
+    this.publisher = new Redis(options.url, { commandTimeout: timeoutMs, maxRetriesPerRequest: 1, enableOfflineQueue: false });
     this.publisher.on('error', () => {}); // surfaces through the failing publish
+    this.started = new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      timer.unref();
+      this.publisher.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
     // Queues SUBSCRIBE until the first connection however long Redis takes to come up.
     this.subscriber = new Redis(options.url, { maxRetriesPerRequest: null });
     this.subscriber.on('error', (error) => this.report(error));
@@ -47,6 +58,7 @@ export class RedisChangeBus implements ChangeBus {
   async publish(change: Change): Promise<void> {
     await dispatch(this.handlers, change, this.onError);
     try {
+      await this.started;
       await this.publisher.publish(this.channel, JSON.stringify({ origin: this.origin, ...change }));
     } catch (error) {
       this.report(error);

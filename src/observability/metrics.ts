@@ -53,7 +53,7 @@ export class Metrics {
   });
   readonly redisErrors = new Counter({
     name: 'tollgate_redis_errors_total',
-    help: 'Redis commands that failed (rate limits failed open)',
+    help: 'Redis commands that failed (rate limits fail open; change notifications and credit holds are retried)',
     registers: [this.registry],
   });
 

@@ -102,7 +102,11 @@ export function accountsOf(batch: WriteBatch): string[] {
   return [...new Set(batch.entries.map((e) => e.accountId))].sort();
 }
 
-export function planBatch(batch: WriteBatch, current: Map<string, AccountBalance>, now = Date.now()): BatchPlan {
+/**
+ * `written`: debits already in the ledger by request id. A retried batch whose first attempt committed without
+ * the writer hearing of it reports those debits as applied and writes nothing for them again.
+ */
+export function planBatch(batch: WriteBatch, current: Map<string, AccountBalance>, written = new Map<string, bigint>(), now = Date.now()): BatchPlan {
   const applied: bigint[] = new Array<bigint>(batch.entries.length).fill(0n);
   const balancesAfter: bigint[] = new Array<bigint>(batch.entries.length).fill(0n);
   const running = new Map<string, bigint>();
@@ -114,6 +118,13 @@ export function planBatch(batch: WriteBatch, current: Map<string, AccountBalance
     const start = current.get(entry.accountId);
     if (!start) throw new Error(`ledger entry for unknown account ${entry.accountId}`);
     const balance = running.get(entry.accountId) ?? start.balanceNano;
+    const already = entry.kind === 'debit' && entry.requestId !== undefined ? written.get(entry.requestId) : undefined;
+    if (already !== undefined) {
+      running.set(entry.accountId, balance);
+      applied[index] = already;
+      balancesAfter[index] = balance;
+      return;
+    }
     const amount = entry.amountNano < 0n && -entry.amountNano > balance ? -balance : entry.amountNano;
     const after = balance + amount;
     running.set(entry.accountId, after);

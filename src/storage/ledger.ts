@@ -46,7 +46,7 @@ export class LedgerStore {
       const row = await query.executeTakeFirst();
       if (row) current.set(accountId, { balanceNano: big(row.balance_nano), version: big(row.version) });
     }
-    const plan = planBatch(batch, current);
+    const plan = planBatch(batch, current, await writtenDebits(trx, batch));
     for (const [accountId, balance] of plan.result.balances) {
       await trx.updateTable('accounts').set({ balance_nano: balance.balanceNano, version: balance.version }).where('id', '=', accountId).execute();
     }
@@ -128,4 +128,20 @@ async function upsertUsage(trx: Transaction<Database>, deltas: UsageDelta[]): Pr
       )
       .execute();
   }
+}
+
+/**
+ * Debits of this batch's requests that are already in the ledger. Only PostgreSQL needs this: its commit can
+ * succeed while the acknowledgement is lost, and the committer then retries. SQLite's commit is synchronous.
+ */
+async function writtenDebits(trx: Transaction<Database>, batch: WriteBatch): Promise<Map<string, bigint>> {
+  const ids = batch.entries.flatMap((e) => (e.kind === 'debit' && e.requestId ? [e.requestId] : []));
+  if (ids.length === 0) return new Map();
+  const rows = await trx
+    .selectFrom('ledger')
+    .select(['request_id', 'amount_nano'])
+    .where('kind', '=', 'debit')
+    .where('request_id', 'in', ids)
+    .execute();
+  return new Map(rows.map((r) => [r.request_id!, big(r.amount_nano)]));
 }

@@ -56,6 +56,17 @@ describe('credit state in Redis', () => {
     expect((await a.budgets(account, key, limits)).balanceAvailable).toBe(300n);
   });
 
+  it('handles zero holds and zero charges (Redis refuses "-0")', async () => {
+    const { key, account, replica, hold } = await setup(1_000n);
+    const a = replica();
+    expect(await a.take(hold('z', 0n), limits)).toBe(true);
+    expect(await a.charge(hold('z', 0n), 0n)).toBe(0n);
+    await a.confirmed(hold('z', 0n), 0n, 0n, { balanceNano: 1_000n, version: account.version });
+    expect(await a.take(hold('y', 10n), limits)).toBe(true);
+    expect(await a.charge(hold('y', 10n), 0n)).toBe(0n);
+    expect((await a.budgets(account, key, limits)).balanceAvailable).toBe(1_000n);
+  });
+
   it('sweeps the holds and unwritten charges of a replica that died', async () => {
     const { key, account, replica, hold } = await setup(1_000n);
     const dying = replica(300);

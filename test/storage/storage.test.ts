@@ -78,6 +78,26 @@ describe.each(DIALECTS)('storage on %s', (dialect) => {
   });
 });
 
+describe('a retried commit on postgres', () => {
+  it('does not debit a request twice when the first attempt committed', async () => {
+    const database = await createTestDatabase('postgres');
+    const storage = await openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl });
+    try {
+      await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: 1_000n });
+      const batch = { entries: [{ accountId: 'acct_1', kind: 'debit' as const, amountNano: -300n, requestId: 'req_1' }] };
+      await storage.ledger.commit(batch);
+      const retry = await storage.ledger.commit(batch);
+      expect(retry.applied).toEqual([-300n]);
+      expect((await storage.accounts.get('acct_1'))?.balanceNano).toBe(700n);
+      expect(await storage.ledger.sum('acct_1')).toBe(700n);
+      expect(await storage.ledger.debitedFor('req_1')).toBe(300n);
+    } finally {
+      await storage.close();
+      await database.drop();
+    }
+  });
+});
+
 describe('migrations on postgres', () => {
   it('are applied once when several processes start together on an empty database', async () => {
     const database = await createTestDatabase('postgres');
