@@ -1,4 +1,8 @@
-/** Process entry: load config -> open storage -> build app -> listen; graceful shutdown on SIGTERM/SIGINT. */
+/**
+ * Process entry: load config -> open storage -> build app -> listen; graceful shutdown on SIGTERM/SIGINT.
+ * With `workers` > 1 this process only supervises that many server processes (node:cluster) sharing the port.
+ */
+import cluster from 'node:cluster';
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createApp } from './app.js';
@@ -15,6 +19,7 @@ export async function main(): Promise<void> {
     }
     throw error;
   }
+  if (config.workers > 1 && cluster.isPrimary) return supervise(config.workers);
   const app = await createApp(config);
   const address = await app.listen();
   const port = new URL(address).port;
@@ -37,6 +42,28 @@ export async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/** Forks the workers, replaces one that dies, and passes a shutdown signal on to all of them. */
+function supervise(workers: number): void {
+  let stopping = false;
+  const fork = () => cluster.fork();
+  for (let i = 0; i < workers; i++) fork();
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      return;
+    }
+    process.stderr.write(`tollgate: worker ${worker.process.pid} exited (${signal ?? code}); starting another\n`);
+    fork();
+  });
+  const stop = (signal: NodeJS.Signals) => {
+    stopping = true;
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal);
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.stdout.write(`tollgate: supervising ${workers} workers\n`);
 }
 
 function printFirstStart(first: NonNullable<Awaited<ReturnType<typeof createApp>>['firstStart']>, base: string): void {

@@ -35,6 +35,7 @@ export function defaultConfig(): Config {
     storage: { data_dir: './data' },
     key_prefix: 'tg',
     redis_prefix: 'tg:',
+    workers: 1,
     log_level: 'info',
     metrics_public: false,
     credits: { signup_grant: 5, low_balance_thresholds: [1] },
@@ -108,6 +109,7 @@ function fromEnv(env: Env): Record<string, unknown> {
   if (env.TOLLGATE_ADMIN_TOKEN) out.admin_token = env.TOLLGATE_ADMIN_TOKEN;
   if (env.TOLLGATE_KEY_SECRET) out.key_secret = env.TOLLGATE_KEY_SECRET;
   if (env.TOLLGATE_LOG_LEVEL) out.log_level = env.TOLLGATE_LOG_LEVEL;
+  if (env.TOLLGATE_WORKERS !== undefined) out.workers = envInteger('TOLLGATE_WORKERS', env.TOLLGATE_WORKERS);
   const providers: Record<string, Record<string, string>> = {};
   for (const known of KNOWN_PROVIDERS) {
     const apiKey = env[`${known.env}_API_KEY`];
@@ -150,6 +152,11 @@ function catalogModels(config: Config): ModelConfig[] {
 }
 
 function checkConsistency(config: Config): void {
+  if (config.workers > 1 && !(config.storage.database_url && config.redis_url)) {
+    throw new ConfigError(
+      'Invalid configuration: workers: more than one worker needs DATABASE_URL and REDIS_URL (credit holds and rate limits must be shared)',
+    );
+  }
   if (!config.plans[config.default_plan]) {
     throw new ConfigError(`Invalid configuration: default_plan: no plan named "${config.default_plan}" in plans`);
   }

@@ -77,6 +77,8 @@ export const ConfigSchema = Type.Object(
     /** Secret for the HMAC of stored API keys; generated and kept in the database when absent. */
     key_secret: Type.Optional(Type.String({ minLength: 16 })),
     key_prefix: Type.String({ pattern: '^[a-z][a-z0-9]{0,7}$' }),
+    /** Server processes on this machine (node:cluster); more than one needs PostgreSQL and Redis. */
+    workers: Type.Integer({ minimum: 1, maximum: 256 }),
     log_level: Type.Union([
       Type.Literal('fatal'),
       Type.Literal('error'),
