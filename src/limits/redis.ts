@@ -105,7 +105,7 @@ export class RedisRateLimiter implements RateLimiter {
     const timeoutMs = options.commandTimeoutMs ?? 200;
     this.prefix = options.prefix ?? 'tg:';
     this.onError = options.onError ?? (() => {});
-    this.redis = new Redis(options.url, { commandTimeout: timeoutMs, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+    this.redis = new Redis(options.url, { commandTimeout: timeoutMs, maxRetriesPerRequest: 1, enableOfflineQueue: false, enableAutoPipelining: true });
     // Connection errors surface through the failing commands; without a listener ioredis would log each one.
     this.redis.on('error', () => {});
     this.redis.defineCommand('tollgateRateLimit', { numberOfKeys: 2, lua: SCRIPT });
