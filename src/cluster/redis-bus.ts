@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { connectFailFast } from '../redis/index.js';
 import { dispatch, type Change, type ChangeBus, type ChangeHandler } from './bus.js';
 
 export interface RedisChangeBusOptions {
@@ -35,16 +36,7 @@ export class RedisChangeBus implements ChangeBus {
     this.onError = options.onError ?? (() => {});
     // Fails fast while disconnected: a change must not wait in a queue while the admin call waits for it.
     const timeoutMs = options.commandTimeoutMs ?? 500;
-    this.publisher = new Redis(options.url, { commandTimeout: timeoutMs, maxRetriesPerRequest: 1, enableOfflineQueue: false });
-    this.publisher.on('error', () => {}); // surfaces through the failing publish
-    this.started = new Promise((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      timer.unref();
-      this.publisher.once('ready', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    ({ redis: this.publisher, ready: this.started } = connectFailFast(options.url, timeoutMs));
     // Queues SUBSCRIBE until the first connection however long Redis takes to come up.
     this.subscriber = new Redis(options.url, { maxRetriesPerRequest: null });
     this.subscriber.on('error', (error) => this.report(error));

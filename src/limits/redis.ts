@@ -10,7 +10,8 @@
  * ioredis reconnects by itself. Calls fail fast while disconnected (no offline queue), and admit/addTokens
  * never throw. Availability wins over strictness: during an outage, limits are not enforced.
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { connectFailFast } from '../redis/index.js';
 import type { RateDecision, RateLimiter, RateLimits, RateWindow } from './types.js';
 
 const BUCKETS = 61;
@@ -105,19 +106,9 @@ export class RedisRateLimiter implements RateLimiter {
     const timeoutMs = options.commandTimeoutMs ?? 200;
     this.prefix = options.prefix ?? 'tg:';
     this.onError = options.onError ?? (() => {});
-    this.redis = new Redis(options.url, { commandTimeout: timeoutMs, maxRetriesPerRequest: 1, enableOfflineQueue: false, enableAutoPipelining: true });
-    // Connection errors surface through the failing commands; without a listener ioredis would log each one.
-    this.redis.on('error', () => {});
+    ({ redis: this.redis, ready: this.started } = connectFailFast(options.url, timeoutMs, { enableAutoPipelining: true }));
     this.redis.defineCommand('tollgateRateLimit', { numberOfKeys: 2, lua: SCRIPT });
     this.run = (this.redis as unknown as Record<'tollgateRateLimit', RunScript>).tollgateRateLimit.bind(this.redis);
-    this.started = new Promise((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      timer.unref();
-      this.redis.once('ready', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
   }
 
   async admit(accountId: string, limits: RateLimits, promptTokens: number): Promise<RateDecision> {
