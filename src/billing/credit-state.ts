@@ -48,20 +48,25 @@ export function capCharge(actualNano: Nano, holdNano: Nano, freeNano: Nano): Nan
 
 export class MemoryCreditState implements CreditState {
   async budgets(account: AccountState, key: KeyRecord, limits: PlanLimits): Promise<Budgets> {
+    return this.budgetsNow(account, key, limits);
+  }
+
+  /** Check and hold in one synchronous step: an `await` between them would let concurrent takes both pass. */
+  async take(hold: Hold, limits: PlanLimits): Promise<boolean> {
+    const budgets = this.budgetsNow(hold.account, hold.key, limits);
+    const fits = (left: Nano | null) => left === null || left >= hold.amountNano;
+    if (!fits(budgets.balanceAvailable) || !fits(budgets.dailyRemaining) || !fits(budgets.keyRemaining)) return false;
+    this.move(hold, hold.amountNano);
+    return true;
+  }
+
+  private budgetsNow(account: AccountState, key: KeyRecord, limits: PlanLimits): Budgets {
     const keyState = keySpendOf(account, key);
     return {
       balanceAvailable: available(account),
       dailyRemaining: limits.dailyLimitNano === null ? null : limits.dailyLimitNano - account.dailySpentNano - account.dailyReservedNano,
       keyRemaining: key.spendLimitNano === null ? null : key.spendLimitNano - keyState.spentNano - keyState.reservedNano,
     };
-  }
-
-  async take(hold: Hold, limits: PlanLimits): Promise<boolean> {
-    const budgets = await this.budgets(hold.account, hold.key, limits);
-    const fits = (left: Nano | null) => left === null || left >= hold.amountNano;
-    if (!fits(budgets.balanceAvailable) || !fits(budgets.dailyRemaining) || !fits(budgets.keyRemaining)) return false;
-    this.move(hold, hold.amountNano);
-    return true;
   }
 
   async release(hold: Hold): Promise<void> {
