@@ -25,7 +25,8 @@ export async function main(): Promise<void> {
   const port = new URL(address).port;
   const base = `http://${config.server.host === '0.0.0.0' ? '127.0.0.1' : config.server.host}:${port}`;
   if (app.firstStart) printFirstStart(app.firstStart, base);
-  process.stdout.write(`tollgate listening on ${address} (storage: ${app.storage.dialect}); API base URL ${base}/v1\n`);
+  const shared = config.redis_url ? 'redis' : 'this process';
+  process.stdout.write(`tollgate listening on ${address} (storage: ${app.storage.dialect}, limits and holds: ${shared}); API base URL ${base}/v1\n`);
 
   let stopping = false;
   const stop = (signal: string) => {
