@@ -1,3 +1,3 @@
 export { Authenticator, type AuthenticatorOptions } from './authenticator.js';
-export { generateKey, hashKey, keyHint, keyPattern, redactKey } from './keys.js';
+export { generateKey, hashKey, keyHint, keyPattern } from './keys.js';
 export { requireModelAllowed, requirePermission, seesFullCredits, type Operation } from './permissions.js';

@@ -24,8 +24,3 @@ export function hashKey(secret: string, key: string): string {
 export function keyHint(key: string): string {
   return `${key.slice(0, 12)}...${key.slice(-4)}`;
 }
-
-/** What may be logged of a presented credential: never more than the hint. */
-export function redactKey(key: string): string {
-  return key.length > 16 ? keyHint(key) : '***';
-}

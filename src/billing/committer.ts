@@ -8,8 +8,6 @@ import type { CommitResult, LedgerEntryInput, Storage, UsageDelta, WriteBatch } 
 export interface CommitOutcome {
   /** The amount actually applied (negative for debits); 0n for items without a ledger entry. */
   applied: bigint;
-  /** The account's balance right after this entry; undefined for items without a ledger entry. */
-  balanceAfter: bigint | undefined;
 }
 
 interface Item {
@@ -53,11 +51,6 @@ export class Committer {
     });
   }
 
-  /** Items waiting to be written (pending money the wallet still counts). */
-  get pending(): number {
-    return this.queue.length;
-  }
-
   /** Writes everything queued, retrying until the database takes it or `deadlineMs` passes. */
   async drain(deadlineMs = 10_000): Promise<void> {
     const until = Date.now() + deadlineMs;
@@ -97,8 +90,8 @@ export class Committer {
       const result = await this.options.storage.ledger.commit(batch);
       this.retryDelayMs = 50;
       this.options.onCommitted?.(batch, result);
-      withEntry.forEach((item, index) => settle(item, { applied: result.applied[index]!, balanceAfter: result.balancesAfter[index] }));
-      for (const item of items) if (!item.entry) settle(item, { applied: 0n, balanceAfter: undefined });
+      withEntry.forEach((item, index) => settle(item, { applied: result.applied[index]! }));
+      for (const item of items) if (!item.entry) settle(item, { applied: 0n });
     } catch (error) {
       this.options.onError?.(error);
       this.queue = items.concat(this.queue);

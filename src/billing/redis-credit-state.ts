@@ -26,6 +26,10 @@ const HOLD_OWNER_TTL_MS = 5_000;
 const HEARTBEAT_MS = 1_000;
 const SWEEP_MS = 2_000;
 
+/** Subtracts a non-negative amount (as a string); Redis refuses "-0", so zero is skipped. */
+const SUBTRACT = `
+local function sub(key, field, amount) if amount ~= '0' then redis.call('HINCRBY', key, field, '-' .. amount) end end`;
+
 /** Brings the shared state up to what this replica read from the database, then returns it. */
 const SYNC = `
 local v = redis.call('HGET', KEYS[1], 'ver')
@@ -43,8 +47,7 @@ redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
 return {redis.call('HMGET', KEYS[1], 'bal', 'res', 'pend', 'dspent', 'dres'), redis.call('HMGET', KEYS[2], ARGV[2] .. ':spent', ARGV[2] .. ':res')}`;
 
 /** Ends a hold (once: only an open hold, 'h', is ended) and optionally records a charge in its place. */
-const END_HOLD = `
-local function sub(key, field, amount) if amount ~= '0' then redis.call('HINCRBY', key, field, '-' .. amount) end end
+const END_HOLD = `${SUBTRACT}
 local held = redis.call('HGET', KEYS[3], ARGV[3])
 if (not held) or string.sub(held, 1, 1) ~= 'h' then return 0 end
 redis.call('HDEL', KEYS[3], ARGV[3])
@@ -63,8 +66,7 @@ return 1`;
  * Clears an unwritten charge (once). ARGV: charge, keyId, holdId, amount not spent after all (0 when the
  * ledger has it in full), then optionally a confirmed balance and version.
  */
-const CLEAR_CHARGE = `
-local function sub(key, field, amount) if amount ~= '0' then redis.call('HINCRBY', key, field, '-' .. amount) end end
+const CLEAR_CHARGE = `${SUBTRACT}
 local charged = redis.call('HGET', KEYS[3], ARGV[3])
 if (not charged) or string.sub(charged, 1, 1) ~= 'p' then return 0 end
 redis.call('HDEL', KEYS[3], ARGV[3])

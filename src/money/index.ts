@@ -42,14 +42,6 @@ export function usdString(nano: Nano): string {
   return `${negative ? '-' : ''}${whole}${fraction ? `.${fraction}` : ''}`;
 }
 
-export function minNano(...values: Nano[]): Nano {
-  return values.reduce((a, b) => (b < a ? b : a));
-}
-
-export function maxNano(...values: Nano[]): Nano {
-  return values.reduce((a, b) => (b > a ? b : a));
-}
-
 /** A JS number as written in decimal without exponent, so "1e-7" becomes "0.0000001". */
 function numberToPlainString(value: number): string {
   if (!Number.isFinite(value)) throw new RangeError(`not a finite number: ${value}`);

@@ -2,7 +2,7 @@
  * Table types for Kysely. BIGINT columns come back as bigint on both dialects (SQLite with safe integers,
  * PostgreSQL's int8 parser), so money never passes through a float on its way out of the database.
  */
-import type { ColumnType, Generated } from 'kysely';
+import type { ColumnType } from 'kysely';
 
 type Big = ColumnType<bigint, bigint | number, bigint | number>;
 type NullableBig = ColumnType<bigint | null, bigint | number | null, bigint | number | null>;
@@ -87,4 +87,3 @@ export interface Database {
   invoices: InvoicesTable;
 }
 
-export type { Generated };
