@@ -10,12 +10,14 @@ import { RedisCreditState, Wallet, invoiceProcessor, parseUsd, planLimits, type 
 import { Catalog, PerformanceTracker } from './catalog/index.js';
 import { LocalChangeBus, RedisChangeBus, type ChangeBus } from './cluster/index.js';
 import type { Config } from './config/index.js';
-import { NO_EVENTS, type EventSink } from './events/index.js';
-import { buildHttpServer } from './http/index.js';
+import { fanOut, type EventSink } from './events/index.js';
+import { registerDashboard } from './dashboard/index.js';
+import { buildHttpServer, type HttpDeps } from './http/index.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './limits/index.js';
 import { Metrics, createLogger } from './observability/index.js';
 import { Router } from './routing/index.js';
 import { openStorage, type Storage } from './storage/index.js';
+import { Webhooks } from './webhooks/index.js';
 
 export interface App {
   config: Config;
@@ -23,6 +25,7 @@ export interface App {
   storage: Storage;
   admin: AdminService;
   wallet: Wallet;
+  webhooks: Webhooks;
   /** Set when this start created the admin token and first account. */
   firstStart: FirstStart | undefined;
   listen(): Promise<string>;
@@ -42,12 +45,15 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const secret = await keySecret(storage, config);
   const metrics = new Metrics();
   const limitsFor = planLimits(config);
+  // Events go to the webhook outbox (and to a sink of the caller's, e.g. a test's, when given).
+  const webhooks = new Webhooks({ storage, settings: config.webhooks, logger: logger.child({ module: 'webhooks' }) });
+  const events: EventSink = options.events ? fanOut(options.events, webhooks.sink) : webhooks.sink;
   const auth = new Authenticator({ storage, secret, prefix: config.key_prefix });
   const wallet = new Wallet({
     storage,
     limitsFor,
     defaultThresholdsNano: config.credits.low_balance_thresholds.map((t) => parseUsd(t)),
-    events: options.events ?? NO_EVENTS,
+    events,
     processor: options.processor ?? invoiceProcessor,
     // Replicas share holds in Redis so none can spend what another holds; one process keeps them in memory.
     ...(config.redis_url
@@ -81,31 +87,38 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const admin = new AdminService(storage, config, secret, { onChange: (change) => changes.publish(change) });
   const firstStart = await bootstrap(storage, config, admin);
   const isAdminToken = await adminTokenChecker(storage, config);
-  const router = new Router(config);
+  const catalog = new Catalog(config);
+  const tracker = new PerformanceTracker();
+  const router = new Router(config, { catalog, performance: tracker });
   const limiter: RateLimiter =
     options.limiter ??
     (config.redis_url
       ? new RedisRateLimiter({ url: config.redis_url, prefix: config.redis_prefix, onError: () => metrics.redisErrors.inc() })
       : new MemoryRateLimiter());
+  const httpDeps: HttpDeps = {
+    config,
+    storage,
+    admin,
+    isAdminToken,
+    auth,
+    catalog,
+    router,
+    limiter,
+    wallet,
+    performance: tracker,
+    metrics,
+    limitsFor,
+    upstreamTimeoutMs: config.server.upstream_timeout_ms,
+    events,
+    webhooks: webhooks.service,
+  };
   const server = buildHttpServer(
     { metrics, bodyLimitBytes: config.server.body_limit_bytes, corsOrigins: config.server.cors_origins, trustProxy: config.server.trust_proxy, logger },
-    {
-      config,
-      storage,
-      admin,
-      isAdminToken,
-      auth,
-      catalog: new Catalog(config),
-      router,
-      limiter,
-      wallet,
-      performance: new PerformanceTracker(),
-      metrics,
-      limitsFor,
-      upstreamTimeoutMs: config.server.upstream_timeout_ms,
-    },
+    httpDeps,
   );
+  if (config.dashboard.enabled) registerDashboard(server, httpDeps);
   wallet.start();
+  await webhooks.start();
 
   return {
     config,
@@ -113,11 +126,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     storage,
     admin,
     wallet,
+    webhooks,
     firstStart,
     listen: () => server.listen({ port: config.server.port, host: config.server.host }),
     close: async () => {
       await server.close();
       await wallet.stop();
+      // After the wallet: its last commits may still raise events.
+      await webhooks.stop();
       await router.close();
       await limiter.close?.();
       await changes.close();

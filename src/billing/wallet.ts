@@ -26,6 +26,8 @@ export interface ReserveRequest
 export interface SettleRequest {
   requestId: string;
   model: string;
+  /** The answering model's price when it differs from the reserved one (request-level fallback models). */
+  price?: Price;
   promptTokens: number;
   completionTokens: number;
 }
@@ -122,7 +124,7 @@ export class Wallet {
       return { chargedNano: 0n };
     }
     // Charge the actual cost, but never what other requests hold: estimation errors are the operator's, not theirs.
-    const chargedNano = await this.credits.charge(hold, costOf(reservation.price, settle.promptTokens, settle.completionTokens));
+    const chargedNano = await this.credits.charge(hold, costOf(settle.price ?? reservation.price, settle.promptTokens, settle.completionTokens));
     const entry: LedgerEntryInput = {
       accountId: account.id,
       kind: 'debit',

@@ -16,8 +16,30 @@ export interface CatalogModel {
   maxTokens: number;
   capabilities: Capabilities;
   created: number;
+  /** Where the model is served, in routing order; the first is `providerId` / `upstreamModel` unless configured otherwise. */
+  deployments: DeploymentRef[];
+  /** At least one deployment's provider is configured. */
+  configured: boolean;
+  /** Live: configured and, when the router reports health, not every deployment's circuit open. */
+  readonly active: boolean;
+  readonly statusMessage: string;
+}
+
+export interface DeploymentRef {
+  providerId: string;
+  upstreamModel: string;
+  weight: number | undefined;
+  configured: boolean;
+}
+
+export interface ModelStatus {
   active: boolean;
-  statusMessage: string;
+  message: string;
+}
+
+/** The router's view of a model's deployments (circuit breakers). */
+export interface HealthSource {
+  status(model: CatalogModel): ModelStatus | undefined;
 }
 
 export interface ModelFilter {
@@ -40,15 +62,22 @@ export const CAPABILITY_ALIASES: Record<string, keyof Capabilities> = {
 
 export class Catalog {
   private readonly byName = new Map<string, CatalogModel>();
+  private health: HealthSource | undefined;
   readonly models: CatalogModel[];
 
   constructor(config: Config) {
+    const status = (model: CatalogModel, fallback: ModelStatus) => (model.configured && this.health?.status(model)) || fallback;
     this.models = config.models
-      .map((model) => toCatalogModel(model, config))
+      .map((model) => toCatalogModel(model, config, status))
       .sort((a, b) => a.providerId.localeCompare(b.providerId) || a.id.localeCompare(b.id));
     for (const model of this.models) {
       for (const name of [model.id, ...model.aliases]) this.byName.set(name, model);
     }
+  }
+
+  /** Lets the router's circuit breakers decide `status` of configured models. */
+  setHealth(source: HealthSource): void {
+    this.health = source;
   }
 
   /** By id or alias; undefined when unknown. */
@@ -74,14 +103,28 @@ export class Catalog {
   }
 }
 
-function toCatalogModel(model: ModelConfig, config: Config): CatalogModel {
+function isConfigured(providerId: string, config: Config): boolean {
+  if (providerId === SANDBOX_PROVIDER_ID) return true;
+  const known = KNOWN_PROVIDERS.find((p) => p.id === providerId);
+  const settings = config.providers[providerId];
+  // The contract: configured by its key, or by its base URL for keyless and custom (OpenAI-compatible) providers.
+  return Boolean(settings?.api_key || ((!known || known.keyless) && settings?.base_url));
+}
+
+function toCatalogModel(model: ModelConfig, config: Config, status: (model: CatalogModel, fallback: ModelStatus) => ModelStatus): CatalogModel {
   const known = KNOWN_PROVIDERS.find((p) => p.id === model.provider);
   const settings = config.providers[model.provider];
   const sandbox = model.provider === SANDBOX_PROVIDER_ID;
-  // The contract: configured by its key, or by its base URL for keyless and custom (OpenAI-compatible) providers.
-  const configured = sandbox || Boolean(settings?.api_key || ((!known || known.keyless) && settings?.base_url));
   const providerName = settings?.name ?? known?.name ?? (sandbox ? 'Sandbox' : model.provider);
   const envHint = known ? (known.keyless ? `${known.env}_BASE_URL` : `${known.env}_API_KEY`) : `providers.${model.provider}`;
+  const deployments: DeploymentRef[] = (model.deployments ?? [{ provider: model.provider, upstream_model: model.upstream_model }]).map((d) => ({
+    providerId: d.provider,
+    upstreamModel: d.upstream_model ?? model.upstream_model ?? model.id,
+    weight: 'weight' in d ? d.weight : undefined,
+    configured: isConfigured(d.provider, config),
+  }));
+  const configured = deployments.some((d) => d.configured);
+  const fixed: ModelStatus = configured ? { active: true, message: 'Available' } : { active: false, message: `Provider ${providerName} is not configured: set ${envHint}` };
   return {
     id: model.id,
     aliases: model.aliases ?? [],
@@ -94,8 +137,14 @@ function toCatalogModel(model: ModelConfig, config: Config): CatalogModel {
     maxTokens: model.max_tokens,
     capabilities: model.capabilities,
     created: model.created,
-    active: configured,
-    statusMessage: configured ? 'Available' : `Provider ${providerName} is not configured: set ${envHint}`,
+    deployments,
+    configured,
+    get active() {
+      return status(this, fixed).active;
+    },
+    get statusMessage() {
+      return status(this, fixed).message;
+    },
   };
 }
 

@@ -1,6 +1,7 @@
 /**
- * Live model figures measured from real traffic: per-minute buckets, the last hour for speed and the last
- * 24 hours for uptime. Nothing is reported until a model has served traffic.
+ * Live model figures measured from real traffic and health probes, per model over all its deployments:
+ * per-minute buckets, the last hour for speed and the last 24 hours for uptime. Nothing is reported until a
+ * model has served traffic.
  */
 const MINUTE = 60_000;
 const HOUR_BUCKETS = 60;
@@ -47,6 +48,16 @@ export class PerformanceTracker {
       bucket.tokens += observation.completionTokens;
       bucket.generationSeconds += observation.generationMs / 1000;
     }
+  }
+
+  /**
+   * An upstream call that counts for uptime only: a health probe, or a failed attempt that routing retried or
+   * fell back from (the request's own outcome is recorded by `record`).
+   */
+  recordUptime(modelId: string, ok: boolean, now = Date.now()): void {
+    const bucket = this.bucket(modelId, Math.floor(now / MINUTE));
+    bucket.calls++;
+    if (!ok) bucket.failures++;
   }
 
   figures(modelId: string, now = Date.now()): PerformanceFigures {

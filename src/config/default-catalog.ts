@@ -35,16 +35,6 @@ export const SANDBOX_MODELS: ModelConfig[] = [
   },
 ];
 
-/** Text and image in, tools; no JSON mode on the route tollgate uses (Anthropic's OpenAI-compatible endpoint ignores `response_format`). */
-const CHAT_VISION_TOOLS = {
-  chat: true,
-  completion: false,
-  function_calling: true,
-  vision: true,
-  embeddings: false,
-  json_mode: false,
-};
-
 /** Text only in, tools and JSON mode. */
 const CHAT_TOOLS_JSON = {
   chat: true,
@@ -104,7 +94,8 @@ export const DEFAULT_MODELS: ModelConfig[] = [
     created: 1_790_035_200, // 2026-09-22
   },
 
-  // Anthropic: model ids have been dateless since the Claude 4.6 generation, so there is no separate alias.
+  // Anthropic (Messages API; JSON mode through a forced tool): model ids have been dateless since the Claude 4.6
+  // generation, so there is no separate alias.
   {
     id: 'claude-fable-5-1',
     provider: 'anthropic',
@@ -112,7 +103,7 @@ export const DEFAULT_MODELS: ModelConfig[] = [
     pricing: { prompt: 0.01, completion: 0.05 },
     context_length: 1_000_000,
     max_tokens: 128_000,
-    capabilities: CHAT_VISION_TOOLS,
+    capabilities: ALL_CHAT,
     created: 1_788_220_800, // 2026-09-01
   },
   {
@@ -122,7 +113,7 @@ export const DEFAULT_MODELS: ModelConfig[] = [
     pricing: { prompt: 0.004, completion: 0.02 },
     context_length: 1_000_000,
     max_tokens: 128_000,
-    capabilities: CHAT_VISION_TOOLS,
+    capabilities: ALL_CHAT,
     created: 1_790_121_600, // 2026-09-23
   },
   {
@@ -132,7 +123,7 @@ export const DEFAULT_MODELS: ModelConfig[] = [
     pricing: { prompt: 0.002, completion: 0.01 },
     context_length: 1_000_000,
     max_tokens: 128_000,
-    capabilities: CHAT_VISION_TOOLS,
+    capabilities: ALL_CHAT,
     created: 1_790_553_600, // 2026-09-28
   },
   {
@@ -143,11 +134,11 @@ export const DEFAULT_MODELS: ModelConfig[] = [
     pricing: { prompt: 0.0001, completion: 0.0005 },
     context_length: 1_000_000,
     max_tokens: 128_000,
-    capabilities: CHAT_VISION_TOOLS,
+    capabilities: ALL_CHAT,
     created: 1_791_331_200, // 2026-10-07
   },
 
-  // Google Gemini (Developer API through its OpenAI-compatible endpoint).
+  // Google Gemini (Developer API, generateContent).
   {
     // Launch price, valid through 2026-12-31; Google lists $1.50 / $7.50 per 1M from 2027-01-01.
     id: 'gemini-3.8-flash',

@@ -12,8 +12,8 @@ import { DEFAULT_MODELS, SANDBOX_MODELS } from './default-catalog.js';
 import { KNOWN_PROVIDERS } from './providers.js';
 import { ConfigSchema, type Config, type ModelConfig } from './schema.js';
 
-export type { Config, ModelConfig, PlanConfig, Capabilities, ProviderSettings } from './schema.js';
-export { KNOWN_PROVIDERS, SANDBOX_PROVIDER_ID, type KnownProvider } from './providers.js';
+export type { Config, ModelConfig, PlanConfig, Capabilities, ProviderSettings, DeploymentConfig, RoutingConfig } from './schema.js';
+export { KNOWN_PROVIDERS, SANDBOX_PROVIDER_ID, type KnownProvider, type ProviderApi } from './providers.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -48,6 +48,9 @@ export function defaultConfig(): Config {
     providers: {},
     default_models: true,
     models: [],
+    routing: { retries: 1, backoff_ms: 200, max_backoff_ms: 2_000, breaker_failures: 5, breaker_cooldown_ms: 30_000 },
+    dashboard: { enabled: true, signup: true, session_ttl_hours: 168, signin_attempts_per_minute: 10 },
+    webhooks: { allow_private_urls: false, poll_interval_ms: 500, concurrency: 16, refresh_ms: 2_000, max_buffered: 10_000 },
   };
 }
 
@@ -177,6 +180,11 @@ function checkConsistency(config: Config): void {
     if (!knownIds.has(model.provider) && !config.providers[model.provider]) {
       throw new ConfigError(`Invalid configuration: ${where}.provider: unknown provider "${model.provider}"`);
     }
+    model.deployments?.forEach((deployment, i) => {
+      if (!knownIds.has(deployment.provider) && !config.providers[deployment.provider]) {
+        throw new ConfigError(`Invalid configuration: ${where}.deployments[${i}].provider: unknown provider "${deployment.provider}"`);
+      }
+    });
     for (const side of ['prompt', 'completion'] as const) {
       if (!isExactUsd(model.pricing[side])) {
         throw new ConfigError(`Invalid configuration: ${where}.pricing.${side}: more than 9 decimals`);

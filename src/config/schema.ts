@@ -15,6 +15,16 @@ export const CapabilitiesSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** One provider that can serve a model; a model's deployments are tried in order (the first by weight when set). */
+export const DeploymentSchema = Type.Object(
+  {
+    provider: Type.String({ minLength: 1 }),
+    upstream_model: Type.Optional(Type.String({ minLength: 1 })),
+    weight: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  },
+  { additionalProperties: false },
+);
+
 export const ModelSchema = Type.Object(
   {
     id: Type.String({ minLength: 1 }),
@@ -28,6 +38,8 @@ export const ModelSchema = Type.Object(
     max_tokens: PositiveInt,
     capabilities: CapabilitiesSchema,
     created: Type.Integer({ minimum: 0 }),
+    /** Where the model is served; absent = one deployment of `provider` / `upstream_model`. */
+    deployments: Type.Optional(Type.Array(DeploymentSchema, { minItems: 1 })),
   },
   { additionalProperties: false },
 );
@@ -46,6 +58,23 @@ export const ProviderSettingsSchema = Type.Object(
     api_key: Type.Optional(Type.String()),
     base_url: Type.Optional(Type.String({ pattern: '^https?://' })),
     name: Type.Optional(Type.String()),
+    /** The wire format of a provider tollgate does not know (default `openai`). */
+    api: Type.Optional(Type.Union([Type.Literal('openai'), Type.Literal('anthropic'), Type.Literal('gemini')])),
+  },
+  { additionalProperties: false },
+);
+
+/** Retries, backoff and circuit breakers of the router (docs/providers.md). */
+export const RoutingSchema = Type.Object(
+  {
+    /** Extra attempts on the same deployment after a retryable failure, before falling back to the next. */
+    retries: Type.Integer({ minimum: 0, maximum: 5 }),
+    backoff_ms: Type.Integer({ minimum: 0, maximum: 60_000 }),
+    max_backoff_ms: Type.Integer({ minimum: 0, maximum: 60_000 }),
+    /** Consecutive failures that open a deployment's circuit. */
+    breaker_failures: PositiveInt,
+    /** How long an open circuit keeps the deployment out before it is probed back. */
+    breaker_cooldown_ms: PositiveInt,
   },
   { additionalProperties: false },
 );
@@ -101,6 +130,35 @@ export const ConfigSchema = Type.Object(
     providers: Type.Record(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]*$' }), ProviderSettingsSchema),
     default_models: Type.Boolean(),
     models: Type.Array(ModelSchema),
+    routing: RoutingSchema,
+    /** Webhook delivery (docs/webhooks.md). */
+    webhooks: Type.Object(
+      {
+        /** Allow webhook URLs that resolve to loopback, private, link-local or metadata addresses. */
+        allow_private_urls: Type.Boolean(),
+        /** How often the delivery worker looks for due deliveries (it is also woken by new events and retries). */
+        poll_interval_ms: Type.Integer({ minimum: 10, maximum: 60_000 }),
+        /** Deliveries in flight at once, per process. */
+        concurrency: Type.Integer({ minimum: 1, maximum: 1_000 }),
+        /** How often each process reloads the registrations (changes made through another replica). */
+        refresh_ms: Type.Integer({ minimum: 100, maximum: 600_000 }),
+        /** Events held in memory while the database cannot take them; beyond this the oldest are dropped. */
+        max_buffered: PositiveInt,
+      },
+      { additionalProperties: false },
+    ),
+    /** The web dashboard at /dashboard (docs/dashboard.md). */
+    dashboard: Type.Object(
+      {
+        enabled: Type.Boolean(),
+        /** Whether anyone may sign up (a new free account with the sign-up grant). */
+        signup: Type.Boolean(),
+        session_ttl_hours: PositiveInt,
+        /** Sign-in and sign-up attempts per minute per email (ten times as many per client address). */
+        signin_attempts_per_minute: PositiveInt,
+      },
+      { additionalProperties: false },
+    ),
   },
   { additionalProperties: false },
 );
@@ -110,3 +168,5 @@ export type ModelConfig = Static<typeof ModelSchema>;
 export type PlanConfig = Static<typeof PlanSchema>;
 export type Capabilities = Static<typeof CapabilitiesSchema>;
 export type ProviderSettings = Static<typeof ProviderSettingsSchema>;
+export type DeploymentConfig = Static<typeof DeploymentSchema>;
+export type RoutingConfig = Static<typeof RoutingSchema>;

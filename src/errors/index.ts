@@ -18,7 +18,9 @@ export type ErrorCode =
   | 'model_unavailable'
   | 'service_unavailable'
   | 'upstream_timeout'
-  | 'internal_error';
+  | 'internal_error'
+  | 'not_signed_in'
+  | 'invalid_credentials';
 
 interface ErrorDefinition {
   status: number;
@@ -55,6 +57,9 @@ export const ERROR_CATALOGUE: Record<ErrorCode, ErrorDefinition> = {
   service_unavailable: { status: 503, type: 'service_unavailable', message: 'The service is temporarily unavailable' },
   upstream_timeout: { status: 504, type: 'upstream_error', message: 'The upstream provider did not answer in time' },
   internal_error: { status: 500, type: 'server_error', message: 'Internal server error' },
+  // The dashboard's session API (docs/dashboard.md).
+  not_signed_in: { status: 401, type: 'authentication_error', message: 'Sign in to continue' },
+  invalid_credentials: { status: 401, type: 'authentication_error', message: 'Incorrect email or password' },
 };
 
 export interface ErrorOptions {

@@ -1,7 +1,11 @@
 /**
- * Events the gateway raises for the outside world. The webhooks issue plugs a durable outbox in behind this
- * interface; until then events go to whatever sink the app was built with (none by default).
+ * Events the gateway raises for the outside world. The webhook outbox (`webhooks/`) is the production sink;
+ * tests may add their own. Emitters ask `wants(type, accountId)` first and build nothing when nobody listens.
  */
+export type { LlmEvent, LlmEventType, LlmEventData, LlmTokens, LlmError } from './llm.js';
+export { LLM_EVENT_TYPES, llmEvent, promptText } from './llm.js';
+import type { LlmEvent } from './llm.js';
+
 export interface LowBalanceEvent {
   type: 'credit.low_balance';
   created: number;
@@ -11,23 +15,43 @@ export interface LowBalanceEvent {
   thresholdNano: bigint;
 }
 
-export type GatewayEvent = LowBalanceEvent;
+export type GatewayEvent = LowBalanceEvent | LlmEvent;
+export type GatewayEventType = GatewayEvent['type'];
 
 export interface EventSink {
-  /** Whether anyone listens for this type: nothing is built for events nobody subscribed to. */
-  wants(type: GatewayEvent['type']): boolean;
+  /**
+   * Whether anyone listens for this type (of this account, when given): nothing is built for events nobody
+   * subscribed to. Must be cheap: it runs on the request path.
+   */
+  wants(type: GatewayEventType, accountId?: string): boolean;
   emit(event: GatewayEvent): void;
 }
 
 export const NO_EVENTS: EventSink = { wants: () => false, emit: () => undefined };
 
-/** Keeps events in memory; for tests and for a process that wants to look at what it raised. */
-export class MemoryEventSink implements EventSink {
-  readonly events: GatewayEvent[] = [];
-  wants(): boolean {
-    return true;
+/** Keeps events in memory; for tests. Listens for the given types (by default only `credit.low_balance`). */
+export class MemoryEventSink<E extends GatewayEvent = LowBalanceEvent> implements EventSink {
+  readonly events: E[] = [];
+  private readonly types: ReadonlySet<GatewayEventType>;
+  constructor(types: readonly E['type'][] = ['credit.low_balance'] as E['type'][]) {
+    this.types = new Set(types);
+  }
+  wants(type: GatewayEventType): boolean {
+    return this.types.has(type);
   }
   emit(event: GatewayEvent): void {
-    this.events.push(event);
+    if (this.types.has(event.type)) this.events.push(event as E);
   }
+}
+
+/** Several sinks behind one: an event goes to each sink that wants it. */
+export function fanOut(...sinks: EventSink[]): EventSink {
+  if (sinks.length === 1) return sinks[0]!;
+  return {
+    wants: (type, accountId) => sinks.some((sink) => sink.wants(type, accountId)),
+    emit: (event) => {
+      const accountId = event.accountId;
+      for (const sink of sinks) if (sink.wants(event.type, accountId)) sink.emit(event);
+    },
+  };
 }

@@ -8,11 +8,13 @@ import { usdNumber } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
 import type { ChatCompletion, ChatRequest } from '../providers/types.js';
 import { countPromptTokens } from '../tokens/index.js';
-import { completionTokensOf, finish, settleOrFail, type ChatContext, type GatewayDeps } from './context.js';
+import { completionText, completionTokensOf, finish, settleOrFail, type ChatContext, type GatewayDeps } from './context.js';
 import { rateLimitHeaders } from './headers.js';
 import { relayStream } from './relay.js';
 import { validateChatRequest } from './schema.js';
 import { toGatewayError } from './upstream-errors.js';
+import type { CatalogModel } from '../catalog/index.js';
+import type { Route, StreamStart } from '../routing/index.js';
 
 export interface ChatInput {
   authorization: string | undefined;
@@ -38,15 +40,16 @@ export async function createChatCompletion(input: ChatInput, deps: GatewayDeps):
   const body = validateChatRequest(input.body);
   const model = deps.catalog.resolve(body.model);
   requireModelAllowed(key, [body.model, model.id, ...model.aliases]);
+  const fallbacks = body.models?.map((name) => allowedModel(deps, key, name));
   const account = await deps.wallet.accounts.get(key.accountId);
   if (!account) throw new GatewayError('invalid_api_key');
-  const route = deps.router.route(model, key.environment);
+  const route = deps.router.route(model, key.environment, { fallbacks, timeoutMs: body.timeout_ms });
 
   // 2. Admit: rate limits first (they count requests), then the credit reservation.
   const promptTokens = countPromptTokens(body);
   const limits = deps.limitsFor(account);
   const rate = await deps.limiter.admit(account.id, limits, promptTokens);
-  const headers = { ...rateLimitHeaders(rate), 'x-tollgate-provider': route.provider.id };
+  const headers = { ...rateLimitHeaders(rate), 'x-tollgate-provider': route.providerId };
   if (!rate.allowed) {
     deps.metrics.rateLimited.inc({ code: 'rate_limit_exceeded' });
     throw new GatewayError('rate_limit_exceeded', { retryAfter: rate.retryAfterSeconds, headers });
@@ -56,7 +59,7 @@ export async function createChatCompletion(input: ChatInput, deps: GatewayDeps):
     requestId: input.requestId,
     account,
     key,
-    price: model.price,
+    price: route.price,
     promptTokens,
     requestedMaxTokens,
     choices: body.n ?? 1,
@@ -65,8 +68,8 @@ export async function createChatCompletion(input: ChatInput, deps: GatewayDeps):
   });
   deps.metrics.reservationsOpen.set(deps.wallet.reservationsOpen);
 
-  // 3. Route: the upstream gets its own model name and, when the budget demands it, a lower completion bound.
-  const upstreamBody: ChatRequest = { ...body, model: route.upstreamModel };
+  // 3. Route: the router sets each deployment's model name; a lower completion bound when the budget demands it.
+  const upstreamBody: ChatRequest = { ...body };
   if (reservation.admission.lowered) {
     if (body.max_completion_tokens != null) upstreamBody.max_completion_tokens = reservation.maxTokens;
     else upstreamBody.max_tokens = reservation.maxTokens;
@@ -74,39 +77,42 @@ export async function createChatCompletion(input: ChatInput, deps: GatewayDeps):
   const context: ChatContext = {
     requestId: input.requestId,
     model,
-    providerId: route.provider.id,
+    providerId: route.providerId,
     promptTokens,
     reservation,
     started,
     deps,
+    body,
     log: input.log,
   };
   const call = { body: upstreamBody, signal: input.signal, requestId: input.requestId, timeoutMs: deps.upstreamTimeoutMs };
 
-  // 4. Relay: a stream is handed to HTTP as a generator that settles before its last event.
+  // 4. Call (retries and fallbacks inside the router), then relay: a stream is handed to HTTP as a generator that
+  // settles before its last event. The context then names the deployment (and model) that answered.
   if (body.stream) {
-    const chunks = route.provider.stream(call)[Symbol.asyncIterator]();
-    let first: IteratorResult<unknown>;
+    let start: StreamStart;
     try {
-      first = await chunks.next();
+      start = await deps.router.stream(route, call);
     } catch (error) {
-      throw fail(context, error, input.signal);
+      throw fail(answeredBy(context, route, headers), error, input.signal);
     }
-    return { kind: 'stream', headers, events: relayStream(context, first as never, chunks, body, input.signal) };
+    answeredBy(context, route, headers);
+    return { kind: 'stream', headers, events: relayStream(context, start.first, start.chunks, body, input.signal) };
   }
 
   let completion: ChatCompletion;
   try {
-    completion = await route.provider.complete(call);
+    completion = await deps.router.complete(route, call);
   } catch (error) {
-    throw fail(context, error, input.signal);
+    throw fail(answeredBy(context, route, headers), error, input.signal);
   }
+  answeredBy(context, route, headers);
 
   // 5. Settle at the actual usage (durable before the response leaves), then 6. emit.
   const usedPrompt = completion.usage?.prompt_tokens ?? promptTokens;
   const usedCompletion = completion.usage?.completion_tokens ?? completionTokensOf(completion);
   const settlement = await settleOrFail(context, usedPrompt, usedCompletion);
-  completion.model = model.id;
+  completion.model = context.model.id;
   completion.usage = {
     ...completion.usage,
     prompt_tokens: usedPrompt,
@@ -114,14 +120,28 @@ export async function createChatCompletion(input: ChatInput, deps: GatewayDeps):
     total_tokens: usedPrompt + usedCompletion,
     cost: usdNumber(settlement.chargedNano),
   };
-  finish(context, { ok: true, promptTokens: usedPrompt, completionTokens: usedCompletion, chargedNano: settlement.chargedNano, generationMs: 0 });
+  finish(context, { ok: true, promptTokens: usedPrompt, completionTokens: usedCompletion, chargedNano: settlement.chargedNano, generationMs: 0, text: () => completionText(completion) });
   return { kind: 'json', headers, body: completion };
+}
+
+function answeredBy(context: ChatContext, route: Route, headers: Record<string, string>): ChatContext {
+  context.model = route.model;
+  context.providerId = headers['x-tollgate-provider'] = route.providerId;
+  return context;
+}
+
+/** A fallback model of the request's `models`: known, and allowed to the key. */
+function allowedModel(deps: GatewayDeps, key: Parameters<typeof requireModelAllowed>[0], name: string): CatalogModel {
+  const model = deps.catalog.find(name);
+  if (!model) throw new GatewayError('model_not_found', { message: `The model '${name}' does not exist`, param: 'models' });
+  requireModelAllowed(key, [name, model.id, ...model.aliases]);
+  return model;
 }
 
 function fail(context: ChatContext, error: unknown, signal: AbortSignal): GatewayError {
   context.reservation.release();
   const mapped = signal.aborted ? new GatewayError('invalid_request', { message: 'The client closed the request' }) : toGatewayError(error);
-  finish(context, { ok: false, status: mapped.status, promptTokens: 0, completionTokens: 0, chargedNano: 0n, generationMs: 0 });
+  finish(context, { ok: false, status: mapped.status, promptTokens: 0, completionTokens: 0, chargedNano: 0n, generationMs: 0, error: { code: mapped.code, message: mapped.message } });
   return mapped;
 }
 

@@ -3,9 +3,10 @@ import type { Authenticator } from '../auth/index.js';
 import { usdNumber, type PlanLimits, type Reservation, type Wallet } from '../billing/index.js';
 import type { Catalog, CatalogModel, PerformanceTracker } from '../catalog/index.js';
 import { GatewayError } from '../errors/index.js';
+import { llmEvent, promptText, type EventSink } from '../events/index.js';
 import type { RateLimiter } from '../limits/index.js';
 import type { Metrics } from '../observability/index.js';
-import type { ChatCompletion } from '../providers/types.js';
+import type { ChatCompletion, ChatRequest } from '../providers/types.js';
 import type { Router } from '../routing/index.js';
 import type { AccountSettings } from '../storage/index.js';
 import { countTextTokens } from '../tokens/index.js';
@@ -20,6 +21,8 @@ export interface GatewayDeps {
   metrics: Metrics;
   limitsFor(account: { plan: string; settings: AccountSettings }): PlanLimits;
   upstreamTimeoutMs: number;
+  /** Where `llm.*` events go (webhooks); nothing is built for a type the account's webhooks do not want. */
+  events?: EventSink;
 }
 
 export interface ChatContext {
@@ -30,6 +33,8 @@ export interface ChatContext {
   reservation: Reservation;
   started: number;
   deps: GatewayDeps;
+  /** The validated request (the `prompt` and `userId` of llm.* events). */
+  body?: ChatRequest;
   log(fields: Record<string, unknown>): void;
 }
 
@@ -46,7 +51,8 @@ export function completionTokensOf(completion: ChatCompletion): number {
 /** Settles, turning a database that cannot confirm the charge into a 503 (the charge stays queued). */
 export async function settleOrFail(context: ChatContext, promptTokens: number, completionTokens: number) {
   try {
-    return await context.reservation.settle({ requestId: context.requestId, model: context.model.id, promptTokens, completionTokens });
+    // At the price of the model that answered (a request's fallback model may cost less than the reservation's).
+    return await context.reservation.settle({ requestId: context.requestId, model: context.model.id, price: context.model.price, promptTokens, completionTokens });
   } catch (error) {
     throw new GatewayError('service_unavailable', { message: 'The usage of this request could not be recorded; try again shortly', cause: error });
   }
@@ -59,6 +65,46 @@ export interface Outcome {
   completionTokens: number;
   chargedNano: bigint;
   generationMs: number;
+  /** The answer's text, built only if an llm.completion event is wanted. */
+  text?: () => string;
+  /** What the client was told, for llm.error. */
+  error?: { code: string; message: string };
+}
+
+/** The text of an answer's first choice (the `completion` of llm.completion). */
+export function completionText(completion: ChatCompletion): string {
+  const content = completion.choices[0]?.message.content;
+  return typeof content === 'string' ? content : '';
+}
+
+/** The fields every llm.* event of this request shares. */
+export function requestData(context: ChatContext) {
+  return {
+    requestId: context.requestId,
+    userId: context.body?.user ?? context.reservation.account.id,
+    model: context.model.id,
+    prompt: context.body ? promptText(context.body.messages) : '',
+  };
+}
+
+/** llm.completion or llm.error, if the account's webhooks want it. */
+function emitOutcome(context: ChatContext, outcome: Outcome, durationMs: number): void {
+  const { account, key } = context.reservation;
+  const events = context.deps.events;
+  const type = outcome.ok ? 'llm.completion' : 'llm.error';
+  if (!events?.wants(type, account.id)) return;
+  const tokens = { prompt: outcome.promptTokens, completion: outcome.completionTokens, total: outcome.promptTokens + outcome.completionTokens };
+  const metadata = {
+    provider: context.providerId,
+    keyId: key.id,
+    environment: key.environment,
+    stream: context.body?.stream === true,
+    cost: usdNumber(outcome.chargedNano),
+    durationMs: Math.round(durationMs),
+  };
+  const data = { ...requestData(context), tokens, metadata };
+  if (outcome.ok) events.emit(llmEvent('llm.completion', account.id, key.id, { ...data, completion: outcome.text?.() ?? '' }));
+  else events.emit(llmEvent('llm.error', account.id, key.id, { ...data, error: outcome.error ?? { code: 'upstream_error', message: `Failed with status ${outcome.status}` } }));
 }
 
 /** Metrics, live model figures and the access-log line of one finished request. */
@@ -98,4 +144,5 @@ export function finish(context: ChatContext, outcome: Outcome): void {
     cost: usdNumber(outcome.chargedNano),
     duration_ms: Math.round(durationMs * 100) / 100,
   });
+  emitOutcome(context, outcome, durationMs);
 }

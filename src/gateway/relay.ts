@@ -7,7 +7,8 @@ import { usdNumber } from '../billing/index.js';
 import { errorEnvelope, type GatewayError } from '../errors/index.js';
 import type { ChatCompletionChunk, ChatRequest, Usage } from '../providers/types.js';
 import { countTextTokens } from '../tokens/index.js';
-import { finish, settleOrFail, type ChatContext } from './context.js';
+import { llmEvent } from '../events/index.js';
+import { finish, requestData, settleOrFail, type ChatContext } from './context.js';
 import { toGatewayError } from './upstream-errors.js';
 
 export async function* relayStream(
@@ -24,12 +25,22 @@ export async function* relayStream(
   let created = Math.floor(Date.now() / 1000);
   let firstTokenAt = 0;
   let settled = false;
+  // llm.streaming.* for the account's webhooks: one check per stream, nothing built when nobody listens.
+  const { events } = context.deps;
+  const { account, key } = context.reservation;
+  const streamId = (!first.done && first.value.id) || id;
+  const chunkEvents = events?.wants('llm.streaming.chunk', account.id) === true;
+  let totalChunks = 0;
+  if (events?.wants('llm.streaming.start', account.id)) {
+    events.emit(llmEvent('llm.streaming.start', account.id, key.id, { ...requestData(context), streamId }));
+  }
 
   const settle = async (promptTokens: number, completionTokens: number, failed?: GatewayError) => {
     settled = true;
     const { chargedNano } = await settleOrFail(context, promptTokens, completionTokens);
     const generationMs = firstTokenAt ? performance.now() - firstTokenAt : 0;
-    finish(context, { ok: !failed, ...(failed ? { status: failed.status } : {}), promptTokens, completionTokens, chargedNano, generationMs });
+    const failure = failed ? { status: failed.status, error: { code: failed.code, message: failed.message } } : {};
+    finish(context, { ok: !failed, ...failure, promptTokens, completionTokens, chargedNano, generationMs, text: () => delivered.join('') });
     return chargedNano;
   };
   const deliveredTokens = () => countTextTokens(delivered.join(''));
@@ -50,7 +61,13 @@ export async function* relayStream(
         }
         chunk.model = context.model.id;
         for (const choice of chunk.choices) {
-          if (typeof choice.delta.content === 'string' && choice.delta.content) delivered.push(choice.delta.content);
+          if (typeof choice.delta.content === 'string' && choice.delta.content) {
+            delivered.push(choice.delta.content);
+            if (chunkEvents) {
+              events!.emit(llmEvent('llm.streaming.chunk', account.id, key.id, { requestId: context.requestId, streamId, chunkIndex: totalChunks, content: choice.delta.content }));
+            }
+            totalChunks++;
+          }
           for (const call of choice.delta.tool_calls ?? []) delivered.push((call.function?.name ?? '') + (call.function?.arguments ?? ''));
         }
         if (!firstTokenAt && delivered.length) firstTokenAt = performance.now();
@@ -74,6 +91,10 @@ export async function* relayStream(
     } catch (error) {
       yield `data: ${JSON.stringify(errorEnvelope(toGatewayError(error)))}\n\n`;
       return;
+    }
+    if (events?.wants('llm.streaming.end', account.id)) {
+      const { userId, model } = requestData(context);
+      events.emit(llmEvent('llm.streaming.end', account.id, key.id, { requestId: context.requestId, streamId, totalChunks, model, userId }));
     }
     if (includeUsage) {
       const usage = { ...upstreamUsage, prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens, cost: usdNumber(chargedNano) };

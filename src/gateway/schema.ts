@@ -75,6 +75,10 @@ export const ChatRequestSchema = Type.Object({
       json_schema: Type.Optional(Type.Object({})),
     }),
   ),
+  /** Fallback models, tried in order after `model` fails (OpenRouter's field). */
+  models: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 8 })),
+  /** Milliseconds the upstreams may take to start answering, over all retries and fallbacks. */
+  timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 600_000 })),
 });
 
 export type ChatRequestBody = Static<typeof ChatRequestSchema>;

@@ -2,6 +2,7 @@ import type { AdminService } from '../admin/index.js';
 import type { Config } from '../config/index.js';
 import type { GatewayDeps } from '../gateway/index.js';
 import type { Storage } from '../storage/index.js';
+import type { WebhookService } from '../webhooks/index.js';
 
 /** Everything the routes need, built once by the app. */
 export interface HttpDeps extends GatewayDeps {
@@ -9,6 +10,8 @@ export interface HttpDeps extends GatewayDeps {
   storage: Storage;
   admin: AdminService;
   isAdminToken(presented: string | undefined): boolean;
+  /** The `/v1/webhooks` API; absent, those routes are not registered. */
+  webhooks?: WebhookService;
 }
 
 export function bearerToken(header: string | undefined): string | undefined {

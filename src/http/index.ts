@@ -5,6 +5,7 @@ import { chatRoutes } from './routes/chat.js';
 import { creditRoutes } from './routes/credits.js';
 import { modelRoutes } from './routes/models.js';
 import { opsRoutes } from './routes/ops.js';
+import { webhookRoutes } from './routes/webhooks.js';
 import { createServer, type ServerOptions } from './server.js';
 
 export type { HttpDeps } from './deps.js';
@@ -16,5 +17,6 @@ export function buildHttpServer(options: ServerOptions, deps: HttpDeps): Fastify
   modelRoutes(server, deps);
   creditRoutes(server, deps);
   adminRoutes(server, deps);
+  if (deps.webhooks) webhookRoutes(server, deps, deps.webhooks);
   return server;
 }

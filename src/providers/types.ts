@@ -54,6 +54,10 @@ export interface ChatRequest {
   tool_choice?: ToolChoice;
   response_format?: { type: 'text' | 'json_object' | 'json_schema'; json_schema?: Record<string, unknown> };
   user?: string;
+  /** Tollgate's (as OpenRouter's): models to fall back to, in order, when the requested one fails. Never sent upstream. */
+  models?: string[];
+  /** Tollgate's: how long the upstreams may take to start answering, over all attempts. Never sent upstream. */
+  timeout_ms?: number;
   [key: string]: unknown;
 }
 
@@ -112,6 +116,8 @@ export interface ProviderCall {
   requestId: string;
   /** Milliseconds the upstream may take to start answering. */
   timeoutMs: number;
+  /** Completion bound for providers that require one (Anthropic) when the request sets none: the model's max_tokens. */
+  defaultMaxTokens?: number;
 }
 
 export interface Provider {
@@ -120,6 +126,8 @@ export interface Provider {
   complete(call: ProviderCall): Promise<ChatCompletion>;
   /** Yields chunks as the upstream sends them; a final chunk may carry `usage` with empty `choices`. */
   stream(call: ProviderCall): AsyncIterable<ChatCompletionChunk>;
+  /** A cheap health check that spends no tokens (listing models); resolves when the provider answers 2xx. */
+  probe?(signal: AbortSignal): Promise<void>;
 }
 
 /**

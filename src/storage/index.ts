@@ -11,12 +11,16 @@ import { MetaStore } from './meta.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { migrateToLatest } from './migrate.js';
 import { UsageStore } from './usage.js';
+import { UserStore } from './users.js';
+import { WebhookStore } from './webhooks.js';
 
 export type { Dialect } from './connect.js';
 export type * from './records.js';
 export type { LedgerEntryInput, WriteBatch, CommitResult, AccountBalance, UsageDelta, UsageSlot, InvoiceInput } from './batch.js';
 export type { NewKey } from './keys.js';
 export type { DailyUsageRow } from './usage.js';
+export type { DashboardSession } from './users.js';
+export type { WebhookRecord, WebhookEventSpec, WebhookChanges, RetryConfig, FilterValue, DeliveryRecord, DeliveryStatus, NewDelivery, AttemptResult } from './webhooks.js';
 export { encodeSettings } from './accounts.js';
 export { newId } from './values.js';
 export { isStorageUnavailable } from './unavailable.js';
@@ -31,6 +35,10 @@ export interface Storage {
   readonly ledger: LedgerStore;
   readonly usage: UsageStore;
   readonly meta: MetaStore;
+  /** Dashboard passwords and sessions. */
+  readonly users: UserStore;
+  /** Webhook registrations and the delivery outbox. */
+  readonly webhooks: WebhookStore;
   /** Resolves when the database answers a trivial query; rejects within about 3 s otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -62,6 +70,8 @@ export async function openStorage(options: ConnectOptions & { migrate?: boolean 
     ledger: new LedgerStore(db, dialect, sqlite ? new SqliteWriter(sqlite) : undefined),
     usage: new UsageStore(db),
     meta: new MetaStore(db),
+    users: new UserStore(db),
+    webhooks: new WebhookStore(db, dialect),
     ping: () => withTimeout(sql`select 1`.execute(db), PING_TIMEOUT_MS),
     close: () => db.destroy(),
   };

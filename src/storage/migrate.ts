@@ -1,10 +1,14 @@
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the migrator works on any schema
 import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import * as initial from './migrations/001_initial.js';
+import * as webhooks from './migrations/002_webhooks.js';
+import * as dashboard from './migrations/003_dashboard.js';
 
 /** Migrations are compiled in, so `dist/` needs no migration folder at run time. */
 const MIGRATIONS: Record<string, Migration> = {
   '001_initial': initial,
+  '002_webhooks': webhooks,
+  '003_dashboard': dashboard,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
@@ -14,7 +18,8 @@ const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
  * so replicas starting together on one database apply each migration exactly once.
  */
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider });
+  // 002 was merged after 003: a database that already has 003 still gets 002.
+  const migrator = new Migrator({ db, provider, allowUnorderedMigrations: true });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

@@ -78,6 +78,53 @@ export interface InvoicesTable {
   created_at: Big;
 }
 
+export interface DashboardUsersTable {
+  account_id: string;
+  password_hash: string;
+  created_at: Big;
+}
+
+export interface DashboardSessionsTable {
+  token_hash: string;
+  account_id: string;
+  csrf_token: string;
+  created_at: Big;
+  expires_at: Big;
+}
+
+export interface WebhooksTable {
+  id: string;
+  account_id: string;
+  url: string;
+  secret: string;
+  events: string;
+  headers: string;
+  timeout_ms: Big;
+  retry_config: string;
+  description: string | null;
+  created_at: Big;
+  updated_at: Big;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  webhook_id: string;
+  account_id: string;
+  event_id: string;
+  event_type: string;
+  payload: string;
+  status: string;
+  attempts: Big;
+  next_attempt_at: Big;
+  lease_token: string | null;
+  lease_until: NullableBig;
+  last_status: NullableBig;
+  last_error: string | null;
+  created_at: Big;
+  updated_at: Big;
+  completed_at: NullableBig;
+}
+
 export interface Database {
   meta: MetaTable;
   accounts: AccountsTable;
@@ -85,5 +132,9 @@ export interface Database {
   ledger: LedgerTable;
   usage_daily: UsageDailyTable;
   invoices: InvoicesTable;
+  dashboard_users: DashboardUsersTable;
+  dashboard_sessions: DashboardSessionsTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 

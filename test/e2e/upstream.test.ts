@@ -449,7 +449,9 @@ describe('upstream errors', () => {
   for (const status of [401, 403, 500, 503]) {
     it(`an upstream ${status} is a 502 upstream_error naming the status`, async () => {
       for (const stream of [false, true]) {
-        mock.enqueue({ kind: 'error', status, message: `Upstream says no (${status})` });
+        // 5xx are retried (routing.retries times) before the error is final; 401/403 are not.
+        const attempts = status >= 500 ? 1 + defaultConfig().routing.retries : 1;
+        for (let i = 0; i < attempts; i++) mock.enqueue({ kind: 'error', status, message: `Upstream says no (${status})` });
         const error = await failing((key) =>
           gw.client(key).chat.completions.create({ model: model.id, messages: userMessage(), stream }),
         );
@@ -493,7 +495,8 @@ describe('upstream errors', () => {
     });
     try {
       for (const stream of [false, true]) {
-        mock.enqueue({ kind: 'hang' });
+        // A timeout is retried (routing.retries times) before the 504.
+        for (let i = 0; i <= defaultConfig().routing.retries; i++) mock.enqueue({ kind: 'hang' });
         const started = Date.now();
         const error = await failing(
           (key) => slow.client(key).chat.completions.create({ model: model.id, messages: userMessage(), stream }),

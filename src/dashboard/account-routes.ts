@@ -1,0 +1,131 @@
+/** The signed-in user's own account: keys, credits and usage, settings, ledger and the model catalog. */
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { CAPABILITY_ALIASES, renderModel } from '../catalog/index.js';
+import { GatewayError, invalidRequest } from '../errors/index.js';
+import type { HttpDeps } from '../http/index.js';
+import { renderKey, renderLedgerEntry } from '../http/render.js';
+import type { Environment } from '../storage/index.js';
+import { overview, usageHistory } from './overview.js';
+import type { Sessions } from './session.js';
+
+const NewKey = Type.Object(
+  {
+    name: Type.Optional(Type.String({ maxLength: 100 })),
+    environment: Type.Optional(Type.Union([Type.Literal('live'), Type.Literal('test')])),
+    permissions: Type.Optional(Type.Union([Type.Literal('full'), Type.Literal('read_only'), Type.Literal('project')])),
+    models: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 100 })),
+    spend_limit: Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+
+const SettingsPatch = Type.Object(
+  {
+    auto_recharge: Type.Optional(
+      Type.Object(
+        { enabled: Type.Optional(Type.Boolean()), threshold: Type.Optional(Type.Number({ minimum: 0 })), amount: Type.Optional(Type.Number({ minimum: 0 })) },
+        { additionalProperties: false },
+      ),
+    ),
+    low_balance_thresholds: Type.Optional(Type.Array(Type.Number({ minimum: 0 }), { maxItems: 10 })),
+  },
+  { additionalProperties: false },
+);
+
+type Query = Record<string, string | string[] | undefined>;
+
+export function accountRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
+  async function signedInAccount(request: Parameters<Sessions['require']>[0]) {
+    const { accountId } = await sessions.require(request);
+    const account = await deps.storage.accounts.get(accountId);
+    if (!account) throw new GatewayError('not_signed_in');
+    return account;
+  }
+
+  scope.get('/api/keys', async (request) => {
+    const account = await signedInAccount(request);
+    const keys = await deps.storage.keys.listByAccount(account.id);
+    return { object: 'list', data: keys.reverse().map(renderKey) };
+  });
+
+  scope.post('/api/keys', { schema: { body: NewKey } }, async (request, reply) => {
+    const account = await signedInAccount(request);
+    const created = await deps.admin.createKey(account.id, request.body as Static<typeof NewKey>);
+    reply.code(201);
+    return { ...renderKey(created.record), key: created.key };
+  });
+
+  scope.post('/api/keys/:id/revoke', async (request) => {
+    const account = await signedInAccount(request);
+    const { id } = request.params as { id: string };
+    const key = await deps.storage.keys.get(id);
+    // Another account's key is as unknown as a key that does not exist.
+    if (!key || key.accountId !== account.id) throw new GatewayError('not_found', { message: `No key ${id}`, param: 'id' });
+    return renderKey(await deps.admin.revokeKey(id));
+  });
+
+  scope.get('/api/overview', async (request) => {
+    const account = await signedInAccount(request);
+    return overview(deps.storage, deps.config, account, deps.limitsFor(account), environmentParam(request.query as Query));
+  });
+
+  scope.get('/api/usage', async (request) => {
+    const account = await signedInAccount(request);
+    return usageHistory(deps.storage, account.id, environmentParam(request.query as Query), 30);
+  });
+
+  scope.patch('/api/settings', { schema: { body: SettingsPatch } }, async (request) => {
+    const account = await signedInAccount(request);
+    await deps.admin.updateAccount(account.id, request.body as Static<typeof SettingsPatch>);
+    const updated = (await deps.storage.accounts.get(account.id))!;
+    return overview(deps.storage, deps.config, updated, deps.limitsFor(updated), 'live');
+  });
+
+  scope.get('/api/ledger', async (request) => {
+    const account = await signedInAccount(request);
+    const query = request.query as Query;
+    const limitText = stringParam(query, 'limit') ?? '20';
+    const limit = Number(limitText);
+    if (!/^\d+$/.test(limitText) || limit < 1 || limit > 100) throw invalidRequest("Invalid value for 'limit': a whole number from 1 to 100", 'limit');
+    const before = stringParam(query, 'before');
+    const rows = await deps.storage.ledger.list(account.id, { limit: limit + 1, ...(before ? { before } : {}) });
+    const page = rows.slice(0, limit);
+    return { object: 'list', data: page.map(renderLedgerEntry), has_more: rows.length > limit, next_before: rows.length > limit ? page.at(-1)!.id : null };
+  });
+
+  // The catalog as GET /v1/models shows it, with the same filters.
+  scope.get('/api/models', async (request) => {
+    await sessions.require(request);
+    const query = request.query as Query;
+    const provider = stringParam(query, 'provider');
+    const capabilityName = stringParam(query, 'capability');
+    const capability = capabilityName === undefined ? undefined : CAPABILITY_ALIASES[capabilityName];
+    if (capabilityName !== undefined && !capability) {
+      throw invalidRequest(`Invalid value for 'capability': use one of ${Object.keys(CAPABILITY_ALIASES).join(', ')}`, 'capability');
+    }
+    const activeOnly = booleanParam(query, 'active_only', true);
+    const detailed = booleanParam(query, 'include_capabilities', false);
+    const models = deps.catalog.list({ activeOnly, ...(provider ? { provider } : {}), ...(capability ? { capability } : {}) });
+    return { object: 'list', data: models.map((m) => renderModel(m, deps.performance.figures(m.id), detailed)) };
+  });
+}
+
+function stringParam(query: Query, name: string): string | undefined {
+  const value = query[name];
+  if (Array.isArray(value)) throw invalidRequest(`Query parameter '${name}' was given more than once`, name);
+  return value === '' ? undefined : value;
+}
+
+function booleanParam(query: Query, name: string, fallback: boolean): boolean {
+  const value = stringParam(query, name);
+  if (value === undefined) return fallback;
+  if (value !== 'true' && value !== 'false') throw invalidRequest(`Invalid value for '${name}': expected true or false, got '${value}'`, name);
+  return value === 'true';
+}
+
+function environmentParam(query: Query): Environment {
+  const value = stringParam(query, 'environment') ?? 'live';
+  if (value !== 'live' && value !== 'test') throw invalidRequest("Invalid value for 'environment': expected live or test", 'environment');
+  return value;
+}

@@ -1,0 +1,99 @@
+/** `/v1/webhooks`: the contract's registration API, for full keys (docs/api.md#webhooks). */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { DeliveryRecord, WebhookRecord } from '../../storage/index.js';
+import { parsePage, type WebhookService } from '../../webhooks/index.js';
+import { admitRead } from '../admit-read.js';
+import type { HttpDeps } from '../deps.js';
+
+type Params = { id: string };
+const seconds = (ms: number | null) => (ms === null ? null : Math.floor(ms / 1000));
+
+export function renderWebhook(webhook: WebhookRecord): Record<string, unknown> {
+  return {
+    id: webhook.id,
+    object: 'webhook',
+    url: webhook.url,
+    events: webhook.events,
+    headers: webhook.headers,
+    timeout: webhook.timeoutMs,
+    retryConfig: webhook.retry,
+    description: webhook.description,
+    created: seconds(webhook.createdAt),
+    updated: seconds(webhook.updatedAt),
+  };
+}
+
+export function renderDelivery(delivery: DeliveryRecord): Record<string, unknown> {
+  return {
+    id: delivery.id,
+    object: 'webhook_delivery',
+    webhook_id: delivery.webhookId,
+    event_id: delivery.eventId,
+    event: delivery.eventType,
+    status: delivery.status,
+    attempts: delivery.attempts,
+    next_attempt_at: delivery.status === 'pending' ? seconds(delivery.nextAttemptAt) : null,
+    last_status: delivery.lastStatus,
+    last_error: delivery.lastError,
+    created: seconds(delivery.createdAt),
+    completed_at: seconds(delivery.completedAt),
+    payload: JSON.parse(delivery.payload) as unknown,
+  };
+}
+
+const list = (items: DeliveryRecord[], limit: number) => ({ object: 'list', data: items.map(renderDelivery), has_more: items.length === limit });
+
+export function webhookRoutes(server: FastifyInstance, deps: HttpDeps, webhooks: WebhookService): void {
+  const account = async (request: FastifyRequest, reply: FastifyReply) => (await admitRead(deps, request, reply, 'manage')).accountId;
+  const id = (request: FastifyRequest) => (request.params as Params).id;
+  const query = (request: FastifyRequest) => request.query as Record<string, string | undefined>;
+
+  server.post('/v1/webhooks', async (request, reply) => {
+    const webhook = await webhooks.create(await account(request, reply), request.body);
+    // The only time the secret is shown.
+    return reply.code(201).send({ ...renderWebhook(webhook), secret: webhook.secret });
+  });
+
+  server.get('/v1/webhooks', async (request, reply) => {
+    const items = await webhooks.list(await account(request, reply));
+    return { object: 'list', data: items.map(renderWebhook) };
+  });
+
+  server.get('/v1/webhooks/dead-letters', async (request, reply) => {
+    const owner = await account(request, reply);
+    const page = parsePage(query(request), false);
+    return list(await webhooks.deadLetters(owner, page), page.limit);
+  });
+
+  server.post('/v1/webhooks/dead-letters/:id/replay', async (request, reply) => {
+    const delivery = await webhooks.replay(await account(request, reply), id(request));
+    return reply.code(202).send(renderDelivery(delivery));
+  });
+
+  server.get('/v1/webhooks/:id', async (request, reply) => renderWebhook(await webhooks.get(await account(request, reply), id(request))));
+
+  server.patch('/v1/webhooks/:id', async (request, reply) => renderWebhook(await webhooks.update(await account(request, reply), id(request), request.body)));
+
+  server.delete('/v1/webhooks/:id', async (request, reply) => {
+    await webhooks.delete(await account(request, reply), id(request));
+    return { id: id(request), object: 'webhook', deleted: true };
+  });
+
+  server.get('/v1/webhooks/:id/deliveries', async (request, reply) => {
+    const owner = await account(request, reply);
+    const page = parsePage(query(request), true);
+    return list(await webhooks.deliveries(owner, id(request), page), page.limit);
+  });
+
+  server.post('/v1/webhooks/:id/test', async (request, reply) => {
+    const { delivery, outcome } = await webhooks.test(await account(request, reply), id(request));
+    return {
+      object: 'webhook_test',
+      success: outcome.ok,
+      status: outcome.status,
+      error: outcome.error,
+      duration_ms: outcome.durationMs,
+      delivery: renderDelivery(delivery),
+    };
+  });
+}

@@ -1,0 +1,185 @@
+/** Anthropic Messages answers -> OpenAI chat completions: the JSON message, the stream events and the errors. */
+import { UpstreamError, type ChatCompletion, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '../types.js';
+import { JSON_TOOL } from './request.js';
+
+interface AnthropicUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  cache_creation_input_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+}
+
+interface AnthropicBlock {
+  type: string;
+  text?: string;
+  id?: string;
+  name?: string;
+  input?: unknown;
+}
+
+interface AnthropicMessage {
+  id: string;
+  type: 'message';
+  model: string;
+  content: AnthropicBlock[];
+  stop_reason: string | null;
+  usage?: AnthropicUsage;
+}
+
+const FINISH: Record<string, FinishReason> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  pause_turn: 'stop',
+  max_tokens: 'length',
+  model_context_window_exceeded: 'length',
+  tool_use: 'tool_calls',
+  refusal: 'content_filter',
+};
+
+/** The HTTP status an in-stream error type stands for. */
+const ERROR_STATUS: Record<string, number> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  permission_error: 403,
+  not_found_error: 404,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  timeout_error: 504,
+  overloaded_error: 529,
+};
+
+function finishReason(stop: string | null | undefined, jsonTool: boolean): FinishReason | null {
+  if (!stop) return null;
+  if (jsonTool && stop === 'tool_use') return 'stop';
+  return FINISH[stop] ?? 'stop';
+}
+
+export function toUsage(usage: AnthropicUsage | undefined): Usage {
+  // Cached prompt tokens are prompt tokens too: Anthropic reports them apart from input_tokens.
+  const cached = (usage?.cache_creation_input_tokens ?? 0) + (usage?.cache_read_input_tokens ?? 0);
+  const prompt = (usage?.input_tokens ?? 0) + cached;
+  const completion = usage?.output_tokens ?? 0;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+export function fromAnthropicMessage(provider: string, json: unknown, jsonTool: boolean): ChatCompletion {
+  const message = json as AnthropicMessage | null;
+  if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
+    throw new UpstreamError(provider, 'protocol', `${provider} answered with JSON that is not a message`);
+  }
+  let text = '';
+  const toolCalls: ToolCall[] = [];
+  for (const block of message.content) {
+    if (block.type === 'text') text += block.text ?? '';
+    else if (block.type === 'tool_use') {
+      const args = JSON.stringify(block.input ?? {});
+      if (jsonTool && block.name === JSON_TOOL) text += args;
+      else toolCalls.push({ id: block.id ?? '', type: 'function', function: { name: block.name ?? '', arguments: args } });
+    }
+  }
+  return {
+    id: message.id,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: message.model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: toolCalls.length && !text ? null : text, ...(toolCalls.length ? { tool_calls: toolCalls } : {}), refusal: null },
+        logprobs: null,
+        finish_reason: finishReason(message.stop_reason, jsonTool),
+      },
+    ],
+    usage: toUsage(message.usage),
+  };
+}
+
+/** An `error` event (or an error body): the status its type stands for, so routing and mapping treat it alike. */
+export function anthropicError(provider: string, json: unknown): UpstreamError {
+  const error = (json as { error?: { type?: string; message?: string } } | null)?.error;
+  const status = ERROR_STATUS[error?.type ?? ''] ?? 502;
+  return new UpstreamError(provider, 'http', error?.message ?? `${provider} reported an error`, { status });
+}
+
+/**
+ * Translates Anthropic's stream events one at a time into OpenAI chunks (null when an event carries nothing for
+ * the client: ping, block stops). Text deltas become content, tool_use blocks become tool_calls deltas.
+ */
+export class StreamTranslator {
+  private id = '';
+  private model = '';
+  private readonly created = Math.floor(Date.now() / 1000);
+  private readonly usage: AnthropicUsage = {};
+  /** Content-block index -> OpenAI tool_calls index; -1 for the JSON-mode tool (its input is content). */
+  private readonly tools = new Map<number, number>();
+  private toolCount = 0;
+  finished = false;
+  done = false;
+
+  constructor(
+    private readonly provider: string,
+    private readonly jsonTool: boolean,
+  ) {}
+
+  translate(type: string, data: string): ChatCompletionChunk | null {
+    let event: Record<string, any>;
+    try {
+      event = JSON.parse(data);
+    } catch (cause) {
+      throw new UpstreamError(this.provider, 'protocol', `${this.provider} sent a malformed stream event: ${data.slice(0, 200)}`, { cause });
+    }
+    switch (event.type ?? type) {
+      case 'message_start':
+        this.id = event.message?.id ?? '';
+        this.model = event.message?.model ?? '';
+        Object.assign(this.usage, event.message?.usage);
+        return this.chunk({ role: 'assistant', content: '' });
+      case 'content_block_start': {
+        const block = event.content_block ?? {};
+        if (block.type === 'text' && block.text) return this.chunk({ content: block.text });
+        if (block.type !== 'tool_use') return null;
+        if (this.jsonTool && block.name === JSON_TOOL) {
+          this.tools.set(event.index, -1);
+          return null;
+        }
+        const index = this.toolCount++;
+        this.tools.set(event.index, index);
+        return this.chunk({ tool_calls: [{ index, id: block.id, type: 'function', function: { name: block.name, arguments: '' } }] });
+      }
+      case 'content_block_delta': {
+        const delta = event.delta ?? {};
+        if (delta.type === 'text_delta') return this.chunk({ content: delta.text ?? '' });
+        if (delta.type !== 'input_json_delta') return null; // thinking and signature deltas stay upstream
+        const index = this.tools.get(event.index);
+        if (index === undefined) return null;
+        if (index === -1) return this.chunk({ content: delta.partial_json ?? '' });
+        return this.chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json ?? '' } }] });
+      }
+      case 'message_delta': {
+        Object.assign(this.usage, stripNulls(event.usage));
+        const reason = finishReason(event.delta?.stop_reason, this.jsonTool);
+        if (!reason) return null;
+        this.finished = true;
+        return this.chunk({}, reason);
+      }
+      case 'message_stop':
+        this.done = true;
+        return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage: toUsage(this.usage) };
+      case 'error':
+        throw anthropicError(this.provider, event);
+      default:
+        return null; // ping, content_block_stop and event types added later
+    }
+  }
+
+  private chunk(delta: ChatCompletionChunk['choices'][number]['delta'], reason: FinishReason | null = null): ChatCompletionChunk {
+    return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: reason }] };
+  }
+}
+
+function stripNulls(value: Record<string, unknown> | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value ?? {})) if (v != null) out[key] = v;
+  return out;
+}

@@ -1,0 +1,157 @@
+/** Gemini GenerateContentResponse (one JSON body, or one per SSE event) -> OpenAI completions and chunks. */
+import { UpstreamError, type ChatCompletion, type ChatCompletionChunk, type ChunkToolCallDelta, type FinishReason, type ToolCall, type Usage } from '../types.js';
+
+interface GeminiPart {
+  text?: string;
+  thought?: boolean;
+  functionCall?: { name: string; args?: unknown; id?: string };
+}
+
+interface GeminiCandidate {
+  index?: number;
+  content?: { role?: string; parts?: GeminiPart[] };
+  finishReason?: string;
+}
+
+interface GeminiResponse {
+  candidates?: GeminiCandidate[];
+  promptFeedback?: { blockReason?: string };
+  usageMetadata?: { promptTokenCount?: number; candidatesTokenCount?: number; thoughtsTokenCount?: number; toolUsePromptTokenCount?: number };
+  modelVersion?: string;
+  responseId?: string;
+  error?: unknown;
+}
+
+/** Safety and policy stops are content filters; FINISH_REASON_UNSPECIFIED and OTHER end the answer plainly. */
+const FILTERED = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY', 'LANGUAGE']);
+
+export function finishReason(reason: string | undefined, hasCalls: boolean): FinishReason | null {
+  if (!reason) return null;
+  if (FILTERED.has(reason)) return 'content_filter';
+  if (reason === 'MAX_TOKENS') return 'length';
+  return hasCalls ? 'tool_calls' : 'stop';
+}
+
+export function toUsage(meta: GeminiResponse['usageMetadata']): Usage | undefined {
+  if (!meta) return undefined;
+  const prompt = (meta.promptTokenCount ?? 0) + (meta.toolUsePromptTokenCount ?? 0);
+  // Thinking tokens are billed as output.
+  const completion = (meta.candidatesTokenCount ?? 0) + (meta.thoughtsTokenCount ?? 0);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+function read(provider: string, json: unknown): GeminiResponse {
+  if (!json || typeof json !== 'object' || Array.isArray(json)) {
+    throw new UpstreamError(provider, 'protocol', `${provider} answered with JSON that is not a GenerateContentResponse`);
+  }
+  return json as GeminiResponse;
+}
+
+function callsOf(parts: GeminiPart[], first: number): ToolCall[] {
+  return parts
+    .filter((part) => part.functionCall)
+    .map((part, i) => ({
+      id: part.functionCall!.id ?? `call_${first + i}`,
+      type: 'function' as const,
+      function: { name: part.functionCall!.name, arguments: JSON.stringify(part.functionCall!.args ?? {}) },
+    }));
+}
+
+const textOfParts = (parts: GeminiPart[]) => parts.map((part) => (part.text !== undefined && !part.thought ? part.text : '')).join('');
+
+export function fromGeminiResponse(provider: string, json: unknown, model: string): ChatCompletion {
+  const response = read(provider, json);
+  const candidates = response.candidates ?? [];
+  const choices: ChatCompletion['choices'] = candidates.map((candidate, i) => {
+    const parts = candidate.content?.parts ?? [];
+    const calls = callsOf(parts, 0);
+    const text = textOfParts(parts);
+    return {
+      index: candidate.index ?? i,
+      message: { role: 'assistant', content: calls.length && !text ? null : text, ...(calls.length ? { tool_calls: calls } : {}), refusal: null },
+      logprobs: null,
+      finish_reason: finishReason(candidate.finishReason ?? 'STOP', calls.length > 0),
+    };
+  });
+  // A blocked prompt has no candidates, only promptFeedback.blockReason.
+  if (choices.length === 0) {
+    choices.push({ index: 0, message: { role: 'assistant', content: null, refusal: null }, logprobs: null, finish_reason: 'content_filter' });
+  }
+  const usage = toUsage(response.usageMetadata);
+  return {
+    id: response.responseId ? `chatcmpl-${response.responseId}` : `chatcmpl-gemini-${Date.now()}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: response.modelVersion ?? model,
+    choices,
+    ...(usage ? { usage } : {}),
+  };
+}
+
+/** Turns each streamed GenerateContentResponse into one chunk; the last usageMetadata is kept for the end. */
+export class StreamTranslator {
+  private readonly created = Math.floor(Date.now() / 1000);
+  private id = '';
+  private started = false;
+  /** Tool calls announced so far, per candidate. */
+  private readonly calls = new Map<number, number>();
+  usage: Usage | undefined;
+  finished = false;
+
+  constructor(
+    private readonly provider: string,
+    private readonly model: string,
+  ) {}
+
+  translate(data: string): ChatCompletionChunk | null {
+    let json: unknown;
+    try {
+      json = JSON.parse(data);
+    } catch (cause) {
+      throw new UpstreamError(this.provider, 'protocol', `${this.provider} sent a malformed stream event: ${data.slice(0, 200)}`, { cause });
+    }
+    const response = read(this.provider, json);
+    if (response.error !== undefined) throw geminiError(this.provider, 502, response);
+    this.id ||= response.responseId ? `chatcmpl-${response.responseId}` : `chatcmpl-gemini-${Date.now()}`;
+    this.usage = toUsage(response.usageMetadata) ?? this.usage;
+    const choices: ChatCompletionChunk['choices'] = [];
+    const candidates = response.candidates ?? [];
+    if (candidates.length === 0 && response.promptFeedback?.blockReason) {
+      choices.push({ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: 'content_filter' });
+    }
+    candidates.forEach((candidate, i) => {
+      const index = candidate.index ?? i;
+      const parts = candidate.content?.parts ?? [];
+      const delta: ChatCompletionChunk['choices'][number]['delta'] = {};
+      if (!this.started) delta.role = 'assistant';
+      const text = textOfParts(parts);
+      if (text || !this.started) delta.content = text;
+      const seen = this.calls.get(index) ?? 0;
+      const calls = callsOf(parts, seen);
+      if (calls.length) {
+        // Gemini sends each function call whole, so one delta carries its id, name and all its arguments.
+        delta.tool_calls = calls.map((call, k): ChunkToolCallDelta => ({ index: seen + k, ...call }));
+        this.calls.set(index, seen + calls.length);
+      }
+      choices.push({ index, delta, logprobs: null, finish_reason: finishReason(candidate.finishReason, (this.calls.get(index) ?? 0) > 0) });
+    });
+    this.started ||= choices.length > 0;
+    if (choices.some((choice) => choice.finish_reason)) this.finished = true;
+    if (choices.length === 0) return null;
+    return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: response.modelVersion ?? this.model, choices };
+  }
+
+  /** The closing usage chunk, after the stream ended. */
+  last(): ChatCompletionChunk | null {
+    if (!this.usage) return null;
+    return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage: this.usage };
+  }
+}
+
+/** Gemini's error body `{"error": {"code", "message", "status", "details"}}`; an invalid key comes as a 400. */
+export function geminiError(provider: string, status: number, json: unknown): UpstreamError {
+  const error = (json as { error?: { code?: number; message?: string; status?: string; details?: Array<{ reason?: string }> } } | null)?.error;
+  const badKey = error?.details?.some((detail) => detail.reason === 'API_KEY_INVALID') ?? false;
+  const code = typeof error?.code === 'number' && error.code >= 400 ? error.code : status;
+  return new UpstreamError(provider, 'http', error?.message ?? `${provider} answered HTTP ${status}`, { status: badKey ? 401 : code });
+}

@@ -1,0 +1,261 @@
+/**
+ * Webhook registrations and the delivery outbox. A delivery is claimed by one worker at a time: on PostgreSQL
+ * with `FOR UPDATE SKIP LOCKED` (replicas never take the same row), on SQLite by its single writer; a claim is a
+ * lease, so a worker that dies mid-attempt leaves a row another worker takes again once the lease runs out.
+ */
+import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
+import type { Dialect } from './connect.js';
+import type { Database, WebhookDeliveriesTable, WebhooksTable } from './schema.js';
+import { num, numOrNull } from './values.js';
+
+export interface RetryConfig {
+  maxAttempts: number;
+  initialDelay: number;
+  maxDelay: number;
+  backoffMultiplier: number;
+}
+
+export type FilterValue = string | number | boolean | null;
+
+export interface WebhookEventSpec {
+  type: string;
+  filters?: Record<string, FilterValue>;
+}
+
+export interface WebhookRecord {
+  id: string;
+  accountId: string;
+  url: string;
+  secret: string;
+  events: WebhookEventSpec[];
+  headers: Record<string, string>;
+  timeoutMs: number;
+  retry: RetryConfig;
+  description: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type DeliveryStatus = 'pending' | 'delivering' | 'succeeded' | 'dead' | 'failed';
+
+export interface DeliveryRecord {
+  id: string;
+  webhookId: string;
+  accountId: string;
+  eventId: string;
+  eventType: string;
+  payload: string;
+  status: DeliveryStatus;
+  attempts: number;
+  nextAttemptAt: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  createdAt: number;
+  updatedAt: number;
+  completedAt: number | null;
+}
+
+export type NewDelivery = Pick<DeliveryRecord, 'id' | 'webhookId' | 'accountId' | 'eventId' | 'eventType' | 'payload'> &
+  Partial<Pick<DeliveryRecord, 'status' | 'attempts' | 'lastStatus' | 'lastError' | 'completedAt'>> & { at: number };
+
+export interface AttemptResult {
+  status: DeliveryStatus;
+  attempts: number;
+  nextAttemptAt: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  at: number;
+}
+
+export type WebhookChanges = Partial<Pick<WebhookRecord, 'url' | 'secret' | 'events' | 'headers' | 'timeoutMs' | 'retry' | 'description'>>;
+
+/** SQLite allows 32,766 bound values per statement; 16 columns per row. */
+const INSERT_CHUNK = 500;
+
+function toWebhook(row: Selectable<WebhooksTable>): WebhookRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    url: row.url,
+    secret: row.secret,
+    events: JSON.parse(row.events) as WebhookEventSpec[],
+    headers: JSON.parse(row.headers) as Record<string, string>,
+    timeoutMs: num(row.timeout_ms),
+    retry: JSON.parse(row.retry_config) as RetryConfig,
+    description: row.description,
+    createdAt: num(row.created_at),
+    updatedAt: num(row.updated_at),
+  };
+}
+
+function toDelivery(row: Selectable<WebhookDeliveriesTable>): DeliveryRecord {
+  return {
+    id: row.id,
+    webhookId: row.webhook_id,
+    accountId: row.account_id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    payload: row.payload,
+    status: row.status as DeliveryStatus,
+    attempts: num(row.attempts),
+    nextAttemptAt: num(row.next_attempt_at),
+    lastStatus: numOrNull(row.last_status),
+    lastError: row.last_error,
+    createdAt: num(row.created_at),
+    updatedAt: num(row.updated_at),
+    completedAt: numOrNull(row.completed_at),
+  };
+}
+
+export class WebhookStore {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: Dialect,
+  ) {}
+
+  async create(webhook: WebhookRecord): Promise<void> {
+    await this.db
+      .insertInto('webhooks')
+      .values({
+        id: webhook.id,
+        account_id: webhook.accountId,
+        url: webhook.url,
+        secret: webhook.secret,
+        events: JSON.stringify(webhook.events),
+        headers: JSON.stringify(webhook.headers),
+        timeout_ms: webhook.timeoutMs,
+        retry_config: JSON.stringify(webhook.retry),
+        description: webhook.description,
+        created_at: webhook.createdAt,
+        updated_at: webhook.updatedAt,
+      })
+      .execute();
+  }
+
+  async get(id: string): Promise<WebhookRecord | undefined> {
+    const row = await this.db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toWebhook(row);
+  }
+
+  async getMany(ids: string[]): Promise<WebhookRecord[]> {
+    if (ids.length === 0) return [];
+    return (await this.db.selectFrom('webhooks').selectAll().where('id', 'in', ids).execute()).map(toWebhook);
+  }
+
+  async listByAccount(accountId: string): Promise<WebhookRecord[]> {
+    return (await this.db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).orderBy('id').execute()).map(toWebhook);
+  }
+
+  /** Every registration (the outbox's subscription index). */
+  async listAll(): Promise<WebhookRecord[]> {
+    return (await this.db.selectFrom('webhooks').selectAll().orderBy('id').execute()).map(toWebhook);
+  }
+
+  async update(id: string, changes: WebhookChanges, at: number): Promise<WebhookRecord | undefined> {
+    const set: Updateable<WebhooksTable> = { updated_at: at };
+    if (changes.url !== undefined) set.url = changes.url;
+    if (changes.secret !== undefined) set.secret = changes.secret;
+    if (changes.events !== undefined) set.events = JSON.stringify(changes.events);
+    if (changes.headers !== undefined) set.headers = JSON.stringify(changes.headers);
+    if (changes.timeoutMs !== undefined) set.timeout_ms = changes.timeoutMs;
+    if (changes.retry !== undefined) set.retry_config = JSON.stringify(changes.retry);
+    if (changes.description !== undefined) set.description = changes.description;
+    await this.db.updateTable('webhooks').set(set).where('id', '=', id).execute();
+    return this.get(id);
+  }
+
+  /** Removes the registration and its deliveries (pending ones are not sent). */
+  async delete(id: string): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute();
+      await trx.deleteFrom('webhooks').where('id', '=', id).execute();
+    });
+  }
+
+  async insertDeliveries(deliveries: readonly NewDelivery[]): Promise<void> {
+    for (let i = 0; i < deliveries.length; i += INSERT_CHUNK) {
+      const rows = deliveries.slice(i, i + INSERT_CHUNK).map((d) => ({
+        id: d.id,
+        webhook_id: d.webhookId,
+        account_id: d.accountId,
+        event_id: d.eventId,
+        event_type: d.eventType,
+        payload: d.payload,
+        status: d.status ?? 'pending',
+        attempts: d.attempts ?? 0,
+        next_attempt_at: d.at,
+        last_status: d.lastStatus ?? null,
+        last_error: d.lastError ?? null,
+        created_at: d.at,
+        updated_at: d.at,
+        completed_at: d.completedAt ?? null,
+      }));
+      await this.db.insertInto('webhook_deliveries').values(rows).execute();
+    }
+  }
+
+  /** Takes up to `limit` due deliveries (and those whose claim expired) for `leaseMs`, under `token`. */
+  async claim(now: number, limit: number, leaseMs: number, token: string): Promise<DeliveryRecord[]> {
+    const lock = this.dialect === 'postgres' ? sql`for update skip locked` : sql``;
+    const result = await sql<Selectable<WebhookDeliveriesTable>>`
+      update webhook_deliveries
+      set status = 'delivering', lease_token = ${token}, lease_until = ${now + leaseMs}, updated_at = ${now}
+      where id in (
+        select id from webhook_deliveries
+        where (status = 'pending' and next_attempt_at <= ${now}) or (status = 'delivering' and lease_until < ${now})
+        order by next_attempt_at
+        limit ${limit}
+        ${lock}
+      )
+      returning *`.execute(this.db);
+    return result.rows.map(toDelivery);
+  }
+
+  /** Records an attempt's outcome; false when the claim was lost (expired and taken by another worker). */
+  async finishAttempt(id: string, token: string, result: AttemptResult): Promise<boolean> {
+    const done = result.status !== 'pending';
+    const outcome = await this.db
+      .updateTable('webhook_deliveries')
+      .set({
+        status: result.status,
+        attempts: result.attempts,
+        next_attempt_at: result.nextAttemptAt,
+        last_status: result.lastStatus,
+        last_error: result.lastError,
+        lease_token: null,
+        lease_until: null,
+        updated_at: result.at,
+        completed_at: done ? result.at : null,
+      })
+      .where('id', '=', id)
+      .where('lease_token', '=', token)
+      .executeTakeFirst();
+    return Number(outcome.numUpdatedRows) > 0;
+  }
+
+  async getDelivery(id: string): Promise<DeliveryRecord | undefined> {
+    const row = await this.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toDelivery(row);
+  }
+
+  /** Newest first; `before` is a delivery id (ids sort by creation). */
+  async listDeliveries(filter: { webhookId?: string; accountId?: string; status?: DeliveryStatus }, page: { limit: number; before?: string }): Promise<DeliveryRecord[]> {
+    let query = this.db.selectFrom('webhook_deliveries').selectAll().orderBy('id', 'desc').limit(page.limit);
+    if (filter.webhookId) query = query.where('webhook_id', '=', filter.webhookId);
+    if (filter.accountId) query = query.where('account_id', '=', filter.accountId);
+    if (filter.status) query = query.where('status', '=', filter.status);
+    if (page.before) query = query.where('id', '<', page.before);
+    return (await query.execute()).map(toDelivery);
+  }
+
+  /** A dead letter goes back to the outbox with a fresh attempt budget; undefined when it is not dead (any more). */
+  async replay(id: string, payload: string, now: number): Promise<DeliveryRecord | undefined> {
+    const outcome = await this.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'pending', attempts: 0, next_attempt_at: now, payload, updated_at: now, completed_at: null, last_error: null, last_status: null })
+      .where('id', '=', id)
+      .where('status', '=', 'dead')
+      .executeTakeFirst();
+    return Number(outcome.numUpdatedRows) > 0 ? this.getDelivery(id) : undefined;
+  }
+}

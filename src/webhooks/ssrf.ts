@@ -1,0 +1,47 @@
+/**
+ * SSRF safety: a webhook URL is resolved once per delivery, every address it resolves to must be public unicast
+ * (unless the operator allows private URLs), and the connection is then made to that very address, so a DNS
+ * answer that changes between the check and the connection cannot point the request inside.
+ */
+import { lookup } from 'node:dns/promises';
+import ipaddr from 'ipaddr.js';
+
+export interface Target {
+  address: string;
+  family: 4 | 6;
+}
+
+export class BlockedAddressError extends Error {
+  constructor(host: string, address: string) {
+    super(`${host} resolves to ${address}, a loopback, private, link-local or otherwise non-public address`);
+    this.name = 'BlockedAddressError';
+  }
+}
+
+/**
+ * Only public unicast addresses pass: loopback, RFC 1918, CGNAT, link-local (and with it the cloud metadata
+ * address 169.254.169.254), unique-local IPv6 (fd00:ec2::254), multicast, reserved and documentation ranges do
+ * not. An IPv4-mapped IPv6 address is judged as the IPv4 address it carries.
+ */
+export function isPublicAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  let ip: ipaddr.IPv4 | ipaddr.IPv6 = ipaddr.parse(address);
+  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  return ip.range() === 'unicast';
+}
+
+/** Resolves the URL's host once; throws BlockedAddressError (or the DNS error). */
+export async function resolveTarget(url: URL, allowPrivate: boolean): Promise<Target> {
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  const answers = ipaddr.isValid(host)
+    ? [{ address: host, family: ipaddr.parse(host).kind() === 'ipv6' ? 6 : 4 }]
+    : await lookup(host, { all: true, verbatim: true });
+  if (answers.length === 0) throw Object.assign(new Error(`${host} has no address`), { code: 'ENOTFOUND' });
+  if (!allowPrivate) {
+    // Every answer must be public: a name that also resolves inside is refused as a whole.
+    const blocked = answers.find((answer) => !isPublicAddress(answer.address));
+    if (blocked) throw new BlockedAddressError(host, blocked.address);
+  }
+  const first = answers[0]!;
+  return { address: first.address, family: first.family === 6 ? 6 : 4 };
+}

@@ -1,0 +1,114 @@
+/** The router on its own: breaker states, which failures are retried, backoff, and calls against a local server. */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Catalog } from '../../src/catalog/index.js';
+import { loadConfig } from '../../src/config/index.js';
+import { UpstreamError, type ProviderCall } from '../../src/providers/types.js';
+import { backoffMs, verdict } from '../../src/routing/attempts.js';
+import { Breaker, Router } from '../../src/routing/index.js';
+import { startMockAnthropic, type MockAnthropic } from '../support/mock-anthropic.js';
+
+describe('Breaker', () => {
+  it('opens after the threshold, is half-open after the cool-down, reopens on one more fault, closes on success', () => {
+    const breaker = new Breaker(3, 1_000);
+    expect(breaker.failure('x', 0)).toBe(false);
+    expect(breaker.failure('x', 0)).toBe(false);
+    expect(breaker.state(0)).toBe('closed');
+    expect(breaker.failure('boom', 10)).toBe(true);
+    expect([breaker.state(500), breaker.allows(500), breaker.remainingMs(500)]).toEqual(['open', false, 510]);
+    expect([breaker.state(1_010), breaker.allows(1_010)]).toEqual(['half-open', true]);
+    expect(breaker.failure('again', 1_010)).toBe(true);
+    expect(breaker.state(1_500)).toBe('open');
+    expect(breaker.reason).toBe('again');
+    breaker.success();
+    expect([breaker.state(1_500), breaker.reason]).toEqual(['closed', '']);
+    // A success resets the count: two more faults do not open it.
+    breaker.failure('x', 2_000);
+    breaker.failure('x', 2_000);
+    expect(breaker.state(2_000)).toBe('closed');
+  });
+});
+
+describe('verdict and backoff', () => {
+  const http = (status: number) => new UpstreamError('p', 'http', 'm', { status });
+  it('retries transport faults, 429 and 5xx; moves on after 401/403/404; stops on the client 400s', () => {
+    expect(verdict(new UpstreamError('p', 'connection', 'm'))).toBe('retry');
+    expect(verdict(new UpstreamError('p', 'timeout', 'm'))).toBe('retry');
+    expect(verdict(new UpstreamError('p', 'protocol', 'm'))).toBe('retry');
+    for (const status of [429, 500, 502, 503, 529]) expect(verdict(http(status))).toBe('retry');
+    for (const status of [401, 403, 404]) expect(verdict(http(status))).toBe('next');
+    for (const status of [400, 413, 422]) expect(verdict(http(status))).toBe('stop');
+  });
+
+  it('backoff doubles up to the cap, with 50-100 % jitter', () => {
+    for (let i = 0; i < 50; i++) {
+      const first = backoffMs(0, 100, 1_000);
+      const third = backoffMs(2, 100, 1_000);
+      const capped = backoffMs(8, 100, 1_000);
+      expect(first).toBeGreaterThanOrEqual(50);
+      expect(first).toBeLessThanOrEqual(100);
+      expect(third).toBeGreaterThanOrEqual(200);
+      expect(third).toBeLessThanOrEqual(400);
+      expect(capped).toBeLessThanOrEqual(1_000);
+    }
+  });
+});
+
+describe('Router against a local Anthropic server', () => {
+  let mock: MockAnthropic;
+  let router: Router;
+  let catalog: Catalog;
+  const call = (signal = new AbortController().signal): ProviderCall => ({
+    body: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] },
+    signal,
+    requestId: 'r',
+    timeoutMs: 2_000,
+  });
+
+  beforeAll(async () => {
+    mock = await startMockAnthropic({ apiKey: 'k' });
+    const config = loadConfig({
+      env: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: mock.url, TOLLGATE_DATA_DIR: '/tmp/unused' },
+      file: undefined,
+      overrides: { routing: { retries: 2, backoff_ms: 300, max_backoff_ms: 300, breaker_failures: 10, breaker_cooldown_ms: 1_000 } },
+    });
+    catalog = new Catalog(config);
+    router = new Router(config, { catalog });
+  });
+  afterAll(async () => {
+    await router.close();
+    await mock.close();
+  });
+  beforeEach(() => mock.setBehavior({ kind: 'ok' }));
+
+  it('sends the deployment model name and the model max_tokens; retries a 529 and then answers', async () => {
+    const model = catalog.resolve('claude-haiku-5-5');
+    const before = mock.requests.length;
+    mock.enqueue({ kind: 'error', status: 529 });
+    const route = router.route(model, 'live');
+    const completion = await router.complete(route, call());
+    expect(completion.choices[0]!.message.content).toBeTruthy();
+    expect(route.providerId).toBe('anthropic');
+    expect(mock.requests.length - before).toBe(2);
+    expect(mock.requests.at(-1)!.body).toMatchObject({ model: 'claude-haiku-5-5', max_tokens: model.maxTokens });
+  });
+
+  it('a client that goes away during the backoff ends the request at once, without another attempt', async () => {
+    const model = catalog.resolve('claude-haiku-5-5');
+    mock.setBehavior({ kind: 'error', status: 500 });
+    const before = mock.requests.length;
+    const controller = new AbortController();
+    const started = Date.now();
+    const pending = router.complete(router.route(model, 'live'), call(controller.signal));
+    setTimeout(() => controller.abort(), 50);
+    await expect(pending).rejects.toThrow();
+    expect(Date.now() - started).toBeLessThan(250);
+    expect(mock.requests.length - before).toBe(1);
+  });
+
+  it('test keys go to the sandbox whatever the model', async () => {
+    const route = router.route(catalog.resolve('claude-haiku-5-5'), 'test');
+    expect(route.providerId).toBe('sandbox');
+    const completion = await router.complete(route, call());
+    expect(completion.choices[0]!.message.content).toBe('Hi');
+  });
+});

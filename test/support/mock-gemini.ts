@@ -1,0 +1,177 @@
+/**
+ * A local server speaking the Gemini API (https://ai.google.dev/api/generate-content): `models/{m}:generateContent`
+ * and `:streamGenerateContent?alt=sse` with `x-goog-api-key`. It checks the request shape as the API does (its
+ * 400 INVALID_ARGUMENT body when wrong), streams GenerateContentResponse events, and fails in documented ways.
+ */
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { RecordedRequest } from './mock-openai.js';
+
+export type GeminiBehavior =
+  | {
+      kind: 'ok';
+      text?: string;
+      calls?: Array<{ name: string; args: unknown }>;
+      finishReason?: string;
+      /** No candidates: the prompt is blocked (promptFeedback.blockReason). */
+      blockPrompt?: boolean;
+      /** Omit usageMetadata. */
+      usage?: false;
+      delayMs?: number;
+      latencyMs?: number;
+    }
+  | { kind: 'error'; status: number; message?: string }
+  | { kind: 'cut'; afterChunks?: number }
+  | { kind: 'malformed'; afterChunks?: number }
+  | { kind: 'hang' };
+
+export interface MockGemini {
+  /** Base URL ending in `/v1beta`. */
+  url: string;
+  requests: RecordedRequest[];
+  setBehavior(behavior: GeminiBehavior): void;
+  enqueue(...behaviors: GeminiBehavior[]): void;
+  close(): Promise<void>;
+}
+
+const STATUS: Record<number, string> = { 400: 'INVALID_ARGUMENT', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 503: 'UNAVAILABLE', 504: 'DEADLINE_EXCEEDED' };
+export const GEMINI_TEXT = 'Hello from the Gemini mock.';
+const PATH = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)(\?alt=sse)?$/;
+
+export async function startMockGemini(options: { apiKey: string }): Promise<MockGemini> {
+  const requests: RecordedRequest[] = [];
+  const queue: GeminiBehavior[] = [];
+  let behavior: GeminiBehavior = { kind: 'ok' };
+
+  const server = createServer(async (req, res) => {
+    res.on('error', () => {});
+    const parts: Buffer[] = [];
+    for await (const part of req) parts.push(part as Buffer);
+    let body: any;
+    try {
+      body = parts.length ? JSON.parse(Buffer.concat(parts).toString('utf8')) : undefined;
+    } catch {
+      body = Buffer.concat(parts).toString('utf8');
+    }
+    const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, remotePort: req.socket.remotePort, eventsSent: 0 };
+    requests.push(record);
+    res.on('close', () => {
+      record.closedAt = Date.now();
+      record.completed = res.writableFinished;
+    });
+    if (req.headers['x-goog-api-key'] !== options.apiKey) {
+      // What Google answers for a wrong key: a 400, with the reason in the details.
+      return json(res, 400, { error: { code: 400, message: 'API key not valid. Please pass a valid API key.', status: 'INVALID_ARGUMENT', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com' }] } });
+    }
+    if (req.method === 'GET' && req.url?.startsWith('/v1beta/models')) return json(res, 200, { models: [{ name: 'models/gemini-test' }] });
+    const match = PATH.exec(req.url ?? '');
+    if (req.method !== 'POST' || !match) return error(res, 404, `Method not found: ${req.url}`);
+    const streaming = match[2] === 'streamGenerateContent';
+    if (streaming && !match[3]) return error(res, 400, 'this mock only streams with alt=sse');
+    const problem = validate(body);
+    if (problem) return error(res, 400, problem);
+    await serve(queue.shift() ?? behavior, body, match[1]!, streaming, res, record);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1beta`,
+    requests,
+    setBehavior: (next) => void (behavior = next),
+    enqueue: (...next) => void queue.push(...next),
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' }).end(JSON.stringify(body));
+}
+
+function error(res: ServerResponse, status: number, message: string): void {
+  json(res, status, { error: { code: status, message, status: STATUS[status] ?? 'UNKNOWN' } });
+}
+
+const PART_FIELDS = ['text', 'inlineData', 'fileData', 'functionCall', 'functionResponse'];
+const GENERATION_FIELDS = new Set(['maxOutputTokens', 'temperature', 'topP', 'topK', 'stopSequences', 'candidateCount', 'seed', 'presencePenalty', 'frequencyPenalty', 'responseMimeType', 'responseSchema', 'responseJsonSchema']);
+
+/** The documented shape of a GenerateContentRequest; the message of the first violation. */
+export function validate(body: any): string | undefined {
+  if (typeof body !== 'object' || body === null) return 'Invalid JSON payload received.';
+  const allowed = new Set(['contents', 'systemInstruction', 'tools', 'toolConfig', 'generationConfig', 'safetySettings']);
+  for (const key of Object.keys(body)) if (!allowed.has(key)) return `Invalid JSON payload received. Unknown name "${key}": Cannot find field.`;
+  if (!Array.isArray(body.contents) || body.contents.length === 0) return '* GenerateContentRequest.contents: contents is not specified';
+  for (const [i, content] of body.contents.entries()) {
+    if (content.role !== 'user' && content.role !== 'model') return `contents[${i}].role: Please use a valid role: user, model.`;
+    if (!Array.isArray(content.parts) || content.parts.length === 0) return `contents[${i}].parts: must not be empty`;
+    for (const part of content.parts) {
+      const fields = Object.keys(part).filter((k) => PART_FIELDS.includes(k));
+      if (fields.length !== 1 || Object.keys(part).length !== 1) return `contents[${i}].parts: each part holds exactly one data field`;
+      if (part.inlineData && !(typeof part.inlineData.mimeType === 'string' && typeof part.inlineData.data === 'string')) return 'inlineData: mimeType and data required';
+      if (part.functionResponse && (typeof part.functionResponse.name !== 'string' || typeof part.functionResponse.response !== 'object')) return 'functionResponse: name and object response required';
+    }
+  }
+  if (body.systemInstruction && !body.systemInstruction.parts?.every((p: any) => typeof p.text === 'string')) return 'systemInstruction: text parts only';
+  for (const key of Object.keys(body.generationConfig ?? {})) if (!GENERATION_FIELDS.has(key)) return `Invalid JSON payload received. Unknown name "${key}" at 'generation_config'`;
+  for (const tool of body.tools ?? []) {
+    if (!Array.isArray(tool.functionDeclarations)) return 'tools: functionDeclarations expected';
+    for (const fn of tool.functionDeclarations) if (typeof fn.name !== 'string') return 'functionDeclarations.name: required';
+  }
+  const mode = body.toolConfig?.functionCallingConfig?.mode;
+  if (mode !== undefined && !['AUTO', 'ANY', 'NONE', 'VALIDATED'].includes(mode)) return 'functionCallingConfig.mode: invalid';
+  return undefined;
+}
+
+async function serve(b: GeminiBehavior, request: any, model: string, streaming: boolean, res: ServerResponse, record: RecordedRequest): Promise<void> {
+  if (b.kind === 'hang') return;
+  if (b.kind === 'error') return error(res, b.status, b.message ?? `Mock error ${b.status}`);
+  if (b.kind === 'ok' && b.latencyMs) await sleep(b.latencyMs);
+  const ok = b.kind === 'ok' ? b : { kind: 'ok' as const, text: Array.from({ length: 10 }, (_, i) => `part${i} `).join('') };
+  const json_ = request.generationConfig?.responseMimeType === 'application/json';
+  const text = ok.text ?? (json_ ? '{"answer": "ok", "n": 1}' : GEMINI_TEXT);
+  const promptTokenCount = Math.ceil(JSON.stringify(request.contents).length / 4);
+  const words = ok.calls ? [] : (text.match(/\S+\s*/g) ?? []);
+  const usageMetadata = { promptTokenCount, candidatesTokenCount: words.length + (ok.calls?.length ?? 0) * 5, totalTokenCount: 0, thoughtsTokenCount: 3 };
+  usageMetadata.totalTokenCount = usageMetadata.promptTokenCount + usageMetadata.candidatesTokenCount + 3;
+  const finishReason = ok.finishReason ?? 'STOP';
+  const responseId = `mockresp${Date.now()}`;
+  const base = { modelVersion: model, responseId, ...(ok.usage === false ? {} : { usageMetadata }) };
+  const callParts = (ok.calls ?? []).map((call) => ({ functionCall: { name: call.name, args: call.args } }));
+  if (!streaming) {
+    if (ok.blockPrompt) return json(res, 200, { promptFeedback: { blockReason: 'SAFETY' }, ...base });
+    const parts = ok.calls ? callParts : [{ text }];
+    return json(res, 200, { candidates: [{ content: { role: 'model', parts }, finishReason, index: 0, safetyRatings: [] }], ...base });
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const send = (data: unknown) =>
+    new Promise<void>((resolve) => {
+      if (res.destroyed) return resolve();
+      record.eventsSent++;
+      res.write(`data: ${JSON.stringify(data)}\r\n\r\n`, () => resolve());
+    });
+  if (ok.blockPrompt) {
+    await send({ promptFeedback: { blockReason: 'SAFETY' }, ...base });
+    return void res.end();
+  }
+  const events = ok.calls ? [callParts] : words.map((word) => [{ text: word }]);
+  for (const [i, parts] of events.entries()) {
+    if (b.kind !== 'ok' && i === (b.afterChunks ?? 3)) {
+      if (b.kind === 'cut') return void res.socket?.destroy();
+      await new Promise((r) => res.write('data: {"candidates": [{"content": {"parts": [{"text": "br\r\n\r\n', r));
+      return void res.end();
+    }
+    if (ok.delayMs) await sleep(ok.delayMs);
+    const last = i === events.length - 1;
+    // Usage comes on every event (growing); finishReason on the last.
+    await send({
+      candidates: [{ content: { role: 'model', parts }, index: 0, ...(last ? { finishReason } : {}) }],
+      ...(ok.usage === false ? {} : { usageMetadata: last ? usageMetadata : { promptTokenCount, totalTokenCount: promptTokenCount } }),
+      modelVersion: model,
+      responseId,
+    });
+  }
+  res.end();
+}

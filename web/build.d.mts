@@ -1,0 +1,1 @@
+export function buildDashboard(options?: { outDir?: string }): Promise<string>;

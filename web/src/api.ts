@@ -1,0 +1,128 @@
+/** The dashboard's JSON API (same origin, session cookie); every state-changing call carries the CSRF token. */
+let csrfToken = '';
+
+export function setCsrfToken(token: string): void {
+  csrfToken = token;
+}
+
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly code: string,
+    readonly param: string | null,
+  ) {
+    super(message);
+  }
+}
+
+/** Called when the session has ended (expired, signed out elsewhere). */
+let onSignedOut: () => void = () => undefined;
+export function whenSignedOut(handler: () => void): void {
+  onSignedOut = handler;
+}
+
+export async function api<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (method !== 'GET') headers['x-csrf-token'] = csrfToken;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(`/dashboard/api${path}`, {
+    method,
+    headers,
+    credentials: 'same-origin',
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  if (response.status === 204) return undefined as T;
+  const data = (await response.json().catch(() => ({}))) as { error?: { message?: string; code?: string; param?: string | null } };
+  if (!response.ok) {
+    const error = data.error ?? {};
+    if (error.code === 'not_signed_in') onSignedOut();
+    throw new ApiError(error.message ?? `Request failed (${response.status})`, response.status, error.code ?? 'unknown', error.param ?? null);
+  }
+  return data as T;
+}
+
+export interface SessionInfo {
+  signed_in: boolean;
+  email?: string;
+  account_id?: string;
+  csrf_token: string;
+  signup_enabled: boolean;
+  /** USD credited to a new account (signed-out answers only). */
+  signup_credit?: number;
+}
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  hint: string;
+  environment: 'live' | 'test';
+  permissions: 'full' | 'read_only' | 'project';
+  models: string[];
+  spend_limit: number | null;
+  spent: number;
+  created: number;
+  last_used: number | null;
+  revoked: boolean;
+  key?: string;
+}
+
+export interface UsageTotals {
+  credits_used: number;
+  requests: number;
+  tokens: { prompt: number; completion: number; total: number };
+}
+
+export interface Overview {
+  email: string;
+  environment: 'live' | 'test';
+  balance: { credits: number; currency: string };
+  usage: { daily: UsageTotals; monthly: UsageTotals };
+  limits: { rate_limit: { requests_per_minute: number; tokens_per_minute: number }; daily_limit: { credits: number; remaining: number } | null };
+  billing: { plan: string; next_billing_date: string; auto_recharge: { enabled: boolean; threshold: number; amount: number } };
+  low_balance_thresholds: number[];
+}
+
+export interface UsageRow {
+  credits: number;
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+export interface UsageHistory {
+  environment: string;
+  days: Array<UsageRow & { day: string }>;
+  models: Array<UsageRow & { model: string }>;
+}
+
+export interface LedgerEntry {
+  id: string;
+  kind: string;
+  amount: number;
+  balance_after: number;
+  request_id: string | null;
+  model: string | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  note: string | null;
+  created: number;
+}
+
+export interface Model {
+  id: string;
+  provider: { id: string; name: string };
+  pricing: { prompt: number; completion: number; unit: string };
+  context_length: number;
+  max_tokens: number;
+  capabilities: Record<string, boolean>;
+  performance: { avg_response_time: number | null; avg_tokens_per_second: number | null; uptime_percentage: number | null };
+  status: { active: boolean; message: string };
+  aliases?: string[];
+}
+
+export interface List<T> {
+  data: T[];
+  has_more?: boolean;
+  next_before?: string | null;
+}

@@ -1,0 +1,113 @@
+import { html, render } from 'lit-html';
+import { api, setCsrfToken, whenSignedOut, type ApiKey, type SessionInfo } from './api.js';
+import type { App, Page } from './app.js';
+import { authPage } from './pages/auth.js';
+import { creditsPage } from './pages/credits.js';
+import { keysPage } from './pages/keys.js';
+import { modelsPage } from './pages/models.js';
+
+const BASE = '/dashboard';
+const PAGES: Record<string, { title: string; page: Page; public?: boolean }> = {
+  '/signin': { title: 'Sign in', page: authPage('signin'), public: true },
+  '/signup': { title: 'Create your account', page: authPage('signup'), public: true },
+  '/keys': { title: 'API Keys', page: keysPage },
+  '/credits': { title: 'Credits & usage', page: creditsPage },
+  '/models': { title: 'Models', page: modelsPage },
+};
+const NAV = [
+  ['/keys', 'API Keys'],
+  ['/credits', 'Credits & usage'],
+  ['/models', 'Models'],
+] as const;
+
+const root = document.getElementById('app')!;
+let leave: (() => void) | void;
+let firstKey: ApiKey | undefined;
+
+const app: App = {
+  session: { signed_in: false, csrf_token: '', signup_enabled: false },
+  navigate(path) {
+    history.pushState(null, '', BASE + path);
+    show();
+  },
+  signedIn(session, key) {
+    app.session = session;
+    setCsrfToken(session.csrf_token);
+    firstKey = key;
+    app.navigate('/keys');
+  },
+  takeFirstKey() {
+    const key = firstKey;
+    firstKey = undefined;
+    return key;
+  },
+};
+
+async function signOut(): Promise<void> {
+  await api('POST', '/signout').catch(() => undefined);
+  await refreshSession();
+  app.navigate('/signin');
+}
+
+async function refreshSession(): Promise<void> {
+  app.session = await api<SessionInfo>('GET', '/session');
+  setCsrfToken(app.session.csrf_token);
+}
+
+function currentPath(): string {
+  const path = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length).replace(/\/$/, '') : '';
+  return path || '/keys';
+}
+
+function show(): void {
+  let path = currentPath();
+  let route = PAGES[path];
+  if (!route) (path = '/keys'), (route = PAGES[path]!);
+  if (!route.public && !app.session.signed_in) return app.navigate('/signin');
+  if (route.public && app.session.signed_in) return app.navigate('/keys');
+  leave?.();
+  document.title = `${route.title} · tollgate`;
+  render(shell(path), root);
+  const main = document.getElementById('page')!;
+  leave = route.page(main, app);
+  main.focus({ preventScroll: true });
+}
+
+function shell(path: string) {
+  const link = (to: string, label: string) =>
+    html`<a href=${BASE + to} class=${to === path ? 'active' : ''} aria-current=${to === path ? 'page' : 'false'}>${label}</a>`;
+  return html`
+    <header class="topbar">
+      <a class="brand" href=${BASE + '/keys'}>tollgate</a>
+      ${app.session.signed_in
+        ? html`<nav aria-label="Main">${NAV.map(([to, label]) => link(to, label))}</nav>
+            <div class="user">
+              <span class="email" title=${app.session.email ?? ''}>${app.session.email}</span>
+              <button type="button" class="secondary small" @click=${signOut}>Sign out</button>
+            </div>`
+        : null}
+    </header>
+    <main id="page" tabindex="-1"></main>
+  `;
+}
+
+// In-app links navigate without reloading the page.
+document.addEventListener('click', (event) => {
+  const anchor = (event.target as Element).closest?.('a');
+  if (!anchor || anchor.target || event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) return;
+  const url = new URL(anchor.href, location.href);
+  if (url.origin !== location.origin || !url.pathname.startsWith(BASE + '/')) return;
+  event.preventDefault();
+  app.navigate(url.pathname.slice(BASE.length));
+});
+window.addEventListener('popstate', show);
+whenSignedOut(() => {
+  app.session = { ...app.session, signed_in: false };
+  void refreshSession().then(() => app.navigate('/signin'));
+});
+
+// lit-html renders next to existing children: drop the static "Loading…" of index.html first.
+root.replaceChildren();
+refreshSession().then(show, (error: Error) => {
+  render(html`<p class="error" role="alert">The dashboard could not reach the gateway: ${error.message}</p>`, root);
+});
