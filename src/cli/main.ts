@@ -5,7 +5,9 @@ import { Command } from 'commander';
 import { ConfigError } from '../config/index.js';
 import { GatewayError } from '../errors/index.js';
 import { accountsCommand } from './accounts.js';
+import { configCommand } from './config.js';
 import { creditsCommand } from './credits.js';
+import { doctorCommand } from './doctor.js';
 import { keysCommand } from './keys.js';
 import { modelsCommand } from './models.js';
 import { migrateCommand, startCommand } from './server.js';
@@ -22,7 +24,9 @@ const program = new Command('tollgate')
   .addCommand(accountsCommand())
   .addCommand(keysCommand())
   .addCommand(creditsCommand())
-  .addCommand(modelsCommand());
+  .addCommand(modelsCommand())
+  .addCommand(configCommand())
+  .addCommand(doctorCommand());
 
 try {
   await program.parseAsync();

@@ -11,6 +11,7 @@ import { isExactUsd } from '../money/index.js';
 import { DEFAULT_MODELS, SANDBOX_MODELS } from './default-catalog.js';
 import { KNOWN_PROVIDERS } from './providers.js';
 import { ConfigSchema, type Config, type ModelConfig } from './schema.js';
+import { SubstitutionError, substituteEnv } from './substitute.js';
 
 export type { Config, ModelConfig, PlanConfig, Capabilities, ProviderSettings, DeploymentConfig, RoutingConfig } from './schema.js';
 export { KNOWN_PROVIDERS, SANDBOX_PROVIDER_ID, type KnownProvider, type ProviderApi } from './providers.js';
@@ -68,7 +69,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
   const env = options.env ?? process.env;
   let merged: Record<string, unknown> = defaultConfig() as unknown as Record<string, unknown>;
   const file = options.file ?? env.TOLLGATE_CONFIG ?? (existsSync('tollgate.config.yaml') ? 'tollgate.config.yaml' : undefined);
-  if (file) merged = deepMerge(merged, readYaml(file));
+  if (file) merged = deepMerge(merged, withEnv(readYaml(file), env));
   merged = deepMerge(merged, fromEnv(env));
   if (options.overrides) merged = deepMerge(merged, options.overrides as Record<string, unknown>);
   const config = validate(merged);
@@ -95,6 +96,15 @@ function readYaml(file: string): Record<string, unknown> {
     throw new ConfigError(`Configuration file ${file} must hold a mapping at its top level`);
   }
   return parsed as Record<string, unknown>;
+}
+
+function withEnv(fileConfig: Record<string, unknown>, env: Env): Record<string, unknown> {
+  try {
+    return substituteEnv(fileConfig, env) as Record<string, unknown>;
+  } catch (error) {
+    if (error instanceof SubstitutionError) throw new ConfigError(`Invalid configuration: ${error.message}`);
+    throw error;
+  }
 }
 
 function fromEnv(env: Env): Record<string, unknown> {

@@ -9,7 +9,7 @@ import { KeyStore } from './keys.js';
 import { LedgerStore } from './ledger.js';
 import { MetaStore } from './meta.js';
 import { SqliteWriter } from './sqlite-writer.js';
-import { migrateToLatest } from './migrate.js';
+import { migrateToLatest, pendingMigrations } from './migrate.js';
 import { UsageStore } from './usage.js';
 import { UserStore } from './users.js';
 import { WebhookStore } from './webhooks.js';
@@ -50,6 +50,16 @@ export async function migrateStorage(options: ConnectOptions): Promise<{ dialect
   const { db, dialect } = connect({ ...options, queryTimeoutMs: 0 });
   try {
     return { dialect, applied: await migrateToLatest(db) };
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** Connects without changing anything and lists the pending migrations (`tollgate doctor`). */
+export async function inspectStorage(options: ConnectOptions): Promise<{ dialect: Dialect; pending: string[] }> {
+  const { db, dialect } = connect(options);
+  try {
+    return { dialect, pending: await pendingMigrations(db) };
   } finally {
     await db.destroy();
   }

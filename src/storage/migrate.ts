@@ -24,3 +24,9 @@ export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
+
+/** Names of the migrations not yet applied to this database (`tollgate doctor`). */
+export async function pendingMigrations(db: Kysely<any>): Promise<string[]> {
+  const migrations = await new Migrator({ db, provider, allowUnorderedMigrations: true }).getMigrations();
+  return migrations.filter((m) => m.executedAt === undefined).map((m) => m.name);
+}

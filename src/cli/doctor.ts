@@ -1,0 +1,148 @@
+/**
+ * `tollgate doctor`: checks what the server needs, one line per check, in plain words: the configuration, the
+ * database and its migrations, Redis, the admin token, and each configured provider's reachability and key.
+ * Exits 1 when a check fails; warnings do not fail.
+ */
+import { existsSync } from 'node:fs';
+import { Command } from 'commander';
+import { ConfigError, KNOWN_PROVIDERS, loadConfig, type Config } from '../config/index.js';
+import { connectFailFast } from '../redis/index.js';
+import { ProviderSet } from '../routing/index.js';
+import { inspectStorage } from '../storage/index.js';
+import { UpstreamError } from '../providers/types.js';
+import { print, printJson, printTable } from './output.js';
+
+type Outcome = 'ok' | 'warn' | 'fail' | 'skip';
+
+interface Check {
+  check: string;
+  outcome: Outcome;
+  detail: string;
+}
+
+const PROBE_TIMEOUT_MS = 10_000;
+const REDIS_TIMEOUT_MS = 3_000;
+
+export function doctorCommand(): Command {
+  return new Command('doctor')
+    .description('Check the configuration, database, Redis and every configured provider, and say what is wrong')
+    .option('--json', 'print JSON: {ok, checks: [{check, outcome, detail}]}')
+    .action(async (options: { json?: boolean }) => {
+      const checks = await runChecks();
+      const ok = !checks.some((c) => c.outcome === 'fail');
+      if (options.json) printJson({ ok, checks });
+      else {
+        printTable(['CHECK', 'RESULT', 'DETAIL'], checks.map((c) => [c.check, c.outcome.toUpperCase(), c.detail]));
+        print('', ok ? 'No problems found.' : `${checks.filter((c) => c.outcome === 'fail').length} problem(s) found.`);
+      }
+      if (!ok) process.exitCode = 1;
+    });
+}
+
+async function runChecks(): Promise<Check[]> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    return [{ check: 'configuration', outcome: 'fail', detail: error.message }];
+  }
+  const file = process.env.TOLLGATE_CONFIG ?? (existsSync('tollgate.config.yaml') ? 'tollgate.config.yaml' : undefined);
+  const sources = file ? `defaults, ${file}, environment` : 'defaults and environment; no tollgate.config.yaml here';
+  const checks: Check[] = [{ check: 'configuration', outcome: 'ok', detail: `valid (${sources})` }];
+  checks.push(await databaseCheck(config), await redisCheck(config), adminCheck(config));
+  checks.push(...(await providerChecks(config)));
+  return checks;
+}
+
+async function databaseCheck(config: Config): Promise<Check> {
+  const where = config.storage.database_url ? redactUrl(config.storage.database_url) : `${config.storage.data_dir}/tollgate.db`;
+  try {
+    const { dialect, pending } = await inspectStorage({ dataDir: config.storage.data_dir, databaseUrl: config.storage.database_url });
+    if (pending.length) {
+      return { check: 'database', outcome: 'warn', detail: `${dialect} at ${where}: ${pending.length} migration(s) pending (${pending.join(', ')}); \`tollgate migrate\` or the next start applies them` };
+    }
+    return { check: 'database', outcome: 'ok', detail: `${dialect} at ${where}, migrations up to date` };
+  } catch (error) {
+    return { check: 'database', outcome: 'fail', detail: `cannot use the database at ${where}: ${messageOf(error)}` };
+  }
+}
+
+async function redisCheck(config: Config): Promise<Check> {
+  if (!config.redis_url) return { check: 'redis', outcome: 'skip', detail: 'REDIS_URL not set: rate limits and credit holds live in this process (one replica)' };
+  const where = redactUrl(config.redis_url);
+  const { redis } = connectFailFast(config.redis_url, REDIS_TIMEOUT_MS, { lazyConnect: true, enableOfflineQueue: true });
+  try {
+    const started = Date.now();
+    await redis.ping();
+    return { check: 'redis', outcome: 'ok', detail: `${where} answered in ${Date.now() - started} ms` };
+  } catch (error) {
+    return { check: 'redis', outcome: 'fail', detail: `no answer from ${where}: ${messageOf(error)}` };
+  } finally {
+    redis.disconnect();
+  }
+}
+
+function adminCheck(config: Config): Check {
+  return config.admin_token
+    ? { check: 'admin token', outcome: 'ok', detail: 'set: /admin and /metrics are available' }
+    : { check: 'admin token', outcome: 'ok', detail: 'TOLLGATE_ADMIN_TOKEN not set: the token printed at first start (kept hashed in the database) is the one' };
+}
+
+async function providerChecks(config: Config): Promise<Check[]> {
+  const ids = Object.keys(config.providers);
+  if (!ids.length) {
+    const vars = KNOWN_PROVIDERS.map((p) => (p.keyless ? `${p.env}_BASE_URL` : `${p.env}_API_KEY`)).join(', ');
+    return [{ check: 'providers', outcome: 'warn', detail: `none configured: only the sandbox models answer (set one of ${vars})` }];
+  }
+  const providers = new ProviderSet(config);
+  try {
+    return await Promise.all(ids.map((id) => providerCheck(config, providers, id)));
+  } finally {
+    await providers.close();
+  }
+}
+
+async function providerCheck(config: Config, providers: ProviderSet, id: string): Promise<Check> {
+  const check = `provider ${id}`;
+  const known = KNOWN_PROVIDERS.find((p) => p.id === id);
+  const settings = config.providers[id]!;
+  const baseUrl = settings.base_url ?? known?.defaultBaseUrl;
+  if (known && !known.keyless && !settings.api_key) {
+    return { check, outcome: 'warn', detail: `${known.env}_BASE_URL is set but ${known.env}_API_KEY is not: its models stay inactive` };
+  }
+  const provider = providers.get(id);
+  if (!provider?.probe) return { check, outcome: 'skip', detail: `${baseUrl}: this adapter has no health check` };
+  const started = Date.now();
+  try {
+    await provider.probe(AbortSignal.timeout(PROBE_TIMEOUT_MS));
+    return { check, outcome: 'ok', detail: `${baseUrl} reachable, key accepted (${Date.now() - started} ms)` };
+  } catch (error) {
+    return { check, outcome: 'fail', detail: `${baseUrl}: ${providerProblem(error, known?.env)}` };
+  }
+}
+
+function providerProblem(error: unknown, env: string | undefined): string {
+  if (!(error instanceof UpstreamError)) return messageOf(error);
+  const keyVar = env ? `${env}_API_KEY` : 'its api_key';
+  if (error.status === 401 || error.status === 403) return `the key was refused (HTTP ${error.status}): check ${keyVar}`;
+  if (error.status === 404) return 'no model list at this address (HTTP 404): check the base URL, which usually ends in /v1';
+  if (error.status !== undefined) return `answered HTTP ${error.status}: ${error.message}`;
+  if (error.kind === 'timeout') return `no answer within ${PROBE_TIMEOUT_MS / 1000} s`;
+  return `unreachable: ${error.message}`;
+}
+
+/** A connection URL without its password, for printing. */
+function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

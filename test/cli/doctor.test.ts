@@ -1,0 +1,100 @@
+/** `tollgate doctor` and `tollgate config`, run as child processes against real services and a local Anthropic-format server. */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { editorSchema, EDITOR_SCHEMA_FILE } from '../../src/config/editor-schema.js';
+import { cli, json } from '../support/cli.js';
+import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { startMockAnthropic, type MockAnthropic } from '../support/mock-anthropic.js';
+
+const byName = (report: any, name: string) => report.checks.find((c: any) => c.check === name);
+
+describe('tollgate doctor', () => {
+  let db: TestDatabase;
+  let pg: TestDatabase;
+  let anthropic: MockAnthropic;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('sqlite');
+    pg = await createTestDatabase('postgres');
+    anthropic = await startMockAnthropic({ apiKey: 'sk-ant-good' });
+  });
+  afterAll(async () => {
+    await anthropic.close();
+    await db.drop();
+    await pg.drop();
+  });
+
+  it('passes on the embedded defaults, says migrations are pending and that only the sandbox answers', async () => {
+    const report = await json(db.dataDir, ['doctor']);
+    expect(report.ok).toBe(true);
+    expect(byName(report, 'configuration').outcome).toBe('ok');
+    expect(byName(report, 'database')).toMatchObject({ outcome: 'warn' });
+    expect(byName(report, 'database').detail).toContain('003_dashboard');
+    expect(byName(report, 'redis').outcome).toBe('skip');
+    expect(byName(report, 'providers').detail).toContain('OPENAI_API_KEY');
+    await cli(db.dataDir, ['migrate']);
+    expect(byName(await json(db.dataDir, ['doctor']), 'database').outcome).toBe('ok');
+  });
+
+  it('checks PostgreSQL and Redis for real and names an unreachable Redis', async () => {
+    const good = await json(db.dataDir, ['doctor'], { DATABASE_URL: pg.databaseUrl!, REDIS_URL: 'redis://127.0.0.1:6379' });
+    expect(byName(good, 'database').detail).toMatch(/^postgres at /);
+    expect(byName(good, 'redis').outcome).toBe('ok');
+    const run = await cli(db.dataDir, ['doctor', '--json'], { REDIS_URL: 'redis://127.0.0.1:1' });
+    expect(run.code).toBe(1);
+    expect(byName(JSON.parse(run.stdout), 'redis')).toMatchObject({ outcome: 'fail' });
+  });
+
+  it('probes each provider: a good key, a refused key and an unreachable address', async () => {
+    const good = await json(db.dataDir, ['doctor'], { ANTHROPIC_BASE_URL: anthropic.url, ANTHROPIC_API_KEY: 'sk-ant-good' });
+    expect(byName(good, 'provider anthropic')).toMatchObject({ outcome: 'ok' });
+    expect(anthropic.requests.at(-1)).toMatchObject({ method: 'GET' });
+
+    const refused = await cli(db.dataDir, ['doctor'], { ANTHROPIC_BASE_URL: anthropic.url, ANTHROPIC_API_KEY: 'sk-ant-wrong' });
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toMatch(/provider anthropic\s+FAIL\s+.*the key was refused \(HTTP 401\): check ANTHROPIC_API_KEY/);
+
+    const run = await cli(db.dataDir, ['doctor', '--json'], { ANTHROPIC_BASE_URL: 'http://127.0.0.1:1/v1', ANTHROPIC_API_KEY: 'k' });
+    expect(run.code).toBe(1);
+    expect(byName(JSON.parse(run.stdout), 'provider anthropic').detail).toMatch(/unreachable/);
+  });
+
+  it('reports an invalid configuration with the field named, and fails', async () => {
+    const file = join(db.dataDir, 'broken.yaml');
+    writeFileSync(file, 'plans:\n  free:\n    requests_per_minute: lots\n');
+    const run = await cli(db.dataDir, ['doctor'], { TOLLGATE_CONFIG: file });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain('plans.free.requests_per_minute');
+  });
+});
+
+describe('tollgate config', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase('sqlite');
+  });
+  afterAll(() => db.drop());
+
+  it('substitutes ${ENV} in the file, typed, with fallbacks, and names the field of an unset variable', async () => {
+    const file = join(db.dataDir, 'env.yaml');
+    writeFileSync(file, 'server:\n  port: ${TG_PORT}\n  trust_proxy: ${TG_PROXY:-true}\nadmin_token: "tok-${TG_SECRET}-suffix"\n');
+    const merged = await json(db.dataDir, ['config', 'check'], { TOLLGATE_CONFIG: file, TG_PORT: '9191', TG_SECRET: 'abcdefghijklmnop' });
+    expect(merged.server).toMatchObject({ port: 9191, trust_proxy: true });
+    expect(merged.admin_token).toBe('***');
+    const run = await cli(db.dataDir, ['config', 'check'], { TOLLGATE_CONFIG: file, TG_PORT: '9191' });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('admin_token: environment variable TG_SECRET is not set');
+  });
+
+  it('prints the JSON Schema for editors, and the committed copy is current', async () => {
+    const run = await cli(db.dataDir, ['config', 'schema']);
+    const printed = JSON.parse(run.stdout);
+    expect(printed).toEqual(editorSchema());
+    expect(printed.properties.server.properties.port).toMatchObject({ type: 'integer', maximum: 65535 });
+    expect(printed.properties.server.required).toBeUndefined();
+    expect(printed.properties.models.items.required).toContain('id');
+    const committed = JSON.parse(readFileSync(new URL(`../../${EDITOR_SCHEMA_FILE}`, import.meta.url), 'utf8'));
+    expect(committed, `regenerate with: npx tollgate config schema > ${EDITOR_SCHEMA_FILE}`).toEqual(printed);
+  });
+});
