@@ -9,6 +9,7 @@ import { accountRoutes } from './account-routes.js';
 import { assetRoutes, loadBundle } from './assets.js';
 import { authRoutes } from './auth-routes.js';
 import { Sessions } from './session.js';
+import { webhookRoutes } from './webhook-routes.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -33,6 +34,7 @@ export function registerDashboard(server: FastifyInstance, deps: HttpDeps): void
       });
       authRoutes(scope, deps, sessions);
       accountRoutes(scope, deps, sessions);
+      webhookRoutes(scope, deps, sessions);
       assetRoutes(scope, bundle);
     },
     { prefix: '/dashboard' },

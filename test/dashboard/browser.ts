@@ -15,8 +15,12 @@ export async function buildBundle(): Promise<void> {
 export async function launch(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: apt-get install -y chromium`);
   mkdirSync(SCREENSHOTS, { recursive: true });
-  // --no-sandbox: CI runs as root, where Chromium's sandbox cannot start.
-  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  // --no-sandbox: CI runs as root, where Chromium's sandbox cannot start. No background traffic of Chromium's
+  // own, so the only requests are the page's.
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+  });
 }
 
 /** Collects what the page reports as an error: console errors (failed loads included) and uncaught exceptions. */
@@ -31,4 +35,22 @@ export function watchErrors(page: Page): string[] {
 
 export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Every request the page makes to another origin than the gateway's (the dashboard must need no network). */
+export function watchForeignRequests(page: Page, origin: string): string[] {
+  const foreign: string[] = [];
+  page.on('request', (request) => {
+    const url = new URL(request.url());
+    if ((url.protocol === 'http:' || url.protocol === 'https:' || url.protocol === 'ws:' || url.protocol === 'wss:') && url.origin !== origin) foreign.push(request.url());
+  });
+  return foreign;
+}
+
+/** Visible form controls without an accessible name (label, aria-label or aria-labelledby): should be none. */
+export function unlabelledControls(page: Page): Promise<string[]> {
+  return page.evaluate(`[...document.querySelectorAll('input, select, textarea')]
+    .filter((el) => el.type !== 'hidden' && el.getClientRects().length > 0)
+    .filter((el) => !(el.labels && [...el.labels].some((l) => l.textContent.trim())) && !el.getAttribute('aria-label') && !el.getAttribute('aria-labelledby'))
+    .map((el) => el.outerHTML.slice(0, 120))`);
 }

@@ -9,24 +9,27 @@ import OpenAI from 'openai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startGateway, type TestGateway } from '../support/gateway.js';
-import { buildBundle, launch, screenshot, watchErrors } from './browser.js';
+import { buildBundle, launch, screenshot, unlabelledControls, watchErrors, watchForeignRequests } from './browser.js';
 
 let gateway: TestGateway;
 let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 let errors: string[];
+let foreign: string[];
 const email = `e2e-${Date.now()}@example.com`;
 const password = 'a long enough passphrase';
 
 beforeAll(async () => {
   await buildBundle();
-  [gateway, browser] = await Promise.all([startGateway(), launch()]);
+  // Webhook endpoints on this machine are allowed here, as the operator of a test gateway would (contract).
+  [gateway, browser] = await Promise.all([startGateway({ overrides: { webhooks: { allow_private_urls: true, poll_interval_ms: 100 } } as never }), launch()]);
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gateway.url });
   context.setDefaultTimeout(10_000);
   page = await context.newPage();
   errors = watchErrors(page);
+  foreign = watchForeignRequests(page, gateway.url);
 });
 
 afterAll(async () => {
@@ -49,6 +52,7 @@ test('sign up, spend through a new key, watch usage, revoke it', { timeout: 60_0
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password', { exact: true }).fill(password);
   await page.getByLabel('Confirm password').fill(password);
+  expect(await unlabelledControls(page)).toEqual([]);
   await screenshot(page, '02-signup');
   await page.getByRole('button', { name: 'Create account' }).click();
   await page.getByRole('heading', { name: 'Your first API key' }).waitFor();
@@ -64,6 +68,7 @@ test('sign up, spend through a new key, watch usage, revoke it', { timeout: 60_0
   await page.getByRole('button', { name: 'Create New Key' }).click();
   await page.getByLabel('Name').fill('e2e key');
   await page.getByLabel('Permissions').selectOption('full');
+  expect(await unlabelledControls(page)).toEqual([]);
   await page.getByRole('button', { name: 'Create key' }).click();
   await page.getByRole('heading', { name: 'Your new API key' }).waitFor();
   await expect.poll(() => page.getByText('cannot be shown again').isVisible()).toBe(true);
@@ -103,11 +108,27 @@ test('sign up, spend through a new key, watch usage, revoke it', { timeout: 60_0
   await page.getByLabel('When the balance falls below (USD)').fill('1');
   await page.getByLabel('Add this amount (USD)').fill('10');
   await page.getByLabel('Low-balance alerts at (USD, comma-separated)').fill('2, 0.5');
+  expect(await unlabelledControls(page)).toEqual([]);
   await page.getByRole('button', { name: 'Save settings' }).click();
   await page.getByText('Settings saved.').waitFor();
   const credits = (await client.get('/credits')) as { billing: { auto_recharge: unknown } };
   expect(credits.billing.auto_recharge).toEqual({ enabled: true, threshold: 1, amount: 10 });
   await screenshot(page, '06-credits-after-request');
+
+  // The ledger pages 20 entries at a time: 20 top-ups push the debit and the grant to page 2.
+  const { account_id: accountId } = await page.evaluate<{ account_id: string }>("fetch('/dashboard/api/session').then((r) => r.json())");
+  for (let i = 1; i <= 20; i++) await gateway.admin('POST', `/admin/accounts/${accountId}/credits`, { amount: 0.01, note: `top-up ${i}` });
+  await page.reload();
+  const ledgerRows = page.locator('#ledger tbody tr');
+  await expect.poll(() => ledgerRows.first().textContent()).toContain('top-up 20');
+  expect(await ledgerRows.count()).toBe(20);
+  await page.getByRole('button', { name: 'Older' }).click();
+  await page.getByText('Page 2').waitFor();
+  await expect.poll(() => ledgerRows.count()).toBe(2);
+  expect((await ledgerRows.allTextContents()).map((t) => /debit|grant/.exec(t)?.[0])).toEqual(['debit', 'grant']);
+  expect(await page.getByRole('button', { name: 'Older' }).isDisabled()).toBe(true);
+  await page.getByRole('button', { name: 'Newer' }).click();
+  await expect.poll(() => ledgerRows.first().textContent()).toContain('top-up 20');
 
   await page.getByRole('link', { name: 'Models' }).click();
   await page.getByRole('row', { name: /sandbox\/echo/ }).waitFor();
@@ -116,22 +137,46 @@ test('sign up, spend through a new key, watch usage, revoke it', { timeout: 60_0
   await expect.poll(() => page.locator('#models tbody tr').count()).toBeLessThan(allRows);
   await page.getByLabel('Capability').selectOption('');
   await expect.poll(() => page.locator('#models tbody tr').count()).toBe(allRows);
+  await page.getByLabel('Provider').selectOption('sandbox');
+  await expect.poll(() => page.locator('#models tbody tr').count()).toBe(allRows);
+  expect(await unlabelledControls(page)).toEqual([]);
   await screenshot(page, '07-models');
+
+  // A test project key limited to one model with its own spend limit, made through the form.
+  await page.getByRole('link', { name: 'API Keys' }).click();
+  await page.getByRole('button', { name: 'Create New Key' }).click();
+  await page.getByLabel('Name').fill('ci project');
+  await page.getByLabel('Test (sandbox, free)').check();
+  await page.getByLabel('Permissions').selectOption('project');
+  await page.getByRole('checkbox', { name: 'sandbox/echo' }).check();
+  await page.getByLabel('Spend limit (USD, optional)').fill('0.5');
+  expect(await unlabelledControls(page)).toEqual([]);
+  await screenshot(page, '08-keys-create-project-key');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  const projectKey = await page.getByLabel('API key ci project').inputValue();
+  expect(projectKey).toMatch(/^tg-test-[A-Za-z0-9]{32}$/);
+  await page.getByRole('button', { name: 'I have stored the key' }).click();
+  const projectRow = page.getByRole('row', { name: /ci project/ });
+  expect(await projectRow.textContent()).toMatch(/test[\s\S]*Project[\s\S]*sandbox\/echo · limit \$0\.50/);
+  const project = new OpenAI({ apiKey: projectKey, baseURL: gateway.baseURL, maxRetries: 0 });
+  const other = await project.chat.completions.create({ model: 'sandbox/lorem', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+  expect(other).toBeInstanceOf(OpenAI.PermissionDeniedError);
 
   await page.getByRole('link', { name: 'API Keys' }).click();
   await expect.poll(() => page.getByRole('row', { name: /e2e key/ }).textContent()).not.toContain('Never');
   await page.getByRole('row', { name: /e2e key/ }).getByRole('button', { name: /Revoke/ }).click();
   const dialog = page.getByRole('dialog', { name: /Revoke key/ });
   await dialog.waitFor();
-  await screenshot(page, '08-keys-revoke-confirm');
+  await screenshot(page, '09-keys-revoke-confirm');
   await dialog.getByRole('button', { name: 'Revoke key' }).click();
   await expect.poll(() => page.getByRole('row', { name: /e2e key/ }).textContent()).toContain('Revoked');
-  await screenshot(page, '09-keys-revoked');
+  await screenshot(page, '10-keys-revoked');
 
   const refused = await client.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'again' }] }).catch((e: unknown) => e);
   expect(refused).toBeInstanceOf(OpenAI.AuthenticationError);
 
   expect(errors).toEqual([]);
+  expect(foreign).toEqual([]);
 });
 
 test('a page on another origin cannot create keys with the signed-in session', async () => {
@@ -161,18 +206,78 @@ test('a page on another origin cannot create keys with the signed-in session', a
   expect(after.data).toEqual(before.data);
 });
 
+test('webhooks: add an endpoint (secret shown once), a failed event becomes a dead letter, replay delivers it', { timeout: 30_000 }, async () => {
+  let answer = 500;
+  const receiver: Server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => ((response.statusCode = answer), response.end()));
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/tollgate-events`;
+  try {
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+    await page.getByText('No endpoints yet.').waitFor();
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    await page.getByLabel('Endpoint URL').fill(url);
+    await page.getByRole('checkbox', { name: /llm\.completion$/ }).check();
+    await page.getByLabel('Delivery attempts before a dead letter').fill('1');
+    await page.getByLabel('Description (optional)').fill('e2e receiver');
+    expect(await unlabelledControls(page)).toEqual([]);
+    await screenshot(page, '11-webhooks-add-endpoint');
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    const secret = await page.getByLabel('Signing secret').inputValue();
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    await expect.poll(() => page.getByText('cannot be shown again').isVisible()).toBe(true);
+    await page.getByRole('button', { name: 'I have stored the secret' }).click();
+    expect(await page.content()).not.toContain(secret);
+    const endpoint = page.locator('#endpoints tbody tr', { hasText: url });
+    expect(await endpoint.textContent()).toContain('llm.completion');
+
+    await endpoint.getByRole('button', { name: /Send test/ }).click();
+    await page.getByText('failed: HTTP 500').waitFor();
+    await page.locator('#deliveries tbody tr', { hasText: 'webhook.test' }).waitFor();
+
+    // A completion through a key of this account: its llm.completion event fails its only attempt.
+    const { account_id: accountId } = await page.evaluate<{ account_id: string }>("fetch('/dashboard/api/session').then((r) => r.json())");
+    const { key } = await gateway.key(accountId, { name: 'webhook e2e' });
+    await new OpenAI({ apiKey: key, baseURL: gateway.baseURL, maxRetries: 0 }).chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hook' }] });
+    const deadRow = page.locator('#dead-letters tbody tr', { hasText: 'llm.completion' });
+    await expect
+      .poll(async () => (await page.getByRole('button', { name: 'Refresh' }).click(), deadRow.count()), { timeout: 10_000 })
+      .toBe(1);
+    expect(await deadRow.textContent()).toContain('HTTP 500');
+    await screenshot(page, '12-webhooks-dead-letter');
+
+    answer = 200;
+    await deadRow.getByRole('button', { name: /Replay/ }).click();
+    await page.getByText('queued again').waitFor();
+    const delivered = page.locator('#deliveries tbody tr', { hasText: 'llm.completion' }).first();
+    await expect
+      .poll(async () => (await page.getByRole('button', { name: 'Refresh' }).click(), delivered.textContent()), { timeout: 10_000 })
+      .toContain('succeeded');
+    await page.getByText('No dead letters.').waitFor();
+    await screenshot(page, '13-webhooks-replayed');
+    expect(errors).toEqual([]);
+    expect(foreign).toEqual([]);
+  } finally {
+    receiver.close();
+  }
+});
+
 test('usable at 375 px: no sideways scrolling, every page reachable, sign out and back in', async () => {
   const mobile = await browser.newContext({ viewport: { width: 375, height: 812 }, storageState: await context.storageState() });
   mobile.setDefaultTimeout(10_000);
   const phone = await mobile.newPage();
   const phoneErrors = watchErrors(phone);
   try {
-    for (const [path, name] of [['/dashboard/keys', 'API Keys'], ['/dashboard/credits', 'Credits & usage'], ['/dashboard/models', 'Models']] as const) {
+    const pages = [['/dashboard/keys', 'API Keys'], ['/dashboard/credits', 'Credits & usage'], ['/dashboard/models', 'Models'], ['/dashboard/webhooks', 'Webhooks']] as const;
+    for (const [path, name] of pages) {
       await phone.goto(`${gateway.url}${path}`);
       await phone.getByRole('heading', { name, level: 1 }).waitFor();
       await phone.locator('.loading').first().waitFor({ state: 'detached' });
       expect(await phone.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
-      await screenshot(phone, `10-mobile-${path.split('/').pop()}`);
+      await screenshot(phone, `14-mobile-${path.split('/').pop()}`);
     }
     await phone.getByRole('link', { name: 'API Keys' }).click();
     const create = phone.getByRole('button', { name: 'Create New Key' });
@@ -186,7 +291,7 @@ test('usable at 375 px: no sideways scrolling, every page reachable, sign out an
     await phone.getByLabel('Password').fill(password);
     await phone.getByRole('button', { name: 'Sign in' }).click();
     await phone.getByRole('heading', { name: 'API Keys', level: 1 }).waitFor();
-    await screenshot(phone, '11-mobile-signed-in-again');
+    await screenshot(phone, '15-mobile-signed-in-again');
     expect(phoneErrors).toEqual([]);
   } finally {
     await mobile.close();

@@ -126,3 +126,29 @@ export interface List<T> {
   has_more?: boolean;
   next_before?: string | null;
 }
+
+export interface Webhook {
+  id: string;
+  url: string;
+  events: Array<{ type: string; filters?: Record<string, unknown> }>;
+  timeout: number;
+  retryConfig: { maxAttempts: number; initialDelay: number; maxDelay: number; backoffMultiplier: number };
+  description: string | null;
+  created: number;
+  /** Only in the answer to its creation. */
+  secret?: string;
+}
+
+export interface Delivery {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  event: string;
+  status: 'pending' | 'delivering' | 'succeeded' | 'dead' | 'failed';
+  attempts: number;
+  next_attempt_at: number | null;
+  last_status: number | null;
+  last_error: string | null;
+  created: number;
+  completed_at: number | null;
+}

@@ -5,6 +5,7 @@ import { authPage } from './pages/auth.js';
 import { creditsPage } from './pages/credits.js';
 import { keysPage } from './pages/keys.js';
 import { modelsPage } from './pages/models.js';
+import { webhooksPage } from './pages/webhooks.js';
 
 const BASE = '/dashboard';
 const PAGES: Record<string, { title: string; page: Page; public?: boolean }> = {
@@ -13,11 +14,13 @@ const PAGES: Record<string, { title: string; page: Page; public?: boolean }> = {
   '/keys': { title: 'API Keys', page: keysPage },
   '/credits': { title: 'Credits & usage', page: creditsPage },
   '/models': { title: 'Models', page: modelsPage },
+  '/webhooks': { title: 'Webhooks', page: webhooksPage },
 };
 const NAV = [
   ['/keys', 'API Keys'],
   ['/credits', 'Credits & usage'],
   ['/models', 'Models'],
+  ['/webhooks', 'Webhooks'],
 ] as const;
 
 const root = document.getElementById('app')!;

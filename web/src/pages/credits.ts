@@ -84,12 +84,19 @@ export const creditsPage: Page = (container) => {
         ${h.models.length
           ? html`<div class="chart"><canvas id="model-chart" role="img" aria-label="Spend per model"></canvas></div>
               <div class="table-wrap">
-                <table>
+                <table id="model-usage" class="cards-on-mobile">
                   <caption class="visually-hidden">Usage per model over the last 30 days</caption>
                   <thead><tr><th>Model</th><th class="num">Requests</th><th class="num">Prompt tokens</th><th class="num">Completion tokens</th><th class="num">Spend</th></tr></thead>
                   <tbody>
                     ${h.models.map(
-                      (m) => html`<tr><td>${m.model}</td><td class="num">${count(m.requests)}</td><td class="num">${count(m.prompt_tokens)}</td><td class="num">${count(m.completion_tokens)}</td><td class="num">${usd(m.credits)}</td></tr>`,
+                      (m) =>
+                        html`<tr>
+                          <td data-label="Model">${m.model}</td>
+                          <td data-label="Requests" class="num">${count(m.requests)}</td>
+                          <td data-label="Prompt tokens" class="num">${count(m.prompt_tokens)}</td>
+                          <td data-label="Completion tokens" class="num">${count(m.completion_tokens)}</td>
+                          <td data-label="Spend" class="num">${usd(m.credits)}</td>
+                        </tr>`,
                     )}
                   </tbody>
                 </table>

@@ -155,10 +155,12 @@ export const keysPage: Page = (container, app) => {
       <td data-label="Key"><code>${key.hint}</code></td>
       <td data-label="Environment"><span class="badge ${key.environment}">${key.environment}</span></td>
       <td data-label="Permissions">
-        ${PERMISSION_LABELS[key.permissions]}
-        ${key.permissions === 'project'
-          ? html`<div class="muted small">${key.models.length ? key.models.join(', ') : 'all models'}${key.spend_limit !== null ? html` · limit ${usd(key.spend_limit)}` : null}</div>`
-          : null}
+        <div>
+          ${PERMISSION_LABELS[key.permissions]}
+          ${key.permissions === 'project'
+            ? html`<div class="muted small">${key.models.length ? key.models.join(', ') : 'all models'}${key.spend_limit !== null ? html` · limit ${usd(key.spend_limit)}` : null}</div>`
+            : null}
+        </div>
       </td>
       <td data-label="Created">${date(key.created)}</td>
       <td data-label="Last used">${dateTime(key.last_used)}</td>

@@ -34,13 +34,13 @@ export function ledgerSection(container: HTMLElement): void {
 
   const row = (e: LedgerEntry) => html`
     <tr>
-      <td>${dateTime(e.created)}</td>
-      <td><span class="badge kind-${e.kind}">${e.kind}</span></td>
-      <td class="num ${e.amount < 0 ? 'negative' : 'positive'}">${usd(e.amount)}</td>
-      <td class="num">${usd(e.balance_after)}</td>
-      <td>${e.model ?? e.note ?? ''}</td>
-      <td class="num">${e.prompt_tokens === null ? '' : count((e.prompt_tokens ?? 0) + (e.completion_tokens ?? 0))}</td>
-      <td><code class="small">${e.request_id ?? ''}</code></td>
+      <td data-label="Time">${dateTime(e.created)}</td>
+      <td data-label="Kind"><span class="badge kind-${e.kind}">${e.kind}</span></td>
+      <td data-label="Amount" class="num ${e.amount < 0 ? 'negative' : 'positive'}">${usd(e.amount)}</td>
+      <td data-label="Balance after" class="num">${usd(e.balance_after)}</td>
+      <td data-label="Model or note">${e.model ?? e.note ?? ''}</td>
+      <td data-label="Tokens" class="num">${e.prompt_tokens === null ? '' : count((e.prompt_tokens ?? 0) + (e.completion_tokens ?? 0))}</td>
+      <td data-label="Request"><code class="small">${e.request_id ?? ''}</code></td>
     </tr>
   `;
 
@@ -53,7 +53,7 @@ export function ledgerSection(container: HTMLElement): void {
           ${!page
             ? html`<p class="loading">Loading…</p>`
             : html`<div class="table-wrap">
-                  <table id="ledger">
+                  <table id="ledger" class="cards-on-mobile">
                     <caption class="visually-hidden">Ledger entries, newest first</caption>
                     <thead><tr><th>Time</th><th>Kind</th><th class="num">Amount</th><th class="num">Balance after</th><th>Model or note</th><th class="num">Tokens</th><th>Request</th></tr></thead>
                     <tbody>${page.data.map(row)}</tbody>

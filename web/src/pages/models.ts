@@ -48,16 +48,16 @@ export const modelsPage: Page = (container) => {
 
   const row = (m: Model) => html`
     <tr>
-      <td><strong>${m.id}</strong><div class="muted small">${m.provider.name}${m.aliases?.length ? ` · also ${m.aliases.join(', ')}` : ''}</div></td>
-      <td class="num">${price(m.pricing.prompt)}</td>
-      <td class="num">${price(m.pricing.completion)}</td>
-      <td class="num">${count(m.context_length)}</td>
-      <td class="num">${count(m.max_tokens)}</td>
-      <td><ul class="chips">${CAPABILITIES.filter((c) => m.capabilities[c]).map((c) => html`<li>${c.replace('_', ' ')}</li>`)}</ul></td>
-      <td class="num">${orDash(m.performance.avg_response_time, (v) => `${v.toFixed(2)} s`)}</td>
-      <td class="num">${orDash(m.performance.avg_tokens_per_second, (v) => v.toFixed(1))}</td>
-      <td class="num">${orDash(m.performance.uptime_percentage, (v) => `${v.toFixed(1)}%`)}</td>
-      <td><span class="badge ${m.status.active ? 'on' : 'off'}">${m.status.active ? 'Active' : 'Unavailable'}</span><div class="muted small">${m.status.message}</div></td>
+      <td data-label="Model"><div><strong>${m.id}</strong><div class="muted small">${m.provider.name}${m.aliases?.length ? ` · also ${m.aliases.join(', ')}` : ''}</div></div></td>
+      <td data-label="Prompt / 1K" class="num">${price(m.pricing.prompt)}</td>
+      <td data-label="Completion / 1K" class="num">${price(m.pricing.completion)}</td>
+      <td data-label="Context" class="num">${count(m.context_length)}</td>
+      <td data-label="Max output" class="num">${count(m.max_tokens)}</td>
+      <td data-label="Capabilities"><ul class="chips">${CAPABILITIES.filter((c) => m.capabilities[c]).map((c) => html`<li>${c.replace('_', ' ')}</li>`)}</ul></td>
+      <td data-label="Avg response" class="num">${orDash(m.performance.avg_response_time, (v) => `${v.toFixed(2)} s`)}</td>
+      <td data-label="Tokens/s" class="num">${orDash(m.performance.avg_tokens_per_second, (v) => v.toFixed(1))}</td>
+      <td data-label="Uptime" class="num">${orDash(m.performance.uptime_percentage, (v) => `${v.toFixed(1)}%`)}</td>
+      <td data-label="Status"><div><span class="badge ${m.status.active ? 'on' : 'off'}">${m.status.active ? 'Active' : 'Unavailable'}</span><div class="muted small">${m.status.message}</div></div></td>
     </tr>
   `;
 
@@ -87,7 +87,7 @@ export const modelsPage: Page = (container) => {
           : models.length === 0
             ? html`<p class="muted">No model matches these filters.</p>`
             : html`<div class="table-wrap">
-                <table id="models">
+                <table id="models" class="cards-on-mobile">
                   <caption class="visually-hidden">Models</caption>
                   <thead><tr><th>Model</th><th class="num">Prompt / 1K</th><th class="num">Completion / 1K</th><th class="num">Context</th><th class="num">Max output</th><th>Capabilities</th><th class="num">Avg response</th><th class="num">Tokens/s</th><th class="num">Uptime</th><th>Status</th></tr></thead>
                   <tbody>${models.map(row)}</tbody>
