@@ -151,7 +151,7 @@ export class Wallet {
         this.credits.confirmed(written.hold, written.chargedNano, applied, balance).catch((error) => this.options.onError?.(error));
       }
       const state = this.accounts.peek(entry.accountId);
-      if (entry.kind !== 'debit' || !state || !this.options.events.wants('credit.low_balance')) return;
+      if (entry.kind !== 'debit' || !state || !this.options.events.wants('credit.low_balance', entry.accountId)) return;
       const after = result.balancesAfter[index]!;
       const thresholds = state.settings.lowBalanceThresholdsNano ?? this.options.defaultThresholdsNano;
       for (const threshold of findCrossings(after - applied, after, thresholds)) {

@@ -27,6 +27,8 @@ export class DeliveryWorker {
   private readonly timers = new Set<NodeJS.Timeout>();
   private pollTimer: NodeJS.Timeout | undefined;
   private polling = false;
+  /** The last claim started: `stop` waits for it, so no row is claimed at shutdown and then left behind. */
+  private claiming: Promise<void> | undefined;
   private again = false;
   private stopped = true;
 
@@ -46,15 +48,17 @@ export class DeliveryWorker {
       this.again = true;
       return;
     }
-    void this.poll();
+    this.polling = true;
+    this.claiming = this.poll();
   }
 
-  /** Stops claiming and waits for the attempts in flight (each ends within its timeout). */
+  /** Stops claiming and waits for a claim under way and the attempts in flight (each ends within its timeout). */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.pollTimer);
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    await this.claiming;
     await Promise.allSettled([...this.inFlight]);
   }
 
@@ -68,7 +72,6 @@ export class DeliveryWorker {
   }
 
   private async poll(): Promise<void> {
-    this.polling = true;
     this.again = false;
     try {
       const free = this.options.concurrency - this.inFlight.size;
