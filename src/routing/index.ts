@@ -9,15 +9,18 @@ import type { Price } from '../billing/index.js';
 import type { Catalog, CatalogModel, PerformanceTracker } from '../catalog/index.js';
 import { SANDBOX_PROVIDER_ID, type Config, type RoutingConfig } from '../config/index.js';
 import { GatewayError } from '../errors/index.js';
-import { UpstreamError, type ChatCompletion, type ChatCompletionChunk, type ProviderCall } from '../providers/types.js';
+import { UpstreamError, type ChatCompletion, type ProviderCall } from '../providers/types.js';
 import type { Environment } from '../storage/index.js';
 import { backoffMs, pause, reasonOf, verdict } from './attempts.js';
 import { Breaker } from './breaker.js';
 import { Health, type Deployment } from './health.js';
+import { openStream, type StreamStart } from './open-stream.js';
 import { ProviderSet } from './providers.js';
 
 export { Breaker, type BreakerState } from './breaker.js';
 export type { Deployment } from './health.js';
+export type { StreamStart } from './open-stream.js';
+export { ProviderSet } from './providers.js';
 
 export interface Route {
   /** The model that answered (a fallback model when the requested one failed); before the call, the requested one. */
@@ -36,11 +39,6 @@ export interface RouteOptions {
   fallbacks?: readonly CatalogModel[] | undefined;
   /** The request's `timeout_ms`. */
   timeoutMs?: number | undefined;
-}
-
-export interface StreamStart {
-  first: IteratorResult<ChatCompletionChunk>;
-  chunks: AsyncIterator<ChatCompletionChunk>;
 }
 
 export class Router {
@@ -78,7 +76,7 @@ export class Router {
     return this.run(route, call, false) as Promise<ChatCompletion>;
   }
 
-  /** Opens the stream and waits for its first chunk; once a chunk is out, nothing is retried. */
+  /** Opens the stream and waits for its first chunk with substance (see openStream); after that nothing is retried. */
   stream(route: Route, call: ProviderCall): Promise<StreamStart> {
     return this.run(route, call, true) as Promise<StreamStart>;
   }
@@ -166,12 +164,6 @@ export class Router {
     }
     return list;
   }
-}
-
-async function openStream(deployment: Deployment, call: ProviderCall): Promise<StreamStart> {
-  const chunks = deployment.provider.stream(call)[Symbol.asyncIterator]();
-  const first = await chunks.next();
-  return { first, chunks };
 }
 
 /** The price to reserve when any of several models may answer: the dearest of each side. */

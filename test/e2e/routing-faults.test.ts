@@ -24,7 +24,7 @@ const base = DEFAULT_MODELS.find((m) => m.id === 'claude-haiku-5-5')!;
 const routed = (id: string, deployments: ModelConfig['deployments'], extra: Partial<ModelConfig> = {}): ModelConfig => ({ ...base, id, name: id, deployments, ...extra });
 const AG = [{ provider: 'anthropic', upstream_model: 'claude-test' }, { provider: 'gemini', upstream_model: 'gemini-test' }];
 /** One model per scenario, so that their circuit breakers do not meet. */
-const MODELS = ['m-500', 'm-timeout', 'm-stream', 'm-400', 'm-breaker', 'm-all-down', 'm-single', 'm-deadline'].map((id) => routed(id, AG));
+const MODELS = ['m-500', 'm-timeout', 'm-stream', 'm-stream-open', 'm-400', 'm-breaker', 'm-all-down', 'm-single', 'm-deadline'].map((id) => routed(id, AG));
 const DEAD = routed('m-refused', [{ provider: 'dead', upstream_model: 'claude-test' }, { provider: 'gemini', upstream_model: 'gemini-test' }]);
 /** Only weighted deployments are drawn for the first attempt: Gemini always goes first here. */
 const WEIGHTED = routed('m-weighted', [{ provider: 'anthropic', upstream_model: 'claude-test' }, { provider: 'gemini', upstream_model: 'gemini-test', weight: 1 }]);
@@ -142,6 +142,21 @@ describe('fallback to the second deployment', () => {
   it('streaming: the first fails before its first byte, the second streams', async () => {
     anthropic.setBehavior({ kind: 'error', status: 529, type: 'overloaded_error' });
     await answeredBySecond('m-stream', true);
+  });
+
+  it('streaming: an error event right after the stream opened (before any text) is still retried, then falls back', async () => {
+    // Anthropic's overloaded_error can arrive after a 200 and message_start: nothing of the answer has reached the
+    // client yet, so the same deployment is retried...
+    const a = anthropic.requests.length;
+    anthropic.enqueue({ kind: 'stream-error', afterDeltas: 0, type: 'overloaded_error' });
+    const { data, response } = await gw.client(heavy).chat.completions.create({ model: 'm-stream-open', messages: user, stream: true }).withResponse();
+    let text = '';
+    for await (const chunk of data) text += chunk.choices[0]?.delta.content ?? '';
+    expect([response.headers.get('x-tollgate-provider'), text]).toEqual(['anthropic', ANTHROPIC_TEXT]);
+    expect(anthropic.requests.length - a).toBe(2);
+    // ...and when it keeps failing, the next deployment answers, charged once.
+    anthropic.setBehavior({ kind: 'stream-error', afterDeltas: 0, type: 'overloaded_error' });
+    await answeredBySecond('m-stream-open', true);
   });
 
   it('a 400 (the request is wrong) is not retried nor sent elsewhere', async () => {

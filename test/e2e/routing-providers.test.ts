@@ -138,6 +138,7 @@ describe('mapped errors (nothing charged)', () => {
   const cases: Array<[number, number, string]> = [
     [400, 400, 'invalid_request'],
     [401, 502, 'upstream_error'],
+    [402, 502, 'upstream_error'],
     [403, 502, 'upstream_error'],
     [404, 502, 'upstream_error'],
     [413, 400, 'invalid_request'],

@@ -88,9 +88,26 @@ describe('request translation (asserted by the server)', () => {
       { type: 'tool_result', tool_use_id: 'call_1', content: '{"celsius": 21}' },
       { type: 'text', text: 'Thanks.' },
     ]);
-    expect(seen.body).toMatchObject({ model: 'claude-test', max_tokens: 77, stop_sequences: ['END'], temperature: 1, top_p: 0.9, metadata: { user_id: 'user-42' } });
+    // temperature 1.5 is capped at Anthropic's 1; with top_p narrowing sampling, top_p alone is sent (see below).
+    expect(seen.body).toMatchObject({ model: 'claude-test', max_tokens: 77, stop_sequences: ['END'], top_p: 0.9, metadata: { user_id: 'user-42' } });
+    expect(seen.body.temperature).toBeUndefined();
     expect(seen.body.tools).toEqual([{ name: 'weather', description: 'Weather of a city', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }]);
     expect(seen.body.tool_choice).toEqual({ type: 'auto' });
+  });
+
+  it('temperature and top_p: one of them is sent, as Claude models since Opus 4.1 require', async () => {
+    for (const [temperature, top_p, sent] of [
+      [0.2, undefined, { temperature: 0.2 }],
+      [undefined, 0.8, { top_p: 0.8 }],
+      [1.7, undefined, { temperature: 1 }],
+      [0.3, 0.9, { temperature: 0.3 }],
+      [1, 0.9, { top_p: 0.9 }],
+      [0.5, 1, { temperature: 0.5 }],
+    ] as const) {
+      await provider.complete(call({ ...(temperature === undefined ? {} : { temperature }), ...(top_p === undefined ? {} : { top_p }) }));
+      const { temperature: t, top_p: p } = last().body;
+      expect({ ...(t === undefined ? {} : { temperature: t }), ...(p === undefined ? {} : { top_p: p }) }).toEqual(sent);
+    }
   });
 
   it('max_tokens defaults to the model limit handed by the router; tool_choice required / named / none', async () => {
@@ -181,11 +198,22 @@ describe('streams', () => {
     expect(chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0]?.finish_reason).toBe('tool_calls');
   });
 
+  it('a stream that closes after message_delta without message_stop is complete, with its usage', async () => {
+    mock.enqueue({ kind: 'ok', noStop: true });
+    const chunks = await collect(provider.stream(call({})));
+    expect(text(chunks)).toBe(ANTHROPIC_TEXT);
+    expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('stop');
+    expect(chunks.at(-1)!).toMatchObject({ choices: [], usage: { completion_tokens: 5 } });
+  });
+
   it('a stream cut mid-way, a malformed event and an error event fail after the chunks already sent', async () => {
     for (const [behavior, kind, status] of [
       [{ kind: 'cut', afterDeltas: 3 }, 'protocol', undefined],
       [{ kind: 'malformed', afterDeltas: 3 }, 'protocol', undefined],
       [{ kind: 'stream-error', afterDeltas: 3, type: 'overloaded_error' }, 'http', 529],
+      [{ kind: 'stream-error', afterDeltas: 3, type: 'rate_limit_error' }, 'http', 429],
+      [{ kind: 'stream-error', afterDeltas: 3, type: 'billing_error' }, 'http', 402],
+      [{ kind: 'stream-error', afterDeltas: 3, type: 'api_error' }, 'http', 500],
     ] as const) {
       mock.enqueue(behavior);
       const chunks: ChatCompletionChunk[] = [];
@@ -200,7 +228,7 @@ describe('streams', () => {
 });
 
 describe('errors', () => {
-  for (const [status, type] of [[400, 'invalid_request_error'], [401, 'authentication_error'], [403, 'permission_error'], [404, 'not_found_error'], [413, 'request_too_large'], [429, 'rate_limit_error'], [500, 'api_error'], [529, 'overloaded_error']] as const) {
+  for (const [status, type] of [[400, 'invalid_request_error'], [401, 'authentication_error'], [402, 'billing_error'], [403, 'permission_error'], [404, 'not_found_error'], [413, 'request_too_large'], [429, 'rate_limit_error'], [500, 'api_error'], [529, 'overloaded_error']] as const) {
     it(`HTTP ${status} ${type} keeps its status and message`, async () => {
       mock.enqueue({ kind: 'error', status, type, message: `mock says ${type}` });
       const error = await failure(provider.complete(call({})));

@@ -121,6 +121,53 @@ describe('answers', () => {
   });
 });
 
+describe('thought signatures (Gemini 3)', () => {
+  const tools = [{ type: 'function' as const, function: { name: 'weather', parameters: { type: 'object' } } }];
+  const gemini3 = (body: Partial<ChatRequest>) => call({ model: 'gemini-3-test', tools, ...body });
+
+  it('a signed call keeps its signature in the tool call id, and it goes back with the call in the next turn', async () => {
+    for (const stream of [false, true]) {
+      mock.enqueue({ kind: 'ok', calls: [{ name: 'weather', args: { city: 'Lima' } }, { name: 'weather', args: { city: 'Quito' } }] });
+      const calls = stream
+        ? (await collect(provider.stream(gemini3({})))).flatMap((c) => c.choices[0]?.delta.tool_calls ?? []).map((d) => ({ id: d.id!, type: 'function' as const, function: { name: d.function!.name!, arguments: d.function!.arguments! } }))
+        : (await provider.complete(gemini3({}))).choices[0]!.message.tool_calls!;
+      const signature = calls[0]!.id.split('~ts~')[1];
+      expect(signature).toBeTruthy();
+      expect(calls[1]!.id).toBe('call_1'); // only the first call of a step is signed
+      const completion = await provider.complete(
+        gemini3({
+          messages: [
+            { role: 'user', content: 'Weather in Lima and Quito?' },
+            { role: 'assistant', content: null, tool_calls: calls },
+            { role: 'tool', tool_call_id: calls[0]!.id, content: '{"celsius": 18}' },
+            { role: 'tool', tool_call_id: calls[1]!.id, content: '{"celsius": 14}' },
+          ],
+        }),
+      );
+      expect(completion.choices[0]!.message.content).toBe(GEMINI_TEXT);
+      expect(last().body.contents[1].parts).toEqual([
+        { functionCall: { name: 'weather', args: { city: 'Lima' } }, thoughtSignature: signature },
+        { functionCall: { name: 'weather', args: { city: 'Quito' } } },
+      ]);
+      expect(last().body.contents[2].parts.map((p: any) => p.functionResponse.name)).toEqual(['weather', 'weather']);
+    }
+  });
+
+  it("a call Gemini did not make gets the documented sentinel (Gemini 3 only); a wrong signature is Google's 400", async () => {
+    const history = (id: string) => [
+      { role: 'user' as const, content: 'Weather?' },
+      { role: 'assistant' as const, content: null, tool_calls: [{ id, type: 'function' as const, function: { name: 'weather', arguments: '{}' } }] },
+      { role: 'tool' as const, tool_call_id: id, content: 'sunny' },
+    ];
+    await provider.complete(gemini3({ messages: history('call_from_elsewhere') }));
+    expect(last().body.contents[1].parts[0].thoughtSignature).toBe('skip_thought_signature_validator');
+    await provider.complete(call({ tools, messages: history('call_from_elsewhere') }));
+    expect(last().body.contents[1].parts[0].thoughtSignature).toBeUndefined();
+    const forged = await failure(provider.complete(gemini3({ messages: history('call_0~ts~Zm9yZ2Vk') })));
+    expect(forged).toMatchObject({ status: 400 });
+  });
+});
+
 describe('streams', () => {
   it('streamGenerateContent?alt=sse events arrive as chunks, then the usage chunk', async () => {
     const chunks = await collect(provider.stream(call({})));
@@ -159,6 +206,26 @@ describe('streams', () => {
       expect(text(chunks)).toBe('part0 part1 part2 ');
       expect(error.kind).toBe('protocol');
     }
+  });
+
+  it("an error event mid-stream fails with Google's code and message", async () => {
+    for (const status of [429, 500, 503]) {
+      mock.enqueue({ kind: 'stream-error', afterChunks: 2, status, message: `stream says ${status}` });
+      const chunks: ChatCompletionChunk[] = [];
+      const error = await failure((async () => {
+        for await (const chunk of provider.stream(call({}))) chunks.push(chunk);
+      })());
+      expect(text(chunks)).toBe('part0 part1 ');
+      expect(error).toMatchObject({ kind: 'http', status, message: `stream says ${status}` });
+    }
+  });
+
+  it('chunks are yielded as the events arrive, not after the whole answer', async () => {
+    mock.enqueue({ kind: 'ok', text: 'one two three four five six', delayMs: 100 });
+    const started = Date.now();
+    let firstText = 0;
+    for await (const chunk of provider.stream(call({}))) if (chunk.choices[0]?.delta.content && !firstText) firstText = Date.now() - started;
+    expect(firstText).toBeLessThan(Date.now() - started - 300);
   });
 });
 

@@ -19,6 +19,8 @@ export type AnthropicBehavior =
       latencyMs?: number;
       /** Thinking block before the answer (its deltas must not reach the client). */
       thinking?: boolean;
+      /** Close the connection after message_delta, without message_stop. */
+      noStop?: boolean;
     }
   | { kind: 'error'; status: number; type?: string; message?: string }
   | { kind: 'cut'; afterDeltas?: number }
@@ -40,6 +42,7 @@ export interface MockAnthropic {
 const ERROR_TYPES: Record<number, string> = {
   400: 'invalid_request_error',
   401: 'authentication_error',
+  402: 'billing_error',
   403: 'permission_error',
   404: 'not_found_error',
   413: 'request_too_large',
@@ -117,6 +120,8 @@ export function validate(body: any): string | undefined {
   const allowed = new Set(['model', 'max_tokens', 'messages', 'system', 'stream', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'metadata']);
   for (const key of Object.keys(body)) if (!allowed.has(key)) return `${key}: Extra inputs are not permitted`;
   if (body.temperature !== undefined && (body.temperature < 0 || body.temperature > 1)) return 'temperature: range: 0..1';
+  // Claude models since Opus 4.1 take one of the two.
+  if (body.temperature !== undefined && body.top_p !== undefined) return '`temperature` and `top_p` cannot both be specified for this model. Please use only one.';
   if (body.system !== undefined && typeof body.system !== 'string' && !body.system.every((b: any) => b.type === 'text' && typeof b.text === 'string')) return 'system: text blocks only';
   if (body.stop_sequences !== undefined && !(Array.isArray(body.stop_sequences) && body.stop_sequences.every((s: unknown) => typeof s === 'string'))) return 'stop_sequences: list of strings';
   const toolUses = new Set<string>();
@@ -214,6 +219,7 @@ async function serve(b: AnthropicBehavior, request: any, res: ServerResponse, re
       await send('content_block_stop', { type: 'content_block_stop', index: index++ });
     }
     await send('message_delta', { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } });
+    if (ok.noStop) return void res.socket?.destroy();
     await send('message_stop', { type: 'message_stop' });
     res.end();
   } catch {

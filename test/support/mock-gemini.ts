@@ -24,6 +24,8 @@ export type GeminiBehavior =
   | { kind: 'error'; status: number; message?: string }
   | { kind: 'cut'; afterChunks?: number }
   | { kind: 'malformed'; afterChunks?: number }
+  /** An error object as an SSE event mid-stream (what Google sends when a stream fails after its 200). */
+  | { kind: 'stream-error'; afterChunks?: number; status?: number; message?: string }
   | { kind: 'hang' };
 
 export interface MockGemini {
@@ -37,12 +39,16 @@ export interface MockGemini {
 
 const STATUS: Record<number, string> = { 400: 'INVALID_ARGUMENT', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 503: 'UNAVAILABLE', 504: 'DEADLINE_EXCEEDED' };
 export const GEMINI_TEXT = 'Hello from the Gemini mock.';
+/** Models that sign their function calls and check the signatures: Gemini 3 and later. */
+const GEMINI_3 = /gemini-([3-9]|\d\d)/;
 const PATH = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)(\?alt=sse)?$/;
 
 export async function startMockGemini(options: { apiKey: string }): Promise<MockGemini> {
   const requests: RecordedRequest[] = [];
   const queue: GeminiBehavior[] = [];
   let behavior: GeminiBehavior = { kind: 'ok' };
+  /** The thought signatures this server gave its function calls. */
+  const signatures = new Set<string>();
 
   const server = createServer(async (req, res) => {
     res.on('error', () => {});
@@ -69,9 +75,9 @@ export async function startMockGemini(options: { apiKey: string }): Promise<Mock
     if (req.method !== 'POST' || !match) return error(res, 404, `Method not found: ${req.url}`);
     const streaming = match[2] === 'streamGenerateContent';
     if (streaming && !match[3]) return error(res, 400, 'this mock only streams with alt=sse');
-    const problem = validate(body);
+    const problem = validate(body) ?? checkSignatures(body, match[1]!, signatures);
     if (problem) return error(res, 400, problem);
-    await serve(queue.shift() ?? behavior, body, match[1]!, streaming, res, record);
+    await serve(queue.shift() ?? behavior, body, match[1]!, streaming, res, record, signatures);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -109,7 +115,10 @@ export function validate(body: any): string | undefined {
     if (!Array.isArray(content.parts) || content.parts.length === 0) return `contents[${i}].parts: must not be empty`;
     for (const part of content.parts) {
       const fields = Object.keys(part).filter((k) => PART_FIELDS.includes(k));
-      if (fields.length !== 1 || Object.keys(part).length !== 1) return `contents[${i}].parts: each part holds exactly one data field`;
+      const others = Object.keys(part).filter((k) => !PART_FIELDS.includes(k));
+      if (fields.length !== 1) return `contents[${i}].parts: each part holds exactly one data field`;
+      if (others.some((k) => k !== 'thought' && k !== 'thoughtSignature')) return `Invalid JSON payload received. Unknown name "${others[0]}" at 'contents[${i}].parts'`;
+      if (part.thoughtSignature !== undefined && typeof part.thoughtSignature !== 'string') return 'thoughtSignature: must be a base64 string';
       if (part.inlineData && !(typeof part.inlineData.mimeType === 'string' && typeof part.inlineData.data === 'string')) return 'inlineData: mimeType and data required';
       if (part.functionResponse && (typeof part.functionResponse.name !== 'string' || typeof part.functionResponse.response !== 'object')) return 'functionResponse: name and object response required';
     }
@@ -125,7 +134,23 @@ export function validate(body: any): string | undefined {
   return undefined;
 }
 
-async function serve(b: GeminiBehavior, request: any, model: string, streaming: boolean, res: ServerResponse, record: RecordedRequest): Promise<void> {
+/**
+ * Gemini 3's check: the first function call of each model turn must carry the signature it was given (or the
+ * documented sentinel for calls Gemini did not make). Earlier models do not check.
+ */
+export function checkSignatures(body: any, model: string, issued: ReadonlySet<string>): string | undefined {
+  if (!GEMINI_3.test(model)) return undefined;
+  for (const [i, content] of body.contents.entries()) {
+    const call = content.role === 'model' ? content.parts.find((p: any) => p.functionCall) : undefined;
+    if (!call) continue;
+    const signature = call.thoughtSignature;
+    if (signature === undefined) return `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${call.functionCall.name}\` , position ${i + 1}.`;
+    if (signature !== 'skip_thought_signature_validator' && !issued.has(signature)) return `Corrupted thought signature.`;
+  }
+  return undefined;
+}
+
+async function serve(b: GeminiBehavior, request: any, model: string, streaming: boolean, res: ServerResponse, record: RecordedRequest, signatures: Set<string>): Promise<void> {
   if (b.kind === 'hang') return;
   if (b.kind === 'error') return error(res, b.status, b.message ?? `Mock error ${b.status}`);
   if (b.kind === 'ok' && b.latencyMs) await sleep(b.latencyMs);
@@ -139,7 +164,10 @@ async function serve(b: GeminiBehavior, request: any, model: string, streaming: 
   const finishReason = ok.finishReason ?? 'STOP';
   const responseId = `mockresp${Date.now()}`;
   const base = { modelVersion: model, responseId, ...(ok.usage === false ? {} : { usageMetadata }) };
-  const callParts = (ok.calls ?? []).map((call) => ({ functionCall: { name: call.name, args: call.args } }));
+  // Gemini 3 signs the first function call of a step (https://ai.google.dev/gemini-api/docs/thought-signatures).
+  const signature = GEMINI_3.test(model) ? Buffer.from(`sig-${responseId}-${signatures.size}`).toString('base64') : undefined;
+  if (signature && ok.calls?.length) signatures.add(signature);
+  const callParts = (ok.calls ?? []).map((call, i) => ({ functionCall: { name: call.name, args: call.args }, ...(signature && i === 0 ? { thoughtSignature: signature } : {}) }));
   if (!streaming) {
     if (ok.blockPrompt) return json(res, 200, { promptFeedback: { blockReason: 'SAFETY' }, ...base });
     const parts = ok.calls ? callParts : [{ text }];
@@ -160,6 +188,11 @@ async function serve(b: GeminiBehavior, request: any, model: string, streaming: 
   for (const [i, parts] of events.entries()) {
     if (b.kind !== 'ok' && i === (b.afterChunks ?? 3)) {
       if (b.kind === 'cut') return void res.socket?.destroy();
+      if (b.kind === 'stream-error') {
+        const code = b.status ?? 503;
+        await send({ error: { code, message: b.message ?? 'The model is overloaded. Please try again later.', status: STATUS[code] ?? 'UNKNOWN' } });
+        return void res.end();
+      }
       await new Promise((r) => res.write('data: {"candidates": [{"content": {"parts": [{"text": "br\r\n\r\n', r));
       return void res.end();
     }

@@ -44,6 +44,8 @@ export function createAnthropicProvider(options: AnthropicOptions): AnthropicPro
       if (translator.done) return;
     }
     if (!translator.finished) throw new UpstreamError(id, 'protocol', `${id} stream ended early`);
+    // The answer was complete (message_delta said why it stopped) but message_stop never came: usage is known.
+    yield translator.usageChunk();
   }
 
   return {

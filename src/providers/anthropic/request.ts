@@ -55,9 +55,7 @@ export function toAnthropicRequest(provider: string, request: ChatRequest, strea
   };
   if (stream) body.stream = true;
   if (request.stop != null) body.stop_sequences = typeof request.stop === 'string' ? [request.stop] : request.stop;
-  // OpenAI's temperature runs to 2, Anthropic's to 1.
-  if (request.temperature != null) body.temperature = Math.min(request.temperature, 1);
-  if (request.top_p != null) body.top_p = request.top_p;
+  Object.assign(body, sampling(request.temperature, request.top_p));
   if (request.user) body.metadata = { user_id: request.user };
 
   let jsonTool = false;
@@ -85,6 +83,18 @@ export function toAnthropicRequest(provider: string, request: ChatRequest, strea
   }
   if (system.length) body.system = system;
   return { body, jsonTool };
+}
+
+/**
+ * OpenAI's temperature runs to 2, Anthropic's to 1. Claude models since Opus 4.1 reject `temperature` and `top_p`
+ * together (400 "cannot both be specified"), so one is sent: `top_p` when it narrows sampling and the temperature
+ * is at its ceiling (clients often send `temperature: 1` by default), the temperature otherwise.
+ */
+function sampling(temperature: number | null | undefined, topP: number | null | undefined): Block {
+  const t = temperature == null ? undefined : Math.min(temperature, 1);
+  if (t === undefined) return topP == null ? {} : { top_p: topP };
+  if (topP == null || topP >= 1) return { temperature: t };
+  return t >= 1 ? { top_p: topP } : { temperature: t };
 }
 
 function anthropicToolChoice(choice: ToolChoice | undefined): Block | undefined {

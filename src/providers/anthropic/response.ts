@@ -40,6 +40,7 @@ const FINISH: Record<string, FinishReason> = {
 const ERROR_STATUS: Record<string, number> = {
   invalid_request_error: 400,
   authentication_error: 401,
+  billing_error: 402,
   permission_error: 403,
   not_found_error: 404,
   request_too_large: 413,
@@ -165,12 +166,17 @@ export class StreamTranslator {
       }
       case 'message_stop':
         this.done = true;
-        return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage: toUsage(this.usage) };
+        return this.usageChunk();
       case 'error':
         throw anthropicError(this.provider, event);
       default:
         return null; // ping, content_block_stop and event types added later
     }
+  }
+
+  /** The closing chunk: usage from message_start and message_delta, choices empty. */
+  usageChunk(): ChatCompletionChunk {
+    return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage: toUsage(this.usage) };
   }
 
   private chunk(delta: ChatCompletionChunk['choices'][number]['delta'], reason: FinishReason | null = null): ChatCompletionChunk {

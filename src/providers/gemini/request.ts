@@ -1,6 +1,7 @@
 /** OpenAI chat request -> Gemini generateContent request (https://ai.google.dev/api/generate-content). */
 import { mediaTypeOf, parseDataUrl, textOf, unsupported } from '../http-client.js';
 import type { ChatMessage, ChatRequest, ContentPart, ToolChoice } from '../types.js';
+import { SKIP_SIGNATURE, requiresSignature, signatureOf } from './signature.js';
 
 type Part = Record<string, unknown>;
 interface Content {
@@ -28,7 +29,7 @@ export function toGeminiRequest(provider: string, request: ChatRequest): Record<
         return;
       }
       case 'assistant':
-        return push('model', modelParts(message, callNames));
+        return push('model', modelParts(message, callNames, requiresSignature(request.model)));
       case 'tool': {
         const name = callNames.get(message.tool_call_id ?? '') ?? message.name ?? message.tool_call_id ?? 'function';
         return push('user', [{ functionResponse: { name, response: functionResponse(textOf(message.content)) } }]);
@@ -92,11 +93,11 @@ function functionResponse(text: string): Record<string, unknown> {
   }
 }
 
-function modelParts(message: ChatMessage, callNames: Map<string, string>): Part[] {
+function modelParts(message: ChatMessage, callNames: Map<string, string>, signed: boolean): Part[] {
   const parts: Part[] = [];
   const text = textOf(message.content);
   if (text) parts.push({ text });
-  for (const call of message.tool_calls ?? []) {
+  for (const [i, call] of (message.tool_calls ?? []).entries()) {
     callNames.set(call.id, call.function.name);
     let args: unknown = {};
     try {
@@ -104,7 +105,9 @@ function modelParts(message: ChatMessage, callNames: Map<string, string>): Part[
     } catch {
       args = {};
     }
-    parts.push({ functionCall: { name: call.function.name, args } });
+    // The signature Gemini gave the call; the first call of a turn must carry one for Gemini 3.
+    const signature = signatureOf(call.id) ?? (signed && i === 0 ? SKIP_SIGNATURE : undefined);
+    parts.push({ functionCall: { name: call.function.name, args }, ...(signature ? { thoughtSignature: signature } : {}) });
   }
   return parts;
 }

@@ -1,9 +1,11 @@
 /** Gemini GenerateContentResponse (one JSON body, or one per SSE event) -> OpenAI completions and chunks. */
 import { UpstreamError, type ChatCompletion, type ChatCompletionChunk, type ChunkToolCallDelta, type FinishReason, type ToolCall, type Usage } from '../types.js';
+import { withSignature } from './signature.js';
 
 interface GeminiPart {
   text?: string;
   thought?: boolean;
+  thoughtSignature?: string;
   functionCall?: { name: string; args?: unknown; id?: string };
 }
 
@@ -51,7 +53,7 @@ function callsOf(parts: GeminiPart[], first: number): ToolCall[] {
   return parts
     .filter((part) => part.functionCall)
     .map((part, i) => ({
-      id: part.functionCall!.id ?? `call_${first + i}`,
+      id: withSignature(part.functionCall!.id ?? `call_${first + i}`, part.thoughtSignature),
       type: 'function' as const,
       function: { name: part.functionCall!.name, arguments: JSON.stringify(part.functionCall!.args ?? {}) },
     }));
