@@ -128,6 +128,12 @@ export interface Provider {
   stream(call: ProviderCall): AsyncIterable<ChatCompletionChunk>;
   /** A cheap health check that spends no tokens (listing models); resolves when the provider answers 2xx. */
   probe?(signal: AbortSignal): Promise<void>;
+  /**
+   * The upstream can open a stream and fail right after (Anthropic's message_start, then an overloaded_error
+   * event): routing holds the empty opening chunks back briefly so such a failure is still retried. Providers
+   * without it have their first chunk forwarded at once.
+   */
+  readonly failsAfterOpening?: boolean;
 }
 
 /**

@@ -15,11 +15,12 @@ const PREAMBLE_HOLD_MS = 2_000;
  * for at most PREAMBLE_HOLD_MS. Chunks before it (the role-only opener that Anthropic's message_start becomes)
  * are held back and replayed, so an upstream that fails right after opening (an `overloaded_error` event) is
  * still retried: nothing has reached the client. A slow start (a model thinking) is committed after the hold.
+ * Only for providers that declare `failsAfterOpening`; others have their first chunk forwarded as it comes.
  */
 export async function openStream(deployment: Deployment, call: ProviderCall): Promise<StreamStart> {
   const upstream = deployment.provider.stream(call)[Symbol.asyncIterator]();
   let next = await upstream.next();
-  if (next.done || !isPreamble(next.value)) return { first: next, chunks: upstream };
+  if (!deployment.provider.failsAfterOpening || next.done || !isPreamble(next.value)) return { first: next, chunks: upstream };
   const held: ChatCompletionChunk[] = [];
   let pending: Promise<IteratorResult<ChatCompletionChunk>> | undefined;
   const until = Date.now() + PREAMBLE_HOLD_MS;

@@ -15,9 +15,10 @@ const chunk = (delta: ChatCompletionChunk['choices'][number]['delta'], finish: '
 const OPENER = chunk({ role: 'assistant', content: '' });
 
 type Step = ChatCompletionChunk | Error | number;
-function deployment(steps: Step[]): Deployment {
+function deployment(steps: Step[], failsAfterOpening = true): Deployment {
   const provider: Provider = {
     id: 'fake',
+    failsAfterOpening,
     complete: () => Promise.reject(new Error('unused')),
     async *stream() {
       for (const step of steps) {
@@ -44,6 +45,14 @@ describe('openStream', () => {
     const start = await openStream(deployment([OPENER, chunk({}), 20, text, end]), call);
     expect(start.first).toEqual({ done: false, value: OPENER });
     expect(await rest(start.chunks)).toEqual([chunk({}), text, end]);
+  });
+
+  it('forwards the opener at once from a provider that does not fail after opening (no added time to first chunk)', async () => {
+    const started = Date.now();
+    const start = await openStream(deployment([OPENER, 300, chunk({ content: 'Hi' })], false), call);
+    expect(start.first).toEqual({ done: false, value: OPENER });
+    expect(Date.now() - started).toBeLessThan(250);
+    expect(await rest(start.chunks)).toEqual([chunk({ content: 'Hi' })]);
   });
 
   it('a failure before any substance rejects the start, so that routing can retry it', async () => {

@@ -53,6 +53,7 @@ export function createAnthropicProvider(options: AnthropicOptions): AnthropicPro
     complete,
     stream,
     probe: (signal) => http.probe('/models?limit=1', signal, 10_000),
+    failsAfterOpening: true,
     close: () => http.close(),
   };
 }
