@@ -1,2 +1,3 @@
 export { adminTokenChecker, bootstrap, keySecret, type FirstStart } from './bootstrap.js';
 export { AdminService, type AccountPatch, type AdminHooks, type CreatedKey, type NewKeyRequest } from './service.js';
+export { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSchema } from './schemas.js';

@@ -10,6 +10,7 @@ import { creditsCommand } from './credits.js';
 import { doctorCommand } from './doctor.js';
 import { keysCommand } from './keys.js';
 import { modelsCommand } from './models.js';
+import { openapiCommand } from './openapi.js';
 import { migrateCommand, startCommand } from './server.js';
 
 // src/cli/ and dist/cli/ both sit two levels below package.json.
@@ -26,7 +27,8 @@ const program = new Command('tollgate')
   .addCommand(creditsCommand())
   .addCommand(modelsCommand())
   .addCommand(configCommand())
-  .addCommand(doctorCommand());
+  .addCommand(doctorCommand())
+  .addCommand(openapiCommand());
 
 try {
   await program.parseAsync();

@@ -1,3 +1,4 @@
 export { createChatCompletion, type ChatInput, type ChatResult } from './chat.js';
 export type { GatewayDeps } from './context.js';
 export { rateLimitHeaders } from './headers.js';
+export { ChatRequestSchema, type ChatRequestBody } from './schema.js';

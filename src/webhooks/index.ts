@@ -11,6 +11,7 @@ import type { WebhooksSettings } from './types.js';
 import { DeliveryWorker } from './worker.js';
 
 export { WebhookService, parsePage, type Page } from './service.js';
+export { CreateWebhookSchema, PatchWebhookSchema, type CreateWebhookBody, type PatchWebhookBody } from './validation.js';
 export { isPublicAddress, resolveTarget, BlockedAddressError } from './ssrf.js';
 export { retryDelay, JITTER } from './backoff.js';
 export { DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, EVENT_TYPES, WILDCARDS, type WebhooksSettings } from './types.js';

@@ -34,11 +34,11 @@ const fields = {
   retryConfig: Type.Optional(Retry),
   description: Type.Optional(Type.Union([Type.String({ maxLength: 500 }), Type.Null()])),
 };
-const CreateSchema = Type.Object(fields, { additionalProperties: false });
-const PatchSchema = Type.Partial(Type.Object(fields), { additionalProperties: false });
+export const CreateWebhookSchema = Type.Object(fields, { additionalProperties: false });
+export const PatchWebhookSchema = Type.Partial(Type.Object(fields), { additionalProperties: false });
 
-export type CreateWebhookBody = Static<typeof CreateSchema>;
-export type PatchWebhookBody = Static<typeof PatchSchema>;
+export type CreateWebhookBody = Static<typeof CreateWebhookSchema>;
+export type PatchWebhookBody = Static<typeof PatchWebhookSchema>;
 
 export interface WebhookInput {
   url?: URL;
@@ -55,7 +55,7 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const RESERVED = /^(content-type|content-length|host|transfer-encoding|connection|user-agent|x-webhook-.*)$/i;
 
 export function parseCreate(body: unknown): Required<Omit<WebhookInput, 'description'>> & Pick<WebhookInput, 'description'> {
-  const input = parse(CreateSchema, body) as CreateWebhookBody;
+  const input = parse(CreateWebhookSchema, body) as CreateWebhookBody;
   const parsed = normalize(input, undefined);
   return {
     url: parsed.url!,
@@ -70,7 +70,7 @@ export function parseCreate(body: unknown): Required<Omit<WebhookInput, 'descrip
 
 /** A PATCH: only the fields given change; `retryConfig` fields merge into the current ones. */
 export function parsePatch(body: unknown, current: RetryConfig): WebhookInput {
-  const input = parse(PatchSchema, body ?? {}) as PatchWebhookBody;
+  const input = parse(PatchWebhookSchema, body ?? {}) as PatchWebhookBody;
   const parsed = normalize(input, current);
   if (input.secret !== undefined) parsed.secret = input.secret;
   if (input.timeout !== undefined) parsed.timeoutMs = input.timeout;

@@ -1,10 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { usdNumber } from '../../billing/index.js';
 import { GatewayError, invalidRequest } from '../../errors/index.js';
-import type { AccountPatch, NewKeyRequest } from '../../admin/index.js';
+import { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSchema, type AccountPatch, type NewKeyRequest } from '../../admin/index.js';
 import { bearerToken, type HttpDeps } from '../deps.js';
 import { renderAccount, renderKey, renderLedgerEntry } from '../render.js';
-import { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSchema } from '../schemas.js';
 
 type IdParams = { id: string };
 

@@ -1,11 +1,15 @@
 import type { FastifyInstance } from 'fastify';
+import { openApiDocument } from '../../api/index.js';
 import { GatewayError } from '../../errors/index.js';
 import { sendError } from '../server.js';
 import { bearerToken, type HttpDeps } from '../deps.js';
 
-/** Liveness, readiness (the database answers) and Prometheus metrics. */
+/** Liveness, readiness (the database answers), Prometheus metrics and the OpenAPI document. */
 export function opsRoutes(server: FastifyInstance, deps: HttpDeps): void {
   server.get('/health', async () => ({ status: 'ok' }));
+
+  const openapi = JSON.stringify(openApiDocument());
+  server.get('/v1/openapi.json', async (_request, reply) => reply.header('content-type', 'application/json; charset=utf-8').send(openapi));
 
   server.get('/ready', async (_request, reply) => {
     try {

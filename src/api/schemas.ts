@@ -1,0 +1,208 @@
+/**
+ * The public API's response shapes (TypeBox = JSON Schema). They document what the routes send, for the OpenAPI
+ * document and the exported types; tests check real responses against them. Request schemas live where they
+ * are validated (gateway/, webhooks/, http/) and are only referenced here. A schema with an `$id` is one
+ * component of the OpenAPI document.
+ */
+import { Type, type TSchema } from '@sinclair/typebox';
+
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+const Usd = (description: string) => Type.Number({ description: `${description} (USD, at most 9 decimals)` });
+const UnixSeconds = Type.Integer({ description: 'Unix time in seconds' });
+
+export const ErrorSchema = Type.Object(
+  {
+    error: Type.Object({
+      message: Type.String(),
+      type: Type.String({ description: 'invalid_request_error, authentication_error, payment_required, permission_error, rate_limit_error, upstream_error, service_unavailable' }),
+      code: Type.String(),
+      param: Nullable(Type.String()),
+      retry_after: Type.Optional(Type.Integer({ minimum: 1, description: 'Seconds to wait (429 only); the Retry-After header carries the same value' })),
+    }),
+  },
+  { $id: 'Error' },
+);
+
+export const UsageSchema = Type.Object(
+  {
+    prompt_tokens: Type.Integer({ minimum: 0 }),
+    completion_tokens: Type.Integer({ minimum: 0 }),
+    total_tokens: Type.Integer({ minimum: 0 }),
+    cost: Usd('The amount debited for this request; 0 for test keys'),
+  },
+  { $id: 'Usage' },
+);
+
+const ToolCall = Type.Object({
+  id: Type.String(),
+  type: Type.Literal('function'),
+  function: Type.Object({ name: Type.String(), arguments: Type.String({ description: 'JSON text' }) }),
+});
+
+const FinishReason = Nullable(Type.Union(['stop', 'length', 'tool_calls', 'content_filter', 'function_call'].map((r) => Type.Literal(r))));
+
+export const ChatCompletionSchema = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('chat.completion'),
+    created: UnixSeconds,
+    model: Type.String({ description: 'The catalog id of the model that answered' }),
+    system_fingerprint: Type.Optional(Nullable(Type.String())),
+    choices: Type.Array(
+      Type.Object({
+        index: Type.Integer({ minimum: 0 }),
+        message: Type.Object({
+          role: Type.Literal('assistant'),
+          content: Nullable(Type.String()),
+          refusal: Type.Optional(Nullable(Type.String())),
+          tool_calls: Type.Optional(Type.Array(ToolCall)),
+        }),
+        logprobs: Type.Optional(Type.Unknown()),
+        finish_reason: FinishReason,
+      }),
+    ),
+    usage: UsageSchema,
+  },
+  { $id: 'ChatCompletion' },
+);
+
+export const ChatCompletionChunkSchema = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('chat.completion.chunk'),
+    created: UnixSeconds,
+    model: Type.String(),
+    system_fingerprint: Type.Optional(Nullable(Type.String())),
+    choices: Type.Array(
+      Type.Object({
+        index: Type.Integer({ minimum: 0 }),
+        delta: Type.Object({
+          role: Type.Optional(Type.Literal('assistant')),
+          content: Type.Optional(Nullable(Type.String())),
+          tool_calls: Type.Optional(
+            Type.Array(
+              Type.Object({
+                index: Type.Integer({ minimum: 0 }),
+                id: Type.Optional(Type.String()),
+                type: Type.Optional(Type.Literal('function')),
+                function: Type.Optional(Type.Object({ name: Type.Optional(Type.String()), arguments: Type.Optional(Type.String()) })),
+              }),
+            ),
+          ),
+        }),
+        logprobs: Type.Optional(Type.Unknown()),
+        finish_reason: FinishReason,
+      }),
+    ),
+    usage: Type.Optional(Nullable(UsageSchema)),
+  },
+  { $id: 'ChatCompletionChunk', description: 'One `data:` event of a streamed answer; the stream ends with `data: [DONE]`' },
+);
+
+const Tokens = Type.Object({ prompt: Type.Integer(), completion: Type.Integer(), total: Type.Integer() });
+const UsagePeriod = Type.Object({ credits_used: Usd('Spent in the period'), requests: Type.Integer(), tokens: Tokens });
+const Balance = Type.Object({ credits: Usd('Current balance'), currency: Type.Literal('USD') });
+
+export const CreditBalanceSchema = Type.Object(
+  {
+    object: Type.Literal('credit_balance'),
+    balance: Balance,
+    usage: Type.Optional(Type.Object({ daily: UsagePeriod, monthly: UsagePeriod })),
+    limits: Type.Optional(
+      Type.Object({
+        rate_limit: Type.Object({ requests_per_minute: Type.Integer(), tokens_per_minute: Type.Integer() }),
+        daily_limit: Type.Optional(Type.Object({ credits: Usd('Daily limit'), remaining: Usd('Left today') })),
+      }),
+    ),
+    billing: Type.Optional(
+      Type.Object({
+        plan: Type.String({ description: 'free, pay_as_you_go, enterprise, or a plan from configuration' }),
+        auto_recharge: Type.Object({ enabled: Type.Boolean(), threshold: Usd('Recharge below this balance'), amount: Usd('Recharge by') }),
+        next_billing_date: Type.String({ format: 'date-time' }),
+      }),
+    ),
+  },
+  { $id: 'CreditBalance', description: 'Full form for full keys; `object` and `balance` only for read_only and project keys' },
+);
+
+const Capabilities = Type.Object({
+  chat: Type.Boolean(),
+  completion: Type.Boolean(),
+  function_calling: Type.Boolean(),
+  vision: Type.Boolean(),
+  embeddings: Type.Boolean(),
+  json_mode: Type.Boolean(),
+});
+
+export const ModelSchema = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('model'),
+    created: UnixSeconds,
+    owned_by: Type.String(),
+    provider: Type.Object({ id: Type.String(), name: Type.String() }),
+    pricing: Type.Object({ prompt: Usd('Per 1,000 prompt tokens'), completion: Usd('Per 1,000 completion tokens'), unit: Type.Literal('1k_tokens') }),
+    context_length: Type.Integer(),
+    max_tokens: Type.Integer({ description: 'The most completion tokens the model produces in one answer' }),
+    capabilities: Capabilities,
+    performance: Type.Object({
+      avg_response_time: Nullable(Type.Number({ description: 'Mean seconds from request to last byte over the last hour' })),
+      avg_tokens_per_second: Nullable(Type.Number({ description: 'Completion tokens per second of generation over the last hour' })),
+      uptime_percentage: Nullable(Type.Number({ description: 'Successful upstream calls and health probes over the last 24 hours, percent' })),
+    }),
+    status: Type.Object({ active: Type.Boolean(), message: Type.String() }),
+    modalities: Type.Optional(Type.Object({ input: Type.Array(Type.String()), output: Type.Array(Type.String()) })),
+    supported_parameters: Type.Optional(Type.Array(Type.String())),
+  },
+  { $id: 'Model', description: '`modalities` and `supported_parameters` only with include_capabilities=true' },
+);
+
+export const ModelListSchema = Type.Object({ object: Type.Literal('list'), data: Type.Array(ModelSchema) }, { $id: 'ModelList' });
+
+const RetryConfig = Type.Object({
+  maxAttempts: Type.Integer(),
+  initialDelay: Type.Integer({ description: 'milliseconds' }),
+  maxDelay: Type.Integer({ description: 'milliseconds' }),
+  backoffMultiplier: Type.Number(),
+});
+
+export const WebhookSchema = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('webhook'),
+    url: Type.String(),
+    events: Type.Array(Type.Object({ type: Type.String(), filters: Type.Optional(Type.Record(Type.String(), Type.Unknown())) })),
+    headers: Type.Record(Type.String(), Type.String()),
+    timeout: Type.Integer({ description: 'milliseconds' }),
+    retryConfig: RetryConfig,
+    description: Nullable(Type.String()),
+    created: UnixSeconds,
+    updated: UnixSeconds,
+    secret: Type.Optional(Type.String({ description: 'Only in the answer to the creation' })),
+  },
+  { $id: 'Webhook' },
+);
+
+export const WebhookDeliverySchema = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('webhook_delivery'),
+    webhook_id: Type.String(),
+    event_id: Type.String(),
+    event: Type.String(),
+    status: Type.String({ description: 'pending, delivering, succeeded, failed (test sends), dead' }),
+    attempts: Type.Integer(),
+    next_attempt_at: Nullable(UnixSeconds),
+    last_status: Nullable(Type.Integer()),
+    last_error: Nullable(Type.String()),
+    created: UnixSeconds,
+    completed_at: Nullable(UnixSeconds),
+    payload: Type.Object({ id: Type.String(), timestamp: Type.String(), event: Type.String(), data: Type.Record(Type.String(), Type.Unknown()) }),
+  },
+  { $id: 'WebhookDelivery' },
+);
+
+export const Page = <T extends TSchema>(item: T) => Type.Object({ object: Type.Literal('list'), data: Type.Array(item), has_more: Type.Optional(Type.Boolean()) });
+
+/** Every named schema: `components.schemas` of the OpenAPI document, where nested uses become `$ref`s. */
+export const RESPONSE_SCHEMAS = [ErrorSchema, UsageSchema, ChatCompletionSchema, ChatCompletionChunkSchema, CreditBalanceSchema, ModelSchema, ModelListSchema, WebhookSchema, WebhookDeliverySchema];

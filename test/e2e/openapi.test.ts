@@ -1,0 +1,134 @@
+/**
+ * GET /v1/openapi.json: a valid OpenAPI 3.1 document whose schemas match what the gateway really sends and
+ * accepts, and whose paths all exist.
+ */
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderReference } from '../../src/api/index.js';
+import { startGateway, type TestGateway } from '../support/gateway.js';
+
+let gateway: TestGateway;
+let doc: any;
+let key: string;
+let accountId: string;
+const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+
+/** Asserts `value` matches `#/components/schemas/<name>` of the served document. */
+function expectMatches(name: string, value: unknown): void {
+  const check = ajv.getSchema(`openapi.json#/components/schemas/${name}`)!;
+  const ok = check(value);
+  expect(ok, `${name}: ${JSON.stringify(check.errors)}\n${JSON.stringify(value)}`).toBe(true);
+}
+
+async function call(method: string, path: string, body?: unknown, auth = key): Promise<{ status: number; body: any; text: string }> {
+  const response = await fetch(`${gateway.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${auth}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: response.status, body: parsed, text };
+}
+
+beforeAll(async () => {
+  gateway = await startGateway({ overrides: { webhooks: { allow_private_urls: true } } as never });
+  ({ id: accountId, key } = await gateway.account());
+  const response = await fetch(`${gateway.url}/v1/openapi.json`);
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+  doc = await response.json();
+  ajv.addSchema(doc, 'openapi.json');
+});
+afterAll(() => gateway.close());
+
+describe('GET /v1/openapi.json', () => {
+  it('is served without a key and is a valid OpenAPI 3.1 document', async () => {
+    expect(doc.openapi).toBe('3.1.0');
+    const result = await new Validator().validate(doc);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+  });
+
+  it('documents the request schema the gateway validates: a request it accepts matches, one it refuses does not', async () => {
+    const request = { model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }], temperature: 0.5, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] };
+    expectMatches('ChatRequest', request);
+    expect((await call('POST', '/v1/chat/completions', request)).status).toBe(200);
+    const bad = { model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }], temperature: 3 };
+    expect(ajv.getSchema('openapi.json#/components/schemas/ChatRequest')!(bad)).toBe(false);
+    expect((await call('POST', '/v1/chat/completions', bad)).status).toBe(400);
+  });
+
+  it('matches real chat answers, streamed chunks, credits, models and errors', async () => {
+    const chat = await call('POST', '/v1/chat/completions', { model: 'sandbox/echo', messages: [{ role: 'user', content: 'hello there' }] });
+    expectMatches('ChatCompletion', chat.body);
+    const { cost: _cost, ...usageWithoutCost } = chat.body.usage;
+    expect(ajv.getSchema('openapi.json#/components/schemas/ChatCompletion')!({ ...chat.body, usage: usageWithoutCost })).toBe(false);
+    const tools = await call('POST', '/v1/chat/completions', {
+      model: 'sandbox/echo',
+      messages: [{ role: 'user', content: 'weather?' }],
+      tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+      tool_choice: 'required',
+    });
+    expectMatches('ChatCompletion', tools.body);
+
+    const stream = await call('POST', '/v1/chat/completions', { model: 'sandbox/lorem', stream: true, stream_options: { include_usage: true }, max_tokens: 20, messages: [{ role: 'user', content: 'x' }] });
+    const events = stream.text.split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice(6));
+    expect(events.at(-1)).toBe('[DONE]');
+    for (const event of events.slice(0, -1)) expectMatches('ChatCompletionChunk', JSON.parse(event));
+
+    expectMatches('CreditBalance', (await call('GET', '/v1/credits')).body);
+    const readOnly = await gateway.key(accountId, { permissions: 'read_only' });
+    expectMatches('CreditBalance', (await call('GET', '/v1/credits', undefined, readOnly.key)).body);
+    expectMatches('ModelList', (await call('GET', '/v1/models?include_capabilities=true&active_only=false')).body);
+    expectMatches('ModelList', (await call('GET', '/v1/models')).body);
+    expectMatches('Model', (await call('GET', '/v1/models/sandbox/echo')).body);
+
+    for (const failure of [
+      await call('POST', '/v1/chat/completions', { model: 'sandbox/echo' }),
+      await call('POST', '/v1/chat/completions', { model: 'nope', messages: [{ role: 'user', content: 'x' }] }),
+      await call('GET', '/v1/credits', undefined, 'tg-live-00000000000000000000000000000000'),
+      await call('GET', '/v1/models?capability=telepathy'),
+    ]) {
+      expect(failure.status).toBeGreaterThanOrEqual(400);
+      expectMatches('Error', failure.body);
+    }
+  });
+
+  it('matches real webhook records and deliveries', async () => {
+    const created = await call('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook', secret: 's'.repeat(32), events: [{ type: 'credit.low_balance' }] });
+    expect(created.status).toBe(201);
+    expectMatches('Webhook', created.body);
+    const list = await call('GET', '/v1/webhooks');
+    for (const item of list.body.data) expectMatches('Webhook', item);
+    const test = await call('POST', `/v1/webhooks/${created.body.id}/test`, {});
+    expectMatches('WebhookDelivery', test.body.delivery);
+    const deliveries = await call('GET', `/v1/webhooks/${created.body.id}/deliveries`);
+    expect(deliveries.body.data.length).toBeGreaterThan(0);
+    for (const item of deliveries.body.data) expectMatches('WebhookDelivery', item);
+  });
+
+  it('names only routes that exist', async () => {
+    const operations = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, methods]) =>
+      Object.keys(methods).map((method) => ({ method: method.toUpperCase(), path: path.replace(/\{[^}]+\}/g, 'x_unknown') })),
+    );
+    expect(operations.length).toBeGreaterThanOrEqual(20);
+    for (const { method, path } of operations) {
+      const response = await call(method, path, method === 'GET' || method === 'DELETE' ? undefined : {}, 'tg-live-00000000000000000000000000000000');
+      expect(response.body?.error?.code, `${method} ${path}`).not.toBe('not_found');
+    }
+  });
+
+  it('is rendered in docs/api-reference.md, which is current', () => {
+    const committed = readFileSync(new URL('../../docs/api-reference.md', import.meta.url), 'utf8');
+    expect(committed, 'regenerate with: npx tollgate openapi --markdown > docs/api-reference.md').toBe(renderReference(doc));
+    expect(committed).toContain('## POST /v1/webhooks');
+  });
+});
