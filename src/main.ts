@@ -7,6 +7,8 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config/index.js';
+import { startTracing, stopTracing } from './observability/index.js';
+import { VERSION } from './version.js';
 
 export async function main(): Promise<void> {
   let config;
@@ -20,20 +22,22 @@ export async function main(): Promise<void> {
     throw error;
   }
   if (config.workers > 1 && cluster.isPrimary) return supervise(config.workers);
+  const tracing = await startTracing(VERSION);
   const app = await createApp(config);
   const address = await app.listen();
   const port = new URL(address).port;
   const base = `http://${config.server.host === '0.0.0.0' ? '127.0.0.1' : config.server.host}:${port}`;
   if (app.firstStart) printFirstStart(app.firstStart, base);
   const shared = config.redis_url ? 'redis' : 'this process';
-  process.stdout.write(`tollgate listening on ${address} (storage: ${app.storage.dialect}, limits and holds: ${shared}); API base URL ${base}/v1\n`);
+  const traces = tracing ? ', traces: OTLP' : '';
+  process.stdout.write(`tollgate listening on ${address} (storage: ${app.storage.dialect}, limits and holds: ${shared}${traces}); API base URL ${base}/v1\n`);
 
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     process.stdout.write(`tollgate: ${signal} received, finishing requests in flight\n`);
-    app.close().then(
+    app.close().then(stopTracing).then(
       () => process.exit(0),
       (error) => {
         process.stderr.write(`tollgate: shutdown failed: ${String(error)}\n`);

@@ -3,9 +3,9 @@
  * schemas that validate requests (chat, webhooks, admin) and the response schemas of ./schemas.ts: no copy is
  * kept by hand. Schemas with an `$id` become components and are referenced wherever they are nested.
  */
-import { readFileSync } from 'node:fs';
 import type { TSchema } from '@sinclair/typebox';
 import { ChatRequestSchema } from '../gateway/index.js';
+import { VERSION } from '../version.js';
 import { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSchema } from '../admin/index.js';
 import { CreateWebhookSchema, PatchWebhookSchema } from '../webhooks/index.js';
 import {
@@ -35,9 +35,6 @@ const ERRORS: Record<number, string> = {
   504: 'upstream_timeout',
 };
 
-// src/api/ and dist/api/ both sit two levels below package.json.
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-
 export function openApiDocument(): Json {
   const schemas: Json = {};
   for (const schema of RESPONSE_SCHEMAS) schemas[schema.$id!] = plain(schema, true);
@@ -46,7 +43,7 @@ export function openApiDocument(): Json {
     openapi: '3.1.0',
     info: {
       title: 'tollgate',
-      version,
+      version: VERSION,
       description:
         'OpenAI-compatible LLM gateway paid from prepaid USD credit balances. Amounts are USD numbers with at most 9 decimals; ' +
         '`created`-style fields are Unix seconds. Every response carries `x-request-id`.',

@@ -3,6 +3,7 @@
  * Each caller's promise resolves once its entry is durable, so a charge is on disk before its response ends,
  * while the database sees one transaction per batch instead of one per request.
  */
+import { withSpan } from '../observability/index.js';
 import type { CommitResult, LedgerEntryInput, Storage, UsageDelta, WriteBatch } from '../storage/index.js';
 
 export interface CommitOutcome {
@@ -87,7 +88,9 @@ export class Committer {
       keysUsed: items.flatMap((i) => (i.keyUsed ? [i.keyUsed] : [])),
     };
     try {
-      const result = await this.options.storage.ledger.commit(batch);
+      const result = await withSpan('db commit', { 'tollgate.batch.entries': batch.entries.length, 'tollgate.batch.usage': batch.usage?.length ?? 0 }, () =>
+        this.options.storage.ledger.commit(batch),
+      );
       this.retryDelayMs = 50;
       this.options.onCommitted?.(batch, result);
       withEntry.forEach((item, index) => settle(item, { applied: result.applied[index]! }));

@@ -14,6 +14,7 @@
  * replica resolves the holds of replicas whose key expired (HOLD_OWNER_TTL_MS): a hold is released; an unwritten
  * charge is cleared, and counted as spent only if its debit reached the ledger.
  */
+import { SpanKind, tracingEnabled, withSpan } from '../observability/index.js';
 import { Redis } from 'ioredis';
 import { GatewayError } from '../errors/index.js';
 import type { Nano } from '../money/index.js';
@@ -207,7 +208,8 @@ export class RedisCreditState implements CreditState {
   /** Runs one of the scripts by its SHA (defineCommand loads it once per connection). */
   private script(lua: string, _keys: number, ...args: string[]): Promise<unknown> {
     const name = SCRIPT_NAMES.get(lua)!;
-    return (this.redis as unknown as Record<string, (...a: string[]) => Promise<unknown>>)[name]!(...args);
+    const run = () => (this.redis as unknown as Record<string, (...a: string[]) => Promise<unknown>>)[name]!(...args);
+    return tracingEnabled() ? withSpan(`redis ${name}`, { 'db.system': 'redis', 'db.operation.name': 'EVALSHA' }, run, SpanKind.CLIENT) : run();
   }
 
   private async call<T>(command: () => Promise<T>): Promise<T> {

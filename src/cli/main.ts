@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 /** `tollgate`: the admin API's actions run directly against the configured database, plus `start` and `migrate`. */
-import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { ConfigError } from '../config/index.js';
 import { GatewayError } from '../errors/index.js';
@@ -12,13 +11,12 @@ import { keysCommand } from './keys.js';
 import { modelsCommand } from './models.js';
 import { openapiCommand } from './openapi.js';
 import { migrateCommand, startCommand } from './server.js';
+import { VERSION } from '../version.js';
 
-// src/cli/ and dist/cli/ both sit two levels below package.json.
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 const program = new Command('tollgate')
   .description('OpenAI-compatible LLM gateway with prepaid USD credits.\nCommands other than start act directly on the database configured for the server (TOLLGATE_DATA_DIR, DATABASE_URL, TOLLGATE_CONFIG).')
-  .version(version)
+  .version(VERSION)
   .showHelpAfterError()
   .addCommand(startCommand())
   .addCommand(migrateCommand())

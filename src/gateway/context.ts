@@ -5,7 +5,7 @@ import type { Catalog, CatalogModel, PerformanceTracker } from '../catalog/index
 import { GatewayError } from '../errors/index.js';
 import { llmEvent, promptText, type EventSink } from '../events/index.js';
 import type { RateLimiter } from '../limits/index.js';
-import type { Metrics } from '../observability/index.js';
+import { withSpan, type Metrics } from '../observability/index.js';
 import type { ChatCompletion, ChatRequest } from '../providers/types.js';
 import type { Router } from '../routing/index.js';
 import type { AccountSettings } from '../storage/index.js';
@@ -52,7 +52,8 @@ export function completionTokensOf(completion: ChatCompletion): number {
 export async function settleOrFail(context: ChatContext, promptTokens: number, completionTokens: number) {
   try {
     // At the price of the model that answered (a request's fallback model may cost less than the reservation's).
-    return await context.reservation.settle({ requestId: context.requestId, model: context.model.id, price: context.model.price, promptTokens, completionTokens });
+    const settlement = { requestId: context.requestId, model: context.model.id, price: context.model.price, promptTokens, completionTokens };
+    return await withSpan('settle', { 'gen_ai.usage.input_tokens': promptTokens, 'gen_ai.usage.output_tokens': completionTokens }, () => context.reservation.settle(settlement));
   } catch (error) {
     throw new GatewayError('service_unavailable', { message: 'The usage of this request could not be recorded; try again shortly', cause: error });
   }

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import { GatewayError, errorEnvelope } from '../errors/index.js';
 import { pointerToParam } from '../gateway/schema.js';
-import type { Metrics } from '../observability/index.js';
+import { endSpan, runInContext, startServerSpan, tracingEnabled, type Metrics } from '../observability/index.js';
 import { isStorageUnavailable } from '../storage/index.js';
 
 export interface ServerOptions {
@@ -67,6 +67,8 @@ export function createServer(options: ServerOptions): FastifyInstance {
     }
   });
 
+  if (tracingEnabled()) traceRequests(server);
+
   server.setErrorHandler((error: FastifyError | GatewayError, request, reply) => {
     const gatewayError = toGatewayError(error);
     if (gatewayError.status >= 500) request.log.error({ err: error }, 'request failed');
@@ -80,8 +82,15 @@ export function createServer(options: ServerOptions): FastifyInstance {
   return server;
 }
 
+/**
+ * 429s that an automatic retry cannot fix within any sensible wait: `daily_limit_exceeded` says "retry after
+ * midnight UTC" (hours), and the openai SDKs sleep for whatever Retry-After says unless `x-should-retry: false`.
+ */
+const DO_NOT_RETRY: ReadonlySet<string> = new Set(['daily_limit_exceeded']);
+
 export function sendError(reply: FastifyReply, error: GatewayError): FastifyReply {
-  return reply.code(error.status).headers(error.headers).send(errorEnvelope(error));
+  const headers = DO_NOT_RETRY.has(error.code) ? { ...error.headers, 'x-should-retry': 'false' } : error.headers;
+  return reply.code(error.status).headers(headers).send(errorEnvelope(error));
 }
 
 function toGatewayError(error: FastifyError | GatewayError): GatewayError {
@@ -133,4 +142,23 @@ function applyCors(allowed: string[], origin: string | undefined, url: string, r
   reply.header('access-control-allow-headers', 'authorization, content-type, x-request-id');
   reply.header('access-control-allow-methods', 'GET, POST, OPTIONS');
   reply.header('access-control-expose-headers', 'x-request-id, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens, retry-after');
+}
+
+/**
+ * A server span per request (continuing an incoming `traceparent`); the rest of the request's lifecycle runs in
+ * its context, so the gateway's own spans become its children. The span ends when the last byte leaves.
+ */
+function traceRequests(server: FastifyInstance): void {
+  server.addHook('onRequest', (request, reply, done) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    const started = startServerSpan(`${request.method} ${route}`, request.headers, {
+      'http.request.method': request.method,
+      'http.route': route,
+      'url.path': request.url.split('?')[0]!,
+      'tollgate.request_id': request.id,
+    });
+    if (!started) return done();
+    reply.raw.once('close', () => endSpan(started.span, reply.raw.statusCode));
+    runInContext(started.context, done);
+  });
 }

@@ -10,6 +10,7 @@
  * ioredis reconnects by itself. Calls fail fast while disconnected (no offline queue), and admit/addTokens
  * never throw. Availability wins over strictness: during an outage, limits are not enforced.
  */
+import { SpanKind, tracingEnabled, withSpan } from '../observability/index.js';
 import type { Redis } from 'ioredis';
 import { connectFailFast } from '../redis/index.js';
 import type { RateDecision, RateLimiter, RateLimits, RateWindow } from './types.js';
@@ -108,7 +109,8 @@ export class RedisRateLimiter implements RateLimiter {
     this.onError = options.onError ?? (() => {});
     ({ redis: this.redis, ready: this.started } = connectFailFast(options.url, timeoutMs, { enableAutoPipelining: true }));
     this.redis.defineCommand('tollgateRateLimit', { numberOfKeys: 2, lua: SCRIPT });
-    this.run = (this.redis as unknown as Record<'tollgateRateLimit', RunScript>).tollgateRateLimit.bind(this.redis);
+    const run = (this.redis as unknown as Record<'tollgateRateLimit', RunScript>).tollgateRateLimit.bind(this.redis);
+    this.run = (...args) => (tracingEnabled() ? withSpan('redis tollgateRateLimit', { 'db.system': 'redis', 'db.operation.name': 'EVALSHA' }, () => run(...args), SpanKind.CLIENT) : run(...args));
   }
 
   async admit(accountId: string, limits: RateLimits, promptTokens: number): Promise<RateDecision> {

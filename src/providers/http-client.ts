@@ -3,6 +3,7 @@
  * SSE reading with the same early-end rules as the OpenAI-compatible adapter, and errors as UpstreamError.
  */
 import { Pool, type Dispatcher } from 'undici';
+import { traceHeaders } from '../observability/index.js';
 import { describe, httpError, isTimeout, transportError } from './openai-compatible/errors.js';
 import { sseEvents } from './openai-compatible/sse.js';
 import { UpstreamError, type ProviderCall } from './types.js';
@@ -34,13 +35,18 @@ export class HttpClient {
   }
 
   /** Sends a request and returns the 2xx response; anything else throws UpstreamError (an abort is rethrown as is). */
-  async request(call: Pick<ProviderCall, 'signal' | 'timeoutMs'>, method: 'GET' | 'POST', path: string, body?: unknown): Promise<Dispatcher.ResponseData> {
+  async request(call: Pick<ProviderCall, 'signal' | 'timeoutMs'> & { requestId?: string }, method: 'GET' | 'POST', path: string, body?: unknown): Promise<Dispatcher.ResponseData> {
     let res: Dispatcher.ResponseData;
     try {
       res = await this.pool.request({
         method,
         path: this.basePath + path,
-        headers: { ...this.options.headers, accept: path.includes('alt=sse') || (body as { stream?: boolean })?.stream ? 'text/event-stream' : 'application/json' },
+        headers: {
+          ...this.options.headers,
+          accept: path.includes('alt=sse') || (body as { stream?: boolean })?.stream ? 'text/event-stream' : 'application/json',
+          ...(call.requestId ? { 'x-client-request-id': call.requestId } : {}),
+          ...traceHeaders(),
+        },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal: call.signal,
         headersTimeout: call.timeoutMs,

@@ -9,6 +9,7 @@ import type { Price } from '../billing/index.js';
 import type { Catalog, CatalogModel, PerformanceTracker } from '../catalog/index.js';
 import { SANDBOX_PROVIDER_ID, type Config, type RoutingConfig } from '../config/index.js';
 import { GatewayError } from '../errors/index.js';
+import { SpanKind, withSpan } from '../observability/index.js';
 import { UpstreamError, type ChatCompletion, type ProviderCall } from '../providers/types.js';
 import type { Environment } from '../storage/index.js';
 import { backoffMs, pause, reasonOf, verdict } from './attempts.js';
@@ -132,7 +133,12 @@ export class Router {
         body.model = deployment.upstreamModel;
         call.defaultMaxTokens = deployment.model.maxTokens;
         try {
-          const result = streaming ? await openStream(deployment, call) : await deployment.provider.complete(call);
+          const result = await withSpan<ChatCompletion | StreamStart>(
+            `upstream ${deployment.providerId}`,
+            { 'gen_ai.system': deployment.providerId, 'gen_ai.request.model': deployment.upstreamModel, 'tollgate.attempt': attempt + 1, 'tollgate.stream': streaming },
+            () => (streaming ? openStream(deployment, call) : deployment.provider.complete(call)),
+            SpanKind.CLIENT,
+          );
           this.health.succeeded(deployment);
           route.model = deployment.model;
           route.providerId = deployment.providerId;

@@ -6,6 +6,7 @@ import { editorSchema, EDITOR_SCHEMA_FILE } from '../../src/config/editor-schema
 import { cli, json } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { startMockAnthropic, type MockAnthropic } from '../support/mock-anthropic.js';
+import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
 
 const byName = (report: any, name: string) => report.checks.find((c: any) => c.check === name);
 
@@ -13,14 +14,17 @@ describe('tollgate doctor', () => {
   let db: TestDatabase;
   let pg: TestDatabase;
   let anthropic: MockAnthropic;
+  let groq: MockOpenAI;
 
   beforeAll(async () => {
     db = await createTestDatabase('sqlite');
     pg = await createTestDatabase('postgres');
     anthropic = await startMockAnthropic({ apiKey: 'sk-ant-good' });
+    groq = await startMockOpenAI({ apiKey: 'gsk-good' });
   });
   afterAll(async () => {
     await anthropic.close();
+    await groq.close();
     await db.drop();
     await pg.drop();
   });
@@ -58,6 +62,14 @@ describe('tollgate doctor', () => {
     const run = await cli(db.dataDir, ['doctor', '--json'], { ANTHROPIC_BASE_URL: 'http://127.0.0.1:1/v1', ANTHROPIC_API_KEY: 'k' });
     expect(run.code).toBe(1);
     expect(byName(JSON.parse(run.stdout), 'provider anthropic').detail).toMatch(/unreachable/);
+  });
+
+  it('probes an OpenAI-compatible provider through its model list', async () => {
+    const good = await json(db.dataDir, ['doctor'], { GROQ_BASE_URL: groq.url, GROQ_API_KEY: 'gsk-good' });
+    expect(byName(good, 'provider groq')).toMatchObject({ outcome: 'ok' });
+    const refused = await cli(db.dataDir, ['doctor', '--json'], { GROQ_BASE_URL: groq.url, GROQ_API_KEY: 'gsk-wrong' });
+    expect(refused.code).toBe(1);
+    expect(byName(JSON.parse(refused.stdout), 'provider groq').detail).toContain('check GROQ_API_KEY');
   });
 
   it('reports an invalid configuration with the field named, and fails', async () => {

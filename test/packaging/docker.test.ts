@@ -58,7 +58,7 @@ describe('docker-compose.yml', () => {
 
   it('is valid against the Compose Specification', () => {
     const ajv = new Ajv2019({ strict: false, allErrors: true, validateFormats: false });
-    const check = ajv.compile(withoutDraftIds(composeSchema));
+    const check = ajv.compile(withoutDraftIds(composeSchema) as object);
     expect(check(compose), JSON.stringify(check.errors)).toBe(true);
   });
 

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import type { EventSink } from '../../src/events/index.js';
+import type { RateLimiter } from '../../src/limits/index.js';
 import { createTestDatabase, type TestDatabase } from './databases.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -34,6 +35,8 @@ export interface GatewayOptions {
   overrides?: Partial<Config>;
   events?: EventSink;
   logger?: Logger;
+  /** Replaces the rate limiter (e.g. one whose clock the test controls). */
+  limiter?: RateLimiter;
   /** Rewrites the PostgreSQL URL the gateway connects to (e.g. through a test proxy). */
   databaseUrl?: (url: string) => string;
 }
@@ -53,7 +56,11 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     file: undefined,
     ...(options.overrides ? { overrides: options.overrides } : {}),
   });
-  const app = await createApp(config, { ...(options.events ? { events: options.events } : {}), ...(options.logger ? { logger: options.logger } : {}) });
+  const app = await createApp(config, {
+    ...(options.events ? { events: options.events } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.limiter ? { limiter: options.limiter } : {}),
+  });
   const url = await app.listen();
   const admin = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${url}${path}`, {

@@ -92,6 +92,13 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
     } catch {
       body = text;
     }
+    // The model list (health probes, `tollgate doctor`) is answered apart: it is not a recorded request.
+    if (req.method === 'GET' && req.url?.startsWith('/v1/models')) {
+      const authorized = !options.apiKey || req.headers.authorization === `Bearer ${options.apiKey}`;
+      if (!authorized) return sendError(res, { status: 401, message: 'Incorrect API key provided.', type: 'invalid_request_error', code: 'invalid_api_key' });
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: 'gpt-mock', object: 'model', created: 0, owned_by: 'mock' }] }));
+      return;
+    }
     const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, remotePort: req.socket.remotePort, eventsSent: 0 };
     requests.push(record);
     records.set(res, record);

@@ -1,4 +1,5 @@
 import { Pool, type Dispatcher } from 'undici';
+import { traceHeaders } from '../../observability/index.js';
 import {
   UpstreamError,
   type ChatCompletion,
@@ -29,21 +30,23 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
   const { id } = options;
   const url = new URL(options.baseUrl);
   const path = `${url.pathname.replace(/\/+$/, '')}/chat/completions${url.search}`;
+  const modelsPath = `${url.pathname.replace(/\/+$/, '')}/models${url.search}`;
   const pool = new Pool(url.origin, { connections: options.connections ?? 128, pipelining: 1 });
   const headers: Record<string, string> = { ...options.headers, 'content-type': 'application/json' };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
 
   // An abort by the caller is rethrown as-is so the gateway can tell "client went away" from upstream failures.
-  const fail = (call: ProviderCall, err: unknown): unknown => (call.signal.aborted ? err : transportError(id, err));
+  const fail = (call: Pick<ProviderCall, 'signal'>, err: unknown): unknown => (call.signal.aborted ? err : transportError(id, err));
 
-  async function post(call: ProviderCall, body: ChatRequest, accept: string): Promise<Dispatcher.ResponseData> {
+  async function send(call: Pick<ProviderCall, 'signal' | 'timeoutMs'> & { requestId?: string }, method: 'GET' | 'POST', target: string, accept: string, body?: ChatRequest): Promise<Dispatcher.ResponseData> {
     let res: Dispatcher.ResponseData;
     try {
       res = await pool.request({
-        method: 'POST',
-        path,
-        headers: { ...headers, accept },
-        body: JSON.stringify(body),
+        method,
+        path: target,
+        // OpenAI's own header for a caller's request id; `traceparent` when tracing is on.
+        headers: { ...headers, accept, ...(call.requestId ? { 'x-client-request-id': call.requestId } : {}), ...traceHeaders() },
+        ...(body ? { body: JSON.stringify(body) } : {}),
         signal: call.signal,
         headersTimeout: call.timeoutMs,
         bodyTimeout: call.timeoutMs,
@@ -59,6 +62,13 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
       throw fail(call, err);
     }
     throw httpError(id, res.statusCode, text);
+  }
+  const post = (call: ProviderCall, body: ChatRequest, accept: string) => send(call, 'POST', path, accept, body);
+
+  /** GET /models: answers 2xx when the server is up and the key is accepted (health probes, `tollgate doctor`). */
+  async function probe(signal: AbortSignal): Promise<void> {
+    const res = await send({ signal, timeoutMs: 10_000 }, 'GET', modelsPath, 'application/json');
+    await res.body.dump().catch(() => undefined);
   }
 
   async function complete(call: ProviderCall): Promise<ChatCompletion> {
@@ -117,5 +127,5 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     if (!finished) throw new UpstreamError(id, 'protocol', `${id} stream ended early`);
   }
 
-  return { id, complete, stream, close: () => pool.close() };
+  return { id, complete, stream, probe, close: () => pool.close() };
 }
