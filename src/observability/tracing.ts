@@ -55,8 +55,8 @@ export function stopTracing(): Promise<void> {
 }
 
 /** Runs `fn` in a child span of the active one; just `fn()` when tracing is off. Errors mark the span. */
-export async function withSpan<T>(name: string, attributes: Attributes, fn: (span?: Span) => Promise<T>, kind: SpanKind = SpanKind.INTERNAL): Promise<T> {
-  if (!enabled) return fn();
+export function withSpan<T>(name: string, attributes: Attributes, fn: (span?: Span) => Promise<T>, kind: SpanKind = SpanKind.INTERNAL): Promise<T> {
+  if (!enabled) return fn(); // not async: no extra promise on the hot path
   return tracer().startActiveSpan(name, { kind, attributes }, async (span) => {
     try {
       return await fn(span);

@@ -1,35 +1,15 @@
 /** The Anthropic adapter against a local server following the Messages API's wire format. */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ANTHROPIC_VERSION, createAnthropicProvider, type AnthropicProvider } from '../../src/providers/anthropic/index.js';
-import { UpstreamError, type ChatCompletionChunk, type ChatRequest, type ProviderCall } from '../../src/providers/types.js';
 import { ANTHROPIC_TEXT, startMockAnthropic, type MockAnthropic } from '../support/mock-anthropic.js';
+import { PNG, callFor, collect, failure, text } from '../support/provider-calls.js';
+import { UpstreamError, type ChatCompletionChunk } from '../../src/providers/types.js';
 
 const KEY = 'sk-ant-test';
-const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 let mock: MockAnthropic;
 let provider: AnthropicProvider;
 
-const call = (body: Partial<ChatRequest>, extra: Partial<ProviderCall> = {}): ProviderCall => ({
-  body: { model: 'claude-test', messages: [{ role: 'user', content: 'Hi' }], ...body },
-  signal: new AbortController().signal,
-  requestId: 'req_test',
-  timeoutMs: 5_000,
-  ...extra,
-});
-
-async function collect(iterable: AsyncIterable<ChatCompletionChunk>): Promise<ChatCompletionChunk[]> {
-  const chunks: ChatCompletionChunk[] = [];
-  for await (const chunk of iterable) chunks.push(chunk);
-  return chunks;
-}
-
-async function failure(promise: Promise<unknown>): Promise<UpstreamError> {
-  const err = await promise.then(() => undefined, (e: unknown) => e);
-  expect(err).toBeInstanceOf(UpstreamError);
-  return err as UpstreamError;
-}
-
-const text = (chunks: ChatCompletionChunk[]) => chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+const call = callFor('claude-test');
 const last = () => mock.requests[mock.requests.length - 1]!;
 
 beforeAll(async () => {

@@ -1,35 +1,15 @@
 /** The Gemini adapter against a local server following the generateContent wire format. */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createGeminiProvider, type GeminiProvider } from '../../src/providers/gemini/index.js';
-import { UpstreamError, type ChatCompletionChunk, type ChatRequest, type ProviderCall } from '../../src/providers/types.js';
 import { GEMINI_TEXT, startMockGemini, type MockGemini } from '../support/mock-gemini.js';
+import { PNG, callFor, collect, failure, text } from '../support/provider-calls.js';
+import type { ChatCompletionChunk, ChatRequest } from '../../src/providers/types.js';
 
 const KEY = 'gemini-test-key';
-const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 let mock: MockGemini;
 let provider: GeminiProvider;
 
-const call = (body: Partial<ChatRequest>, extra: Partial<ProviderCall> = {}): ProviderCall => ({
-  body: { model: 'gemini-test', messages: [{ role: 'user', content: 'Hi' }], ...body },
-  signal: new AbortController().signal,
-  requestId: 'req_test',
-  timeoutMs: 5_000,
-  ...extra,
-});
-
-async function collect(iterable: AsyncIterable<ChatCompletionChunk>): Promise<ChatCompletionChunk[]> {
-  const chunks: ChatCompletionChunk[] = [];
-  for await (const chunk of iterable) chunks.push(chunk);
-  return chunks;
-}
-
-async function failure(promise: Promise<unknown>): Promise<UpstreamError> {
-  const err = await promise.then(() => undefined, (e: unknown) => e);
-  expect(err).toBeInstanceOf(UpstreamError);
-  return err as UpstreamError;
-}
-
-const text = (chunks: ChatCompletionChunk[]) => chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+const call = callFor('gemini-test');
 const last = () => mock.requests[mock.requests.length - 1]!;
 const finish = (chunks: ChatCompletionChunk[]) => chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0]?.finish_reason;
 

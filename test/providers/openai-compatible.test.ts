@@ -9,6 +9,7 @@ import {
 } from '../../src/providers/openai-compatible/index.js';
 import { UpstreamError, type ChatCompletionChunk, type ChatRequest, type ProviderCall } from '../../src/providers/types.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
+import { collect, failure } from '../support/provider-calls.js';
 
 const KEY = 'sk-test-123';
 let mock: MockOpenAI;
@@ -27,21 +28,6 @@ const call = (extra: Partial<ProviderCall> = {}): ProviderCall => ({
   timeoutMs: 5_000,
   ...extra,
 });
-
-async function collect(iterable: AsyncIterable<ChatCompletionChunk>): Promise<ChatCompletionChunk[]> {
-  const chunks: ChatCompletionChunk[] = [];
-  for await (const chunk of iterable) chunks.push(chunk);
-  return chunks;
-}
-
-async function failure(promise: Promise<unknown>): Promise<UpstreamError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(UpstreamError);
-  return err as UpstreamError;
-}
 
 const content = (chunks: ChatCompletionChunk[]) => chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
 
