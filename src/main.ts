@@ -6,9 +6,8 @@ import cluster from 'node:cluster';
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createApp } from './app.js';
-import { ConfigError, loadConfig } from './config/index.js';
+import { ConfigError, VERSION, loadConfig } from './config/index.js';
 import { startTracing, stopTracing } from './observability/index.js';
-import { VERSION } from './version.js';
 
 export async function main(): Promise<void> {
   let config;

@@ -5,7 +5,7 @@
  */
 import type { TSchema } from '@sinclair/typebox';
 import { ChatRequestSchema } from '../gateway/index.js';
-import { VERSION } from '../version.js';
+import { VERSION } from '../config/index.js';
 import { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSchema } from '../admin/index.js';
 import { CreateWebhookSchema, PatchWebhookSchema } from '../webhooks/index.js';
 import {

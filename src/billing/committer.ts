@@ -92,7 +92,13 @@ export class Committer {
         this.options.storage.ledger.commit(batch),
       );
       this.retryDelayMs = 50;
-      this.options.onCommitted?.(batch, result);
+      // The batch is durable now: a failure after this point must never put it back in the queue (that would
+      // write it twice), so the callback's errors are only reported.
+      try {
+        this.options.onCommitted?.(batch, result);
+      } catch (error) {
+        this.options.onError?.(error);
+      }
       withEntry.forEach((item, index) => settle(item, { applied: result.applied[index]! }));
       for (const item of items) if (!item.entry) settle(item, { applied: 0n });
     } catch (error) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /** `tollgate`: the admin API's actions run directly against the configured database, plus `start` and `migrate`. */
 import { Command } from 'commander';
-import { ConfigError } from '../config/index.js';
+import { ConfigError, VERSION } from '../config/index.js';
 import { GatewayError } from '../errors/index.js';
 import { accountsCommand } from './accounts.js';
 import { configCommand } from './config.js';
@@ -11,7 +11,6 @@ import { keysCommand } from './keys.js';
 import { modelsCommand } from './models.js';
 import { openapiCommand } from './openapi.js';
 import { migrateCommand, startCommand } from './server.js';
-import { VERSION } from '../version.js';
 
 
 const program = new Command('tollgate')

@@ -225,3 +225,4 @@ function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>)
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+export { VERSION } from './version.js';

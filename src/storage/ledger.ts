@@ -131,8 +131,9 @@ async function upsertUsage(trx: Transaction<Database>, deltas: UsageDelta[]): Pr
 }
 
 /**
- * Debits of this batch's requests that are already in the ledger. Only PostgreSQL needs this: its commit can
- * succeed while the acknowledgement is lost, and the committer then retries. SQLite's commit is synchronous.
+ * Debits of this batch's requests that are already in the ledger: a commit can succeed while the committer
+ * sees an error (a lost acknowledgement on PostgreSQL), and the committer then retries the batch. The SQLite
+ * writer applies the same rule (`SqliteWriter.writtenDebits`).
  */
 async function writtenDebits(trx: Transaction<Database>, batch: WriteBatch): Promise<Map<string, bigint>> {
   const ids = batch.entries.flatMap((e) => (e.kind === 'debit' && e.requestId ? [e.requestId] : []));

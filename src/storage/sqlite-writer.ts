@@ -11,6 +11,7 @@ import { accountsOf, planBatch, type AccountBalance, type CommitResult, type Wri
 
 export class SqliteWriter {
   private readonly selectBalance: Statement<[string], { balance_nano: bigint; version: bigint }>;
+  private readonly selectDebit: Statement<[string], { amount_nano: bigint }>;
   private readonly updateBalance: Statement<[bigint, bigint, string]>;
   private readonly insertAccount: Statement<[string, string, string, string, number]>;
   private readonly insertLedger: Statement<unknown[]>;
@@ -23,6 +24,7 @@ export class SqliteWriter {
 
   constructor(sqlite: SqliteDatabase) {
     this.selectBalance = sqlite.prepare('SELECT balance_nano, version FROM accounts WHERE id = ?');
+    this.selectDebit = sqlite.prepare("SELECT amount_nano FROM ledger WHERE request_id = ? AND kind = 'debit'");
     this.updateBalance = sqlite.prepare('UPDATE accounts SET balance_nano = ?, version = ? WHERE id = ?');
     this.insertAccount = sqlite.prepare(
       'INSERT INTO accounts (id, email, plan, balance_nano, version, settings, created_at) VALUES (?, ?, ?, 0, 0, ?, ?)',
@@ -68,7 +70,7 @@ export class SqliteWriter {
       const row = this.selectBalance.get(accountId);
       if (row) current.set(accountId, { balanceNano: BigInt(row.balance_nano), version: BigInt(row.version) });
     }
-    const plan = planBatch(batch, current);
+    const plan = planBatch(batch, current, this.writtenDebits(batch));
     for (const [accountId, balance] of plan.result.balances) this.updateBalance.run(balance.balanceNano, balance.version, accountId);
     for (const r of plan.ledger) {
       this.insertLedger.run(r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at);
@@ -80,6 +82,20 @@ export class SqliteWriter {
     for (const [keyId, at] of plan.keysUsed) this.touchKey.run(at, keyId);
     for (const i of plan.invoices) this.insertInvoice.run(i.id, i.account_id, i.month, i.kind, i.amount_nano, i.processor, i.reference, i.created_at);
     return plan.result;
+  }
+
+  /**
+   * Debits of this batch's requests already in the ledger: a batch retried after its commit succeeded (the
+   * committer saw an error after COMMIT) must not charge those requests again. Same rule as PostgreSQL's path.
+   */
+  private writtenDebits(batch: WriteBatch): Map<string, bigint> {
+    const written = new Map<string, bigint>();
+    for (const entry of batch.entries) {
+      if (entry.kind !== 'debit' || entry.requestId === undefined) continue;
+      const row = this.selectDebit.get(entry.requestId);
+      if (row) written.set(entry.requestId, BigInt(row.amount_nano));
+    }
+    return written;
   }
 }
 
