@@ -15,6 +15,7 @@ export const keysPage: Page = (container, app) => {
   let copied = false;
   let revoking: ApiKey | undefined;
   let notice = '';
+  let noticeFailed = false;
   const first = app.takeFirstKey();
   if (first) created = { key: first, first: true };
 
@@ -59,6 +60,7 @@ export const keysPage: Page = (container, app) => {
       copied = false;
       creating = false;
       notice = `Key “${key.name}” created.`;
+      noticeFailed = false;
       await load();
       container.querySelector<HTMLElement>('#new-key-heading')?.focus();
     } catch (error) {
@@ -91,8 +93,10 @@ export const keysPage: Page = (container, app) => {
     try {
       await api('POST', `/keys/${encodeURIComponent(key.id)}/revoke`);
       notice = `Key “${key.name}” revoked.`;
+      noticeFailed = false;
     } catch (error) {
       notice = `The key could not be revoked: ${(error as Error).message}`;
+      noticeFailed = true;
     }
     await load();
   }
@@ -176,7 +180,7 @@ export const keysPage: Page = (container, app) => {
           <h1>API Keys</h1>
           ${creating ? null : html`<button type="button" @click=${openForm}>Create New Key</button>`}
         </div>
-        <p class="status" role="status">${notice}</p>
+        <p class="status ${noticeFailed ? 'failed' : ''}" role="status">${notice}</p>
         ${created ? newKeyPanel(created) : null} ${creating ? createForm() : null}
         ${loadError ? html`<p class="error" role="alert">${loadError}</p>` : null}
         ${keys === undefined
