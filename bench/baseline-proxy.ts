@@ -14,7 +14,7 @@ import { Pool } from 'undici';
 const upstream = process.env.UPSTREAM;
 if (!upstream) throw new Error('UPSTREAM (the upstream origin) is required');
 // Same pool shape as tollgate's OpenAI-compatible provider.
-const pool = new Pool(upstream, { connections: 128, pipelining: 1 });
+const pool = new Pool(upstream, { connections: 1024, pipelining: 1 }); // as tollgate's providers (UPSTREAM_CONNECTIONS)
 const upstreamHeaders: Record<string, string> = { 'content-type': 'application/json' };
 if (process.env.UPSTREAM_KEY) upstreamHeaders.authorization = `Bearer ${process.env.UPSTREAM_KEY}`;
 

@@ -6,7 +6,7 @@ import { Pool, type Dispatcher } from 'undici';
 import { traceHeaders } from '../observability/index.js';
 import { describe, httpError, isTimeout, transportError } from './openai-compatible/errors.js';
 import { sseEvents } from './openai-compatible/sse.js';
-import { UpstreamError, type ProviderCall } from './types.js';
+import { UPSTREAM_CONNECTIONS, UpstreamError, type ProviderCall } from './types.js';
 
 export interface HttpClientOptions {
   id: string;
@@ -31,7 +31,7 @@ export class HttpClient {
     this.id = options.id;
     const url = new URL(options.baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
-    this.pool = new Pool(url.origin, { connections: options.connections ?? 128, pipelining: 1 });
+    this.pool = new Pool(url.origin, { connections: options.connections ?? UPSTREAM_CONNECTIONS, pipelining: 1 });
   }
 
   /** Sends a request and returns the 2xx response; anything else throws UpstreamError (an abort is rethrown as is). */

@@ -108,6 +108,13 @@ export interface ChatCompletionChunk {
   [key: string]: unknown;
 }
 
+/**
+ * Upstream connections per provider and process. LLM streams hold a connection for their whole answer (seconds
+ * to minutes), so this bounds the concurrent requests to one provider: beyond it requests wait in the pool's
+ * queue. 1,024 covers the 1,000 concurrent streams the performance targets name.
+ */
+export const UPSTREAM_CONNECTIONS = 1_024;
+
 /** What the gateway hands an adapter: the client's body with `model` already set to the upstream model name. */
 export interface ProviderCall {
   body: ChatRequest;

@@ -1,6 +1,7 @@
 import { Pool, type Dispatcher } from 'undici';
 import { traceHeaders } from '../../observability/index.js';
 import {
+  UPSTREAM_CONNECTIONS,
   UpstreamError,
   type ChatCompletion,
   type ChatCompletionChunk,
@@ -31,7 +32,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
   const url = new URL(options.baseUrl);
   const path = `${url.pathname.replace(/\/+$/, '')}/chat/completions${url.search}`;
   const modelsPath = `${url.pathname.replace(/\/+$/, '')}/models${url.search}`;
-  const pool = new Pool(url.origin, { connections: options.connections ?? 128, pipelining: 1 });
+  const pool = new Pool(url.origin, { connections: options.connections ?? UPSTREAM_CONNECTIONS, pipelining: 1 });
   const headers: Record<string, string> = { ...options.headers, 'content-type': 'application/json' };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
 
