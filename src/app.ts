@@ -12,6 +12,7 @@ import { LocalChangeBus, RedisChangeBus, type ChangeBus } from './cluster/index.
 import type { Config } from './config/index.js';
 import { fanOut, type EventSink } from './events/index.js';
 import { registerDashboard } from './dashboard/index.js';
+import { Idempotency } from './gateway/index.js';
 import { buildHttpServer, type HttpDeps } from './http/index.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './limits/index.js';
 import { Metrics, createLogger } from './observability/index.js';
@@ -109,11 +110,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     metrics,
     limitsFor,
     upstreamTimeoutMs: config.server.upstream_timeout_ms,
+    // A claim whose request never finished (its process died) frees its key after twice the upstream timeout.
+    idempotency: new Idempotency({
+      store: storage.idempotency,
+      leaseMs: Math.max(120_000, 2 * config.server.upstream_timeout_ms),
+      onError: (error) => logger.warn({ err: error }, 'idempotency key write failed'),
+    }),
     events,
     webhooks: webhooks.service,
   };
   const server = buildHttpServer(
-    { metrics, bodyLimitBytes: config.server.body_limit_bytes, corsOrigins: config.server.cors_origins, trustProxy: config.server.trust_proxy, logger },
+    { metrics, bodyLimitBytes: config.server.body_limit_bytes, requestTimeoutMs: config.server.request_timeout_ms, corsOrigins: config.server.cors_origins, trustProxy: config.server.trust_proxy, logger },
     httpDeps,
   );
   if (config.dashboard.enabled) registerDashboard(server, httpDeps);

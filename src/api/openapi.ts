@@ -28,7 +28,9 @@ const ERRORS: Record<number, string> = {
   402: 'insufficient_credits',
   403: 'permission_denied: the key may not do this',
   404: 'model_not_found, or not_found',
+  409: 'idempotency_key_in_use: a request with this Idempotency-Key is still running (Retry-After: 1)',
   413: 'request_too_large',
+  422: 'idempotency_key_reused: the Idempotency-Key was used with a different request',
   429: 'rate_limit_exceeded or daily_limit_exceeded, with `retry_after` and the Retry-After header',
   502: 'upstream_error: every provider for the model failed',
   503: 'model_unavailable or service_unavailable',
@@ -102,6 +104,15 @@ export function openApiDocument(): Json {
 function chatOperation(): Json {
   return operation('chat', 'Create a chat completion (streamed as server-sent events when `stream` is true)', {
     body: ChatRequestSchema,
+    parameters: [
+      {
+        name: 'Idempotency-Key',
+        in: 'header',
+        required: false,
+        description: 'Up to 255 printable ASCII characters. A retry within 24 h returns the first answer and is not charged again (409 while the first runs, 422 with another body)',
+        schema: { type: 'string', minLength: 1, maxLength: 255 },
+      },
+    ],
     ok: {
       'application/json': { schema: ref(ChatCompletionSchema) },
       'text/event-stream': {
@@ -109,7 +120,7 @@ function chatOperation(): Json {
         'x-event-schema': ref(ChatCompletionChunkSchema),
       },
     },
-    errors: [400, 401, 402, 403, 404, 413, 429, 502, 503, 504],
+    errors: [400, 401, 402, 403, 404, 409, 413, 422, 429, 502, 503, 504],
   });
 }
 

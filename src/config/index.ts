@@ -30,6 +30,7 @@ export function defaultConfig(): Config {
       host: '0.0.0.0',
       body_limit_bytes: 4 * 1024 * 1024,
       upstream_timeout_ms: 60_000,
+      request_timeout_ms: 30_000,
       cors_origins: [],
       trust_proxy: false,
     },

@@ -87,6 +87,7 @@ export const ConfigSchema = Type.Object(
         host: Type.String({ minLength: 1 }),
         body_limit_bytes: PositiveInt,
         upstream_timeout_ms: PositiveInt,
+        request_timeout_ms: PositiveInt,
         cors_origins: Type.Array(Type.String()),
         trust_proxy: Type.Boolean(),
       },

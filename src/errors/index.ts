@@ -11,6 +11,8 @@ export type ErrorCode =
   | 'model_not_found'
   | 'not_found'
   | 'request_too_large'
+  | 'request_timeout'
+  | 'headers_too_large'
   | 'context_length_exceeded'
   | 'rate_limit_exceeded'
   | 'daily_limit_exceeded'
@@ -19,6 +21,8 @@ export type ErrorCode =
   | 'service_unavailable'
   | 'upstream_timeout'
   | 'internal_error'
+  | 'idempotency_key_in_use'
+  | 'idempotency_key_reused'
   | 'not_signed_in'
   | 'invalid_credentials';
 
@@ -45,6 +49,12 @@ export const ERROR_CATALOGUE: Record<ErrorCode, ErrorDefinition> = {
   model_not_found: { status: 404, type: 'invalid_request_error', message: 'The model does not exist' },
   not_found: { status: 404, type: 'invalid_request_error', message: 'Not found' },
   request_too_large: { status: 413, type: 'invalid_request_error', message: 'Request body is too large' },
+  request_timeout: {
+    status: 408,
+    type: 'invalid_request_error',
+    message: 'The request was not received in time (headers and body must arrive within server.request_timeout_ms)',
+  },
+  headers_too_large: { status: 431, type: 'invalid_request_error', message: 'The request headers are too large' },
   context_length_exceeded: {
     status: 400,
     type: 'invalid_request_error',
@@ -57,6 +67,17 @@ export const ERROR_CATALOGUE: Record<ErrorCode, ErrorDefinition> = {
   service_unavailable: { status: 503, type: 'service_unavailable', message: 'The service is temporarily unavailable' },
   upstream_timeout: { status: 504, type: 'upstream_error', message: 'The upstream provider did not answer in time' },
   internal_error: { status: 500, type: 'server_error', message: 'Internal server error' },
+  // Idempotency-Key on chat requests (docs/api.md#idempotent-requests).
+  idempotency_key_in_use: {
+    status: 409,
+    type: 'invalid_request_error',
+    message: 'A request with this Idempotency-Key is still in progress; retry shortly to get its answer',
+  },
+  idempotency_key_reused: {
+    status: 422,
+    type: 'invalid_request_error',
+    message: 'This Idempotency-Key was already used with a different request',
+  },
   // The dashboard's session API (docs/dashboard.md).
   not_signed_in: { status: 401, type: 'authentication_error', message: 'Sign in to continue' },
   invalid_credentials: { status: 401, type: 'authentication_error', message: 'Incorrect email or password' },

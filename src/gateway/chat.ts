@@ -1,6 +1,6 @@
 /**
  * THE request path of POST /v1/chat/completions, top to bottom:
- *   authenticate -> admit (rate limits, credit reservation) -> route -> relay (JSON or stream) -> settle -> emit
+ *   authenticate -> (idempotency) -> admit (rate limits, credit reservation) -> route -> relay (JSON or stream) -> settle -> emit
  * HTTP concerns (parsing, writing bytes) stay in `http/`; money, limits and providers stay behind their modules.
  */
 import { requireModelAllowed, requirePermission } from '../auth/index.js';
@@ -15,11 +15,14 @@ import { validateChatRequest } from './schema.js';
 import { toGatewayError } from './upstream-errors.js';
 import type { CatalogModel } from '../catalog/index.js';
 import type { Route, StreamStart } from '../routing/index.js';
+import type { KeyRecord } from '../storage/index.js';
 
 export interface ChatInput {
   authorization: string | undefined;
   /** The parsed JSON body, not yet validated. */
   body: unknown;
+  /** The `Idempotency-Key` header, if any. */
+  idempotencyKey?: string | undefined;
   requestId: string;
   /** Aborted when the client goes away. */
   signal: AbortSignal;
@@ -41,6 +44,22 @@ export async function createChatCompletion(input: ChatInput, deps: GatewayDeps):
   const model = deps.catalog.resolve(body.model);
   requireModelAllowed(key, [body.model, model.id, ...model.aliases]);
   const fallbacks = body.models?.map((name) => allowedModel(deps, key, name));
+  // A retry with the same Idempotency-Key gets the first answer back, without running or charging again.
+  const request: Authenticated = { input, key, body, model, fallbacks, started };
+  return deps.idempotency.run(key, input.idempotencyKey, input.body, input.requestId, () => answer(request, deps));
+}
+
+/** What authentication established about one request. */
+interface Authenticated {
+  input: ChatInput;
+  key: KeyRecord;
+  body: ChatRequest;
+  model: CatalogModel;
+  fallbacks: CatalogModel[] | undefined;
+  started: number;
+}
+
+async function answer({ input, key, body, model, fallbacks, started }: Authenticated, deps: GatewayDeps): Promise<ChatResult> {
   const account = await deps.wallet.accounts.get(key.accountId);
   if (!account) throw new GatewayError('invalid_api_key');
   const route = deps.router.route(model, key.environment, { fallbacks, timeoutMs: body.timeout_ms });

@@ -9,6 +9,7 @@ import { withSpan, type Metrics } from '../observability/index.js';
 import type { ChatCompletion, ChatRequest } from '../providers/types.js';
 import type { Router } from '../routing/index.js';
 import type { AccountSettings } from '../storage/index.js';
+import type { Idempotency } from './idempotency.js';
 import { countTextTokens } from '../tokens/index.js';
 
 export interface GatewayDeps {
@@ -21,6 +22,8 @@ export interface GatewayDeps {
   metrics: Metrics;
   limitsFor(account: { plan: string; settings: AccountSettings }): PlanLimits;
   upstreamTimeoutMs: number;
+  /** Idempotency-Key handling: first answers kept 24 h per account and key. */
+  idempotency: Idempotency;
   /** Where `llm.*` events go (webhooks); nothing is built for a type the account's webhooks do not want. */
   events?: EventSink;
 }

@@ -5,6 +5,7 @@
  */
 import { usdNumber } from '../billing/index.js';
 import { errorEnvelope, type GatewayError } from '../errors/index.js';
+import { MAX_ANSWER_BYTES, tooLarge } from '../providers/body.js';
 import type { ChatCompletionChunk, ChatRequest, Usage } from '../providers/types.js';
 import { countTextTokens } from '../tokens/index.js';
 import { llmEvent } from '../events/index.js';
@@ -20,6 +21,7 @@ export async function* relayStream(
 ): AsyncGenerator<string, void, undefined> {
   const includeUsage = request.stream_options?.include_usage === true;
   const delivered: string[] = [];
+  let deliveredChars = 0;
   let upstreamUsage: Usage | undefined;
   let id = `chatcmpl-${context.requestId}`;
   let created = Math.floor(Date.now() / 1000);
@@ -60,6 +62,9 @@ export async function* relayStream(
           if (!includeUsage) delete chunk.usage;
         }
         chunk.model = context.model.id;
+        // An endless answer would grow `delivered` without bound: past MAX_ANSWER_BYTES of text it is cut here.
+        for (const { delta } of chunk.choices) deliveredChars += (delta.content?.length ?? 0) + (delta.tool_calls ? JSON.stringify(delta.tool_calls).length : 0);
+        if (deliveredChars > MAX_ANSWER_BYTES) throw tooLarge(context.providerId);
         for (const choice of chunk.choices) {
           if (typeof choice.delta.content === 'string' && choice.delta.content) {
             delivered.push(choice.delta.content);

@@ -16,7 +16,8 @@ const ContentPart = Type.Union([
     type: Type.Literal('image_url'),
     image_url: Type.Object({ url: Type.String({ minLength: 1 }), detail: Type.Optional(Type.String()) }),
   }),
-  Type.Object({ type: Type.String({ minLength: 1 }) }),
+  // Other part types (input_audio, file, ...) pass through; a `text` or `image_url` part must have its field.
+  Type.Object({ type: Type.String({ minLength: 1, pattern: '^(?!(text|image_url)$)' }) }),
 ]);
 
 const ToolCall = Type.Object({

@@ -3,6 +3,8 @@
  * where every error becomes the contract's envelope.
  */
 import { randomBytes } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import { GatewayError, errorEnvelope } from '../errors/index.js';
 import { pointerToParam } from '../gateway/schema.js';
@@ -12,6 +14,8 @@ import { isStorageUnavailable } from '../storage/index.js';
 export interface ServerOptions {
   metrics: Metrics;
   bodyLimitBytes: number;
+  /** The whole request (headers and body) must arrive within this; then 408 and the connection closes. */
+  requestTimeoutMs: number;
   corsOrigins: string[];
   trustProxy: boolean;
   logger: FastifyBaseLogger;
@@ -30,6 +34,10 @@ export function createServer(options: ServerOptions): FastifyInstance {
   const server = Fastify({
     loggerInstance: options.logger,
     bodyLimit: options.bodyLimitBytes,
+    // A client that trickles its body (or stops half-way) gets 408 instead of holding a connection forever.
+    requestTimeout: options.requestTimeoutMs,
+    http: { headersTimeout: options.requestTimeoutMs, connectionsCheckingInterval: Math.min(1_000, options.requestTimeoutMs) },
+    clientErrorHandler: answerClientError,
     trustProxy: options.trustProxy,
     // Chat requests get one access-log line from the gateway with ids, model and cost; no per-request noise.
     logController: new LogController({ disableRequestLogging: true }),
@@ -80,6 +88,29 @@ export function createServer(options: ServerOptions): FastifyInstance {
   );
 
   return server;
+}
+
+/**
+ * Errors Node's HTTP parser raises before there is a request (a request not received in time, headers too large,
+ * bytes that are not HTTP): the contract's envelope written on the socket, which then closes.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || error.code === 'EPIPE') return void socket.destroy();
+  const gatewayError =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new GatewayError('request_timeout')
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? new GatewayError('headers_too_large')
+        : new GatewayError('invalid_request', { message: 'The request is not valid HTTP' });
+  const socketState = socket as Duplex & { bytesWritten?: number };
+  if (socket.writable && !socketState.bytesWritten) {
+    const body = JSON.stringify(errorEnvelope(gatewayError));
+    socket.write(
+      `HTTP/1.1 ${gatewayError.status} ${STATUS_CODES[gatewayError.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 /**
@@ -139,7 +170,7 @@ function applyCors(allowed: string[], origin: string | undefined, url: string, r
   if (!allowed.includes('*') && !allowed.includes(origin)) return;
   reply.header('access-control-allow-origin', allowed.includes('*') ? '*' : origin);
   reply.header('vary', 'Origin');
-  reply.header('access-control-allow-headers', 'authorization, content-type, x-request-id');
+  reply.header('access-control-allow-headers', 'authorization, content-type, x-request-id, idempotency-key');
   reply.header('access-control-allow-methods', 'GET, POST, OPTIONS');
   reply.header('access-control-expose-headers', 'x-request-id, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens, retry-after');
 }

@@ -4,6 +4,7 @@
  */
 import { Pool, type Dispatcher } from 'undici';
 import { traceHeaders } from '../observability/index.js';
+import { answerText, errorText } from './body.js';
 import { describe, httpError, isTimeout, transportError } from './openai-compatible/errors.js';
 import { sseEvents } from './openai-compatible/sse.js';
 import { UPSTREAM_CONNECTIONS, UpstreamError, type ProviderCall } from './types.js';
@@ -58,7 +59,7 @@ export class HttpClient {
     if (res.statusCode >= 200 && res.statusCode < 300) return res;
     let text: string;
     try {
-      text = await res.body.text();
+      text = await errorText(res.body);
     } catch (err) {
       throw this.fail(call.signal, err);
     }
@@ -69,7 +70,7 @@ export class HttpClient {
     const res = await this.request(call, 'POST', path, body);
     let text: string;
     try {
-      text = await res.body.text();
+      text = await answerText(this.id, res.body);
     } catch (err) {
       throw this.fail(call.signal, err);
     }
@@ -87,7 +88,7 @@ export class HttpClient {
   async *events(res: Dispatcher.ResponseData, signal: AbortSignal, finished: () => boolean): AsyncGenerator<SseEvent> {
     const { body } = res;
     try {
-      yield* sseEvents(body.iterator({ destroyOnReturn: false }));
+      yield* sseEvents(body.iterator({ destroyOnReturn: false }), this.id);
     } catch (err) {
       if (err instanceof UpstreamError || signal.aborted) throw err;
       if (finished()) return;

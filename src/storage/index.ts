@@ -5,6 +5,7 @@
 import { sql } from 'kysely';
 import { AccountStore } from './accounts.js';
 import { CONNECT_TIMEOUT_MS, connect, type ConnectOptions, type Dialect } from './connect.js';
+import { IdempotencyStore } from './idempotency.js';
 import { KeyStore } from './keys.js';
 import { LedgerStore } from './ledger.js';
 import { MetaStore } from './meta.js';
@@ -18,6 +19,7 @@ export type { Dialect } from './connect.js';
 export type * from './records.js';
 export type { LedgerEntryInput, WriteBatch, CommitResult, AccountBalance, UsageDelta, UsageSlot, InvoiceInput } from './batch.js';
 export type { NewKey } from './keys.js';
+export type { IdempotencyRecord, IdempotencyStore, NewClaim } from './idempotency.js';
 export type { DailyUsageRow } from './usage.js';
 export type { DashboardSession } from './users.js';
 export type { WebhookRecord, WebhookEventSpec, WebhookChanges, RetryConfig, FilterValue, DeliveryRecord, DeliveryStatus, NewDelivery, AttemptResult } from './webhooks.js';
@@ -39,6 +41,8 @@ export interface Storage {
   readonly users: UserStore;
   /** Webhook registrations and the delivery outbox. */
   readonly webhooks: WebhookStore;
+  /** Idempotency keys of chat requests and their first answers. */
+  readonly idempotency: IdempotencyStore;
   /** Resolves when the database answers a trivial query; rejects within about 3 s otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -82,6 +86,7 @@ export async function openStorage(options: ConnectOptions & { migrate?: boolean 
     meta: new MetaStore(db),
     users: new UserStore(db),
     webhooks: new WebhookStore(db, dialect),
+    idempotency: new IdempotencyStore(db),
     ping: () => withTimeout(sql`select 1`.execute(db), PING_TIMEOUT_MS),
     close: () => db.destroy(),
   };

@@ -3,12 +3,14 @@ import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'k
 import * as initial from './migrations/001_initial.js';
 import * as webhooks from './migrations/002_webhooks.js';
 import * as dashboard from './migrations/003_dashboard.js';
+import * as idempotency from './migrations/004_idempotency.js';
 
 /** Migrations are compiled in, so `dist/` needs no migration folder at run time. */
 const MIGRATIONS: Record<string, Migration> = {
   '001_initial': initial,
   '002_webhooks': webhooks,
   '003_dashboard': dashboard,
+  '004_idempotency': idempotency,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -136,5 +136,18 @@ export interface Database {
   dashboard_sessions: DashboardSessionsTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  idempotency_keys: IdempotencyKeysTable;
+}
+
+export interface IdempotencyKeysTable {
+  account_id: string;
+  idempotency_key: string;
+  fingerprint: string;
+  state: string;
+  claim: string;
+  request_id: string;
+  response: string | null;
+  created_at: Big;
+  expires_at: Big;
 }
 

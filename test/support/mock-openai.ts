@@ -40,7 +40,18 @@ export type Behavior =
   /** Never answers. */
   | { kind: 'hang' }
   /** Sends exactly this response. */
-  | { kind: 'raw'; status?: number; headers?: Record<string, string>; body: string };
+  | { kind: 'raw'; status?: number; headers?: Record<string, string>; body: string }
+  /** Non-streaming: the headers and the first `bytes` of a JSON answer, then the socket is destroyed (reset mid-body). */
+  | { kind: 'reset'; bytes?: number }
+  /** Streams `afterChunks` content chunks, then goes silent with the connection open (a timeout mid-stream). */
+  | { kind: 'stall'; afterChunks?: number }
+  /** Streams `afterChunks` content chunks, then ends the response cleanly: no finish reason, no usage, no [DONE]. */
+  | { kind: 'truncated'; afterChunks?: number }
+  /**
+   * About `bytes` of answer: a JSON body with one enormous content string, or as many SSE chunks of `chunkBytes`
+   * (default 64 KiB) of text as it takes (never ending with [DONE] until all were sent); no usage.
+   */
+  | { kind: 'huge'; bytes: number; chunkBytes?: number };
 
 export interface RecordedRequest {
   method: string;
@@ -72,6 +83,8 @@ export interface MockOpenAIOptions {
   /** When set, requests must carry `Authorization: Bearer <apiKey>`. */
   apiKey?: string;
   behavior?: Behavior;
+  /** Chooses the behaviour of a request from its body, before the queue and the default (undefined: not chosen). */
+  route?: (body: any) => Behavior | undefined;
 }
 
 const DEFAULT_CONTENT = 'Hello from the mock upstream.';
@@ -122,7 +135,7 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
     if (typeof body !== 'object' || body === null) {
       return sendError(res, { status: 400, message: 'We could not parse the JSON body of your request.' });
     }
-    await serve(queue.shift() ?? behavior, body, res);
+    await serve(options.route?.(body) ?? queue.shift() ?? behavior, body, res);
   });
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -175,6 +188,18 @@ async function serve(behavior: Behavior, request: any, res: ServerResponse): Pro
     case 'raw':
       res.writeHead(behavior.status ?? 200, behavior.headers ?? { 'content-type': 'application/json' }).end(behavior.body);
       return;
+    case 'reset': {
+      const text = JSON.stringify(completion({ kind: 'ok', content: 'This answer is cut in the middle of its body. '.repeat(20) }, request));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) });
+      res.write(text.slice(0, behavior.bytes ?? 100), () => res.socket?.destroy());
+      return;
+    }
+    case 'stall':
+      if (request.stream) return streamFailure(behavior, request, res);
+      res.writeHead(200, { 'content-type': 'application/json' }).write('{"id": "chatcmpl-stalled", "choices": [');
+      return; // silent until the client gives up
+    case 'huge':
+      return hugeReply(behavior, request, res);
     case 'ok':
       if (behavior.latencyMs) await sleep(behavior.latencyMs);
       if (request.stream) return streamReply(behavior, request, res);
@@ -323,7 +348,7 @@ async function streamReply(b: Extract<Behavior, { kind: 'ok' }>, request: any, r
 }
 
 async function streamFailure(
-  b: Extract<Behavior, { kind: 'cut' | 'malformed' | 'stream-error' }>,
+  b: Extract<Behavior, { kind: 'cut' | 'malformed' | 'stream-error' | 'stall' | 'truncated' }>,
   request: any,
   res: ServerResponse,
 ): Promise<void> {
@@ -337,10 +362,45 @@ async function streamFailure(
     case 'malformed':
       await out.write('data: {"id": "chatcmpl-broken", "choices": [{\n\n');
       return out.done();
+    case 'stall':
+      return; // the connection stays open, silent, until the client gives up
+    case 'truncated':
+      res.end();
+      return;
     case 'stream-error':
       await out.data({
         error: { message: b.message ?? 'The server had an error while processing your request.', type: 'server_error', param: null, code: b.code ?? null },
       });
       res.end();
   }
+}
+
+/** An enormous answer, written with backpressure so the mock itself stays small. */
+async function hugeReply(b: Extract<Behavior, { kind: 'huge' }>, request: any, res: ServerResponse): Promise<void> {
+  const size = b.chunkBytes ?? 64 * 1024;
+  const piece = 'x'.repeat(size - 1) + ' ';
+  const pieces = Math.ceil(b.bytes / size);
+  const write = (text: string) =>
+    new Promise<void>((resolve) => {
+      if (res.destroyed || res.write(text)) return resolve();
+      const done = () => {
+        res.off('drain', done).off('close', done);
+        resolve();
+      };
+      res.on('drain', done).on('close', done);
+    });
+  if (!request.stream) {
+    const [head, tail] = JSON.stringify(completion({ kind: 'ok', content: '@@', usage: false }, request)).split('@@') as [string, string];
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(head.length + pieces * size + tail.length) });
+    await write(head);
+    for (let i = 0; i < pieces && !res.destroyed; i++) await write(piece);
+    if (!res.destroyed) res.end(tail);
+    return;
+  }
+  const out = new EventWriter(res, { ...request, stream_options: undefined });
+  await out.chunk({ role: 'assistant', content: '', refusal: null });
+  for (let i = 0; i < pieces && !out.gone; i++) await out.chunk({ content: piece });
+  if (out.gone) return;
+  await out.chunk({}, 'stop');
+  await out.done();
 }

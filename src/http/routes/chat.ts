@@ -15,6 +15,7 @@ export function chatRoutes(server: FastifyInstance, deps: HttpDeps): void {
       {
         authorization: request.headers.authorization,
         body: request.body,
+        idempotencyKey: singleHeader(request.headers['idempotency-key']),
         requestId: request.id,
         signal: client.signal,
         log: (fields) => request.log.info(fields, 'chat completion'),
@@ -25,6 +26,11 @@ export function chatRoutes(server: FastifyInstance, deps: HttpDeps): void {
     await writeEventStream(reply, result, client);
     return reply;
   });
+}
+
+/** A header sent twice arrives as a list: its first value (the key's shape is checked by the gateway). */
+function singleHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 /** Writes SSE events as the gateway yields them, with backpressure and keep-alive comments while idle. */

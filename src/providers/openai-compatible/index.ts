@@ -9,6 +9,7 @@ import {
   type Provider,
   type ProviderCall,
 } from '../types.js';
+import { answerText, errorText } from '../body.js';
 import { describe, httpError, inBandError, isTimeout, transportError } from './errors.js';
 import { parseStreamEvent, sseEvents } from './sse.js';
 
@@ -58,7 +59,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     if (res.statusCode >= 200 && res.statusCode < 300) return res;
     let text: string;
     try {
-      text = await res.body.text();
+      text = await errorText(res.body);
     } catch (err) {
       throw fail(call, err);
     }
@@ -77,7 +78,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     const res = await post(call, { ...rest, stream: false }, 'application/json');
     let text: string;
     try {
-      text = await res.body.text();
+      text = await answerText(id, res.body);
     } catch (err) {
       throw fail(call, err);
     }
@@ -106,7 +107,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     let finished = false;
     try {
       // destroyOnReturn: false so that a stream ending with [DONE] can give its socket back to the pool.
-      for await (const event of sseEvents(body.iterator({ destroyOnReturn: false }))) {
+      for await (const event of sseEvents(body.iterator({ destroyOnReturn: false }), id)) {
         const chunk = parseStreamEvent(id, event);
         if (chunk === 'skip') continue;
         if (chunk === 'done') {

@@ -1,14 +1,22 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { MAX_ANSWER_BYTES, tooLarge } from '../body.js';
 import { UpstreamError, type ChatCompletionChunk } from '../types.js';
 import { inBandError } from './errors.js';
 
-/** Yields server-sent events as soon as their bytes arrive; comments and partial trailing events are dropped. */
-export async function* sseEvents(source: AsyncIterable<Uint8Array | string>): AsyncGenerator<EventSourceMessage> {
+/**
+ * Yields server-sent events as soon as their bytes arrive; comments and partial trailing events are dropped.
+ * More than MAX_ANSWER_BYTES without a complete event is an UpstreamError (the parser would buffer it all).
+ */
+export async function* sseEvents(source: AsyncIterable<Uint8Array | string>, provider = 'upstream'): AsyncGenerator<EventSourceMessage> {
   const pending: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (event) => pending.push(event) });
   const decoder = new TextDecoder();
+  let unparsed = 0;
   for await (const bytes of source) {
+    unparsed += bytes.length;
     parser.feed(typeof bytes === 'string' ? bytes : decoder.decode(bytes, { stream: true }));
+    if (pending.length > 0) unparsed = 0;
+    else if (unparsed > MAX_ANSWER_BYTES) throw tooLarge(provider);
     yield* pending.splice(0);
   }
 }

@@ -1,0 +1,143 @@
+/**
+ * `Idempotency-Key` on chat requests (docs/api.md#idempotent-requests): a retry of a request that was answered
+ * gets the first answer again, without running or charging anything. Keys are scoped to the account and kept
+ * 24 hours. While the first request runs, a duplicate gets 409 (the openai SDKs retry 409 on their own); a key
+ * reused with a different request gets 422. Only answers are kept: a request that failed frees its key.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { GatewayError, invalidRequest } from '../errors/index.js';
+import type { ChatCompletion } from '../providers/types.js';
+import type { IdempotencyStore, KeyRecord } from '../storage/index.js';
+
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
+const PURGE_EVERY_MS = 60_000;
+
+export type Answer =
+  | { kind: 'json'; headers: Record<string, string>; body: ChatCompletion }
+  | { kind: 'stream'; headers: Record<string, string>; events: AsyncGenerator<string, void, undefined> };
+
+type Stored = { kind: 'json'; headers: Record<string, string>; body: ChatCompletion } | { kind: 'stream'; headers: Record<string, string>; events: string[] };
+
+export interface IdempotencyOptions {
+  store: IdempotencyStore;
+  /** How long a pending claim holds its key when its request never finishes (the process died). */
+  leaseMs: number;
+  onError?: (error: unknown) => void;
+  now?: () => number;
+}
+
+export class Idempotency {
+  private lastPurge = 0;
+
+  constructor(private readonly options: IdempotencyOptions) {}
+
+  /**
+   * Runs `answer` once per (account, key): the first request runs it and stores its answer; a retry gets that
+   * answer back (header `idempotent-replayed: true`). Without a key, just runs it.
+   */
+  async run(key: KeyRecord, idempotencyKey: string | undefined, body: unknown, requestId: string, answer: () => Promise<Answer>): Promise<Answer> {
+    if (idempotencyKey === undefined) return answer();
+    if (!KEY_SHAPE.test(idempotencyKey)) {
+      throw invalidRequest('Idempotency-Key must be 1 to 255 printable ASCII characters', 'Idempotency-Key');
+    }
+    const { store } = this.options;
+    const now = this.now();
+    this.purge(now);
+    const fingerprint = fingerprintOf(key, body);
+    const claim = randomBytes(12).toString('base64url');
+    const owned = await store.claim({ accountId: key.accountId, key: idempotencyKey, fingerprint, claim, requestId, now, leaseUntil: now + this.options.leaseMs });
+    if (!owned) return this.existing(key.accountId, idempotencyKey, fingerprint);
+
+    const release = () => store.release(key.accountId, idempotencyKey, claim).catch((error) => this.options.onError?.(error));
+    const keep = (stored: Stored) =>
+      store.complete(key.accountId, idempotencyKey, claim, JSON.stringify(stored), this.now() + IDEMPOTENCY_TTL_MS).catch((error) => {
+        this.options.onError?.(error);
+        return false;
+      });
+    let result: Answer;
+    try {
+      result = await answer();
+    } catch (error) {
+      await release();
+      throw error;
+    }
+    if (result.kind === 'json') {
+      await keep({ kind: 'json', headers: result.headers, body: result.body });
+      return result;
+    }
+    const { headers } = result;
+    return { kind: 'stream', headers, events: recorded(result.events, (events) => keep({ kind: 'stream', headers, events }), release) };
+  }
+
+  private async existing(accountId: string, idempotencyKey: string, fingerprint: string): Promise<Answer> {
+    const record = await this.options.store.get(accountId, idempotencyKey);
+    // Released or expired between our claim and this read: the client may simply retry.
+    if (!record || record.state === 'pending' || record.expiresAt <= this.now()) {
+      if (record && record.fingerprint !== fingerprint) throw new GatewayError('idempotency_key_reused', { param: 'Idempotency-Key' });
+      throw new GatewayError('idempotency_key_in_use', { param: 'Idempotency-Key', headers: { 'retry-after': '1' } });
+    }
+    if (record.fingerprint !== fingerprint) throw new GatewayError('idempotency_key_reused', { param: 'Idempotency-Key' });
+    const stored = JSON.parse(record.response!) as Stored;
+    const headers = { ...stored.headers, 'idempotent-replayed': 'true' };
+    if (stored.kind === 'json') return { kind: 'json', headers, body: stored.body };
+    return { kind: 'stream', headers, events: replay(stored.events) };
+  }
+
+  private purge(now: number): void {
+    if (now - this.lastPurge < PURGE_EVERY_MS) return;
+    this.lastPurge = now;
+    this.options.store.deleteExpired(now).catch((error) => this.options.onError?.(error));
+  }
+
+  private now(): number {
+    return this.options.now?.() ?? Date.now();
+  }
+}
+
+/** The request as the key must match it: the key's environment and the body, with object keys sorted. */
+function fingerprintOf(key: KeyRecord, body: unknown): string {
+  return createHash('sha256').update(key.environment).update('\n').update(canonical(body)).digest('hex');
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/**
+ * Passes a stream's events through and keeps them; a stream that ends with `[DONE]` is stored before `[DONE]`
+ * leaves. A stream that ends otherwise (the client went away, an error event) frees the key.
+ */
+async function* recorded(
+  events: AsyncGenerator<string, void, undefined>,
+  keep: (events: string[]) => Promise<unknown>,
+  release: () => Promise<unknown>,
+): AsyncGenerator<string, void, undefined> {
+  const seen: string[] = [];
+  let complete = false;
+  try {
+    for await (const event of events) {
+      if (event === 'data: [DONE]\n\n') {
+        seen.push(event);
+        await keep(seen);
+        complete = true;
+      } else {
+        seen.push(event);
+      }
+      yield event;
+    }
+  } finally {
+    if (!complete) await release();
+  }
+}
+
+async function* replay(events: string[]): AsyncGenerator<string, void, undefined> {
+  yield* events;
+}

@@ -1,0 +1,45 @@
+/**
+ * Reading upstream bodies with a ceiling, so that an enormous answer cannot exhaust the process's memory: an
+ * answer (a JSON body, or one server-sent event) may be at most MAX_ANSWER_BYTES; an error body is read up to
+ * MAX_ERROR_BYTES and the rest dropped (only its message is kept).
+ */
+import type { Dispatcher } from 'undici';
+import { UpstreamError } from './types.js';
+
+/** 16 MiB: about 30 times the longest answer a 128k-token model writes, with room for logprobs. */
+export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+export const MAX_ERROR_BYTES = 64 * 1024;
+
+export function tooLarge(provider: string): UpstreamError {
+  return new UpstreamError(provider, 'protocol', `${provider} sent an answer larger than ${MAX_ANSWER_BYTES / 1048576} MiB`);
+}
+
+/** The body as text; UpstreamError `protocol` beyond MAX_ANSWER_BYTES (the rest is not read). */
+export async function answerText(provider: string, body: Dispatcher.ResponseData['body']): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const part of body) {
+    size += (part as Buffer).length;
+    if (size > MAX_ANSWER_BYTES) {
+      body.on('error', () => {}).destroy();
+      throw tooLarge(provider);
+    }
+    parts.push(part as Buffer);
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
+
+/** An error body's first MAX_ERROR_BYTES as text; the rest is discarded. */
+export async function errorText(body: Dispatcher.ResponseData['body']): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const part of body) {
+    parts.push(part as Buffer);
+    size += (part as Buffer).length;
+    if (size >= MAX_ERROR_BYTES) {
+      body.on('error', () => {}).destroy();
+      break;
+    }
+  }
+  return Buffer.concat(parts).toString('utf8').slice(0, MAX_ERROR_BYTES);
+}
