@@ -34,7 +34,8 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(() => {
-  server?.kill('SIGKILL');
+  // npx runs tollgate as its own child: the signal goes to the whole process group, or the server outlives the test.
+  if (server?.pid) process.kill(-server.pid, 'SIGKILL');
   if (consumer) rmSync(consumer, { recursive: true, force: true });
 });
 
@@ -51,6 +52,7 @@ describe('the packed package, installed into an empty folder', { timeout: 120_00
   it('`npx tollgate start` serves the sandbox with the first key it prints', async () => {
     const port = String(20_000 + Math.floor(Math.random() * 20_000));
     server = spawn('npx', ['tollgate', 'start'], {
+      detached: true,
       cwd: consumer,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOST: '127.0.0.1', PORT: port, TOLLGATE_LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -68,7 +70,9 @@ describe('the packed package, installed into an empty folder', { timeout: 120_00
     expect(existsSync(join(consumer, 'data', 'tollgate.db'))).toBe(true);
     const dashboard = await fetch(`http://127.0.0.1:${port}/dashboard`);
     expect(dashboard.status).toBe(200);
-    server.kill('SIGTERM');
+    process.kill(-server.pid!, 'SIGTERM');
+    await new Promise((resolve) => server!.once('exit', resolve));
+    server = undefined;
   });
 
   it('exports the webhook receiver library and the API types', async () => {
