@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../support/databases.js';
+import { freePort } from '../support/replicas.js';
 
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
@@ -45,7 +46,7 @@ describe('first start', { timeout: 120_000 }, () => {
   it('prints an admin token and a working first key once, and not again on restart', async () => {
     const dataDir = tempDir();
     dirs.push(dataDir);
-    const port = String(20_000 + Math.floor(Math.random() * 20_000));
+    const port = String(await freePort());
     const first = start({ TOLLGATE_DATA_DIR: dataDir, PORT: port });
     await waitFor(first.output, /listening on/);
     const token = (await waitFor(first.output, /Admin token:\s+(tgadm-\S+)/))[1]!;

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../support/databases.js';
 import { deleteRedisKeys } from '../support/gateway.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
+import { freePort } from '../support/replicas.js';
 
 interface OtlpSpan {
   traceId: string;
@@ -59,7 +60,7 @@ afterAll(async () => {
 async function startGateway(env: Record<string, string>): Promise<{ base: string; key: string; output: () => string; child: ChildProcess }> {
   const dataDir = tempDir();
   dirs.push(dataDir);
-  const port = String(20_000 + Math.floor(Math.random() * 20_000));
+  const port = String(await freePort());
   const child = spawn(process.execPath, ['dist/main.js'], {
     env: {
       PATH: process.env.PATH ?? '',
@@ -81,7 +82,7 @@ async function startGateway(env: Record<string, string>): Promise<{ base: string
   child.stderr!.on('data', (d: Buffer) => (text += d.toString()));
   const until = Date.now() + 40_000;
   while (!/API key:\s+tg-live-/.test(text) || !/listening on/.test(text)) {
-    if (Date.now() > until) throw new Error(`the gateway did not start:\n${text}`);
+    if (Date.now() > until || child.exitCode !== null) throw new Error(`the gateway did not start:\n${text}`);
     await new Promise((r) => setTimeout(r, 50));
   }
   const key = /API key:\s+(tg-live-[0-9A-Za-z]{32})/.exec(text)![1]!;

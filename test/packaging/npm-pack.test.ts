@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../support/databases.js';
+import { freePort } from '../support/replicas.js';
 
 const run = promisify(execFile);
 const repo = fileURLToPath(new URL('../../', import.meta.url));
@@ -50,7 +51,7 @@ describe('the packed package, installed into an empty folder', { timeout: 120_00
   });
 
   it('`npx tollgate start` serves the sandbox with the first key it prints', async () => {
-    const port = String(20_000 + Math.floor(Math.random() * 20_000));
+    const port = String(await freePort());
     server = spawn('npx', ['tollgate', 'start'], {
       detached: true,
       cwd: consumer,
