@@ -5,6 +5,7 @@
  * component of the OpenAPI document.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
+import { CapabilitiesSchema } from '../config/index.js';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Usd = (description: string) => Type.Number({ description: `${description} (USD, at most 9 decimals)` });
@@ -125,15 +126,6 @@ export const CreditBalanceSchema = Type.Object(
   { $id: 'CreditBalance', description: 'Full form for full keys; `object` and `balance` only for read_only and project keys' },
 );
 
-const Capabilities = Type.Object({
-  chat: Type.Boolean(),
-  completion: Type.Boolean(),
-  function_calling: Type.Boolean(),
-  vision: Type.Boolean(),
-  embeddings: Type.Boolean(),
-  json_mode: Type.Boolean(),
-});
-
 export const ModelSchema = Type.Object(
   {
     id: Type.String(),
@@ -144,7 +136,7 @@ export const ModelSchema = Type.Object(
     pricing: Type.Object({ prompt: Usd('Per 1,000 prompt tokens'), completion: Usd('Per 1,000 completion tokens'), unit: Type.Literal('1k_tokens') }),
     context_length: Type.Integer(),
     max_tokens: Type.Integer({ description: 'The most completion tokens the model produces in one answer' }),
-    capabilities: Capabilities,
+    capabilities: CapabilitiesSchema,
     performance: Type.Object({
       avg_response_time: Nullable(Type.Number({ description: 'Mean seconds from request to last byte over the last hour' })),
       avg_tokens_per_second: Nullable(Type.Number({ description: 'Completion tokens per second of generation over the last hour' })),
