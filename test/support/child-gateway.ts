@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './replicas.js';
+import { adminCall } from './admin-call.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const START_TIMEOUT_MS = 40_000;
@@ -87,20 +88,6 @@ export async function startChildGateway(options: { dataDir: string; adminToken: 
       await exited;
     },
     start,
-    async admin(method, path, body) {
-      const response = await fetch(`${url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${options.adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      });
-      const raw = await response.text();
-      let parsed: unknown = raw;
-      try {
-        parsed = JSON.parse(raw);
-      } catch {
-        // not JSON (e.g. /metrics)
-      }
-      return { status: response.status, body: parsed as any };
-    },
+    admin: (method, path, body) => adminCall(url, options.adminToken, method, path, body),
   };
 }

@@ -9,6 +9,7 @@ import { createApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import type { EventSink } from '../../src/events/index.js';
 import type { RateLimiter } from '../../src/limits/index.js';
+import { adminCall } from './admin-call.js';
 import { createTestDatabase, type TestDatabase } from './databases.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -62,14 +63,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     ...(options.limiter ? { limiter: options.limiter } : {}),
   });
   const url = await app.listen();
-  const admin = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    return { status: response.status, body: (await response.json()) as any };
-  };
+  const admin = (method: string, path: string, body?: unknown) => adminCall(url, ADMIN_TOKEN, method, path, body);
   let counter = 0;
   const gateway: TestGateway = {
     app,

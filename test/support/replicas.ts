@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createTestDatabase, type TestDatabase } from './databases.js';
+import { adminCall } from './admin-call.js';
 
 export const REDIS_URL = process.env.TOLLGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -217,21 +218,7 @@ export async function startReplicas(n: number, options: ReplicaOptions = {}): Pr
     alive: (i) => slots[i]!.child !== undefined,
     output: (i) => slots[i]!.text,
     outputs: () => slots.map((slot, i) => `===== replica ${i} (port ${slot.port}) =====\n${slot.text}`).join('\n'),
-    async admin(method, path, body, i = 0) {
-      const response = await fetch(`${urls[i]}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      });
-      const text = await response.text();
-      let parsed: unknown = text;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        // not JSON (e.g. /metrics)
-      }
-      return { status: response.status, body: parsed as any };
-    },
+    admin: (method, path, body, i = 0) => adminCall(urls[i]!, adminToken, method, path, body),
     stop,
   };
 }
