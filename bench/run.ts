@@ -32,10 +32,10 @@ import {
   readMemory,
   readProc,
   startServer,
+  startTollgate,
   takeCrashes,
   tcpConnections,
   tempDir,
-  tollgateListening,
   type Server,
 } from './lib/processes.js';
 import { checks, printConfig, ratios, type ConfigResult, type TargetName } from './lib/report.js';
@@ -172,28 +172,7 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
     ready: portMessage,
   });
   const adminToken = randomBytes(24).toString('hex');
-  const tollgate = await startServer({
-    name: 'tollgate',
-    args: [join(ROOT, 'dist', 'main.js')],
-    env: {
-      ...baseEnv(),
-      TOLLGATE_DATA_DIR: join(dir, 'data'),
-      PORT: '0',
-      HOST: '127.0.0.1',
-      // The product's default level: one JSON line per chat request, written to a file.
-      TOLLGATE_LOG_LEVEL: 'info',
-      // The targets are for one tollgate process (no node:cluster workers).
-      TOLLGATE_WORKERS: '1',
-      TOLLGATE_ADMIN_TOKEN: adminToken,
-      OPENAI_API_KEY: 'bench',
-      OPENAI_BASE_URL: `${mock.url}/v1`,
-      ...(database ? { DATABASE_URL: database.url, REDIS_URL } : {}),
-    },
-    cwd: dir,
-    logFile: join(dir, 'tollgate.log'),
-    ready: tollgateListening,
-    timeoutMs: 60_000,
-  });
+  const tollgate = await startTollgate({ dir, upstream: mock.url, adminToken, ...(database ? { backends: { databaseUrl: database.url, redisUrl: REDIS_URL } } : {}) });
   const startup = readFileSync(tollgate.logFile, 'utf8');
   result.backends = /tollgate listening on \S+ \(([^)]*)\)/.exec(startup)?.[1] ?? '(start-up line not recognised)';
   if (result.redis) result.redis.mentionedInTollgateLog = /redis/i.test(startup);

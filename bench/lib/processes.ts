@@ -311,3 +311,33 @@ export async function tollgateListening(child: ChildProcess, log: () => string):
   }
   throw new Error('tollgate exited during start-up');
 }
+
+/**
+ * tollgate as the benchmark runs it: `dist/main.js` with the product's default log level (one JSON line per chat
+ * request, to a file), one process, the mock as the OpenAI upstream; PostgreSQL + Redis when `backends` is given.
+ */
+export function startTollgate(options: { dir: string; upstream: string; adminToken: string; backends?: { databaseUrl: string; redisUrl: string }; nodeArgs?: string[] }): Promise<Server> {
+  const { dir, backends } = options;
+  return startServer({
+    name: 'tollgate',
+    args: [...(options.nodeArgs ?? []), join(ROOT, 'dist', 'main.js')],
+    env: {
+      ...baseEnv(),
+      TOLLGATE_DATA_DIR: join(dir, 'data'),
+      PORT: '0',
+      HOST: '127.0.0.1',
+      TOLLGATE_LOG_LEVEL: 'info',
+      // The targets are for one tollgate process (no node:cluster workers).
+      TOLLGATE_WORKERS: '1',
+      TOLLGATE_ADMIN_TOKEN: options.adminToken,
+      OPENAI_API_KEY: 'bench',
+      OPENAI_BASE_URL: `${options.upstream}/v1`,
+      ...(backends ? { DATABASE_URL: backends.databaseUrl, REDIS_URL: backends.redisUrl } : {}),
+    },
+    cwd: dir,
+    logFile: join(dir, 'tollgate.log'),
+    ready: tollgateListening,
+    timeoutMs: 60_000,
+  });
+}
+
