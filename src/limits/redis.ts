@@ -1,42 +1,77 @@
 /**
- * Rate limits shared by every replica through Redis, with exactly the semantics of the in-memory limiter
- * (memory.ts): per account, 61 one-second buckets of requests and of tokens, kept as two hashes (field = unix
- * second). One Lua script reads, decides and counts atomically on the server, using the server's clock
- * (`TIME`) so replicas with skewed clocks agree.
+ * Rate limits shared by every replica through Redis, with the semantics of the in-memory limiter (memory.ts):
+ * per account, 61 one-second buckets of requests and of tokens, kept as two hashes (field = unix second). One
+ * Lua script reads, decides and counts atomically on the server, using the server's clock (`TIME`) so replicas
+ * with skewed clocks agree.
+ *
+ * Leasing keeps busy accounts off Redis. When an account is far from its limits and this replica has been
+ * admitting several of its requests a second, the admission also asks for a lease: the script counts, in the
+ * current second's buckets, up to 1/16 of what is free (and only while at least 256 requests stay free) as if
+ * that many more requests and prompt tokens had been admitted, and returns how much it granted. The replica
+ * then admits the account's next requests locally from the lease (lease.ts) until it runs out or the Redis
+ * second it was counted in ends. Exactness holds because every admitted request is counted in Redis before it
+ * is admitted, under the same check, and in the bucket of the second it is admitted in: a request admitted in
+ * a later second than its count would leave the window a second early, hence the expiry at the end of that
+ * second, measured from the reply's arrival minus a margin. A request whose prompt does not fit the leased
+ * tokens goes to Redis. Unused leases are given back (subtracted from the second they were counted in, if that
+ * bucket still exists) with the account's next call, or by a timer that also flushes completion tokens, which
+ * `addTokens` gathers per account and sends at most every FLUSH_MS. Until given back, leases held by other
+ * replicas make Redis refuse a little early near the limit: stricter, never looser.
  *
  * Failure policy: FAIL OPEN. When Redis is unreachable, or a command errors or takes longer than
  * `commandTimeoutMs` (200 ms by default), the request is admitted with a decision showing the full limit as
  * remaining, `onError` is called (the app counts it in `tollgate_redis_errors_total`), and serving goes on;
  * ioredis reconnects by itself. Calls fail fast while disconnected (no offline queue), and admit/addTokens
- * never throw. Availability wins over strictness: during an outage, limits are not enforced.
+ * never throw. Availability wins over strictness: during an outage, limits are not enforced (and completion
+ * tokens or leases to give back that fail to reach Redis are dropped).
  */
 import { SpanKind, tracingEnabled, withSpan } from '../observability/index.js';
 import type { Redis } from 'ioredis';
 import { connectFailFast } from '../redis/index.js';
-import type { RateDecision, RateLimiter, RateLimits, RateWindow } from './types.js';
+import { AccountLease, LEASE_LATEST_MS, LEASE_SHARE, MIN_FREE_REQUESTS, window, type AdmitReply, type Settlement } from './lease.js';
+import type { RateDecision, RateLimiter, RateLimits } from './types.js';
 
 const BUCKETS = 61;
+const FLUSH_MS = 50;
 
 /**
- * KEYS: requests hash, tokens hash. ARGV: 'admit', requests per minute, tokens per minute, prompt tokens
- * -> {allowed, requests used, tokens used, request wait ms, token wait ms, request reset ms, token reset ms};
- * or ARGV: 'add', tokens -> {}.
+ * KEYS: requests hash, tokens hash. ARGV: 'settle', settlement (lease.ts) -> {}; or 'admit', requests per
+ * minute, tokens per minute, prompt tokens, lease requests wanted, lease tokens wanted, settlement ->
+ * {allowed, requests used, tokens used, request wait ms, token wait ms, request reset ms, token reset ms,
+ * lease requests, lease tokens, second, ms within the second}. Used counts include the lease.
  */
 const SCRIPT = `
 local WINDOW = ${BUCKETS}
 local time = redis.call('TIME')
 local now = tonumber(time[1])
-local nowMs = now * 1000 + math.floor(tonumber(time[2]) / 1000)
+local msInSecond = math.floor(tonumber(time[2]) / 1000)
+local nowMs = now * 1000 + msInSecond
 
 local function count(key, amount)
   if amount > 0 then redis.call('HINCRBY', key, now, amount) end
   redis.call('EXPIRE', key, WINDOW + 1)
 end
 
-if ARGV[1] == 'add' then
-  count(KEYS[2], tonumber(ARGV[2]))
+local function giveBack(key, second, amount)
+  local counted = tonumber(redis.call('HGET', key, second))
+  if counted == nil or amount <= 0 then return end
+  if counted <= amount then redis.call('HDEL', key, second) else redis.call('HINCRBY', key, second, -amount) end
+end
+
+local function settle(i)
+  local tokens = tonumber(ARGV[i])
+  if tokens > 0 then count(KEYS[2], tokens) end
+  for j = i + 2, i + 1 + 3 * tonumber(ARGV[i + 1]), 3 do
+    giveBack(KEYS[1], ARGV[j], tonumber(ARGV[j + 1]))
+    giveBack(KEYS[2], ARGV[j], tonumber(ARGV[j + 2]))
+  end
+end
+
+if ARGV[1] == 'settle' then
+  settle(2)
   return {}
 end
+settle(7)
 
 -- The live buckets, oldest first, and their sum; stale buckets are deleted.
 local function load(key)
@@ -68,23 +103,32 @@ local function waitFor(window, limit, needed)
 end
 
 local rpm, tpm, prompt = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local wantRequests, wantTokens = tonumber(ARGV[5]), tonumber(ARGV[6])
 local requests, tokens = load(KEYS[1]), load(KEYS[2])
 local requestWait, tokenWait = waitFor(requests, rpm, 1), waitFor(tokens, tpm, prompt)
 local allowed = requestWait == 0 and tokenWait == 0
+local leaseRequests, leaseTokens = 0, 0
 if allowed then
-  count(KEYS[1], 1)
-  count(KEYS[2], prompt)
+  local freeRequests, freeTokens = rpm - requests.used - 1, tpm - tokens.used - prompt
+  if wantRequests > 0 and msInSecond <= ${LEASE_LATEST_MS} and freeRequests >= ${MIN_FREE_REQUESTS} and freeTokens > 0 then
+    leaseRequests = math.min(wantRequests, math.floor(freeRequests / ${LEASE_SHARE}))
+    leaseTokens = math.min(wantTokens, math.floor(freeTokens / ${LEASE_SHARE}))
+    if leaseTokens < wantTokens then leaseRequests = math.floor(leaseRequests * leaseTokens / wantTokens) end
+    if leaseRequests == 0 then leaseTokens = 0 end
+  end
+  count(KEYS[1], 1 + leaseRequests)
+  count(KEYS[2], prompt + leaseTokens)
   -- The current second is the newest bucket, so appending keeps the order.
-  table.insert(requests.buckets, { now, 1 })
-  requests.used = requests.used + 1
-  table.insert(tokens.buckets, { now, prompt })
-  tokens.used = tokens.used + prompt
+  table.insert(requests.buckets, { now, 1 + leaseRequests })
+  requests.used = requests.used + 1 + leaseRequests
+  table.insert(tokens.buckets, { now, prompt + leaseTokens })
+  tokens.used = tokens.used + prompt + leaseTokens
 end
 return { allowed and 1 or 0, requests.used, tokens.used, requestWait, tokenWait,
-  waitFor(requests, rpm, rpm), waitFor(tokens, tpm, tpm) }
+  waitFor(requests, rpm, rpm), waitFor(tokens, tpm, tpm), leaseRequests, leaseTokens, now, msInSecond }
 `;
 
-type RunScript = (requestsKey: string, tokensKey: string, ...args: Array<string | number>) => Promise<number[]>;
+type RunScript = (requestsKey: string, tokensKey: string, ...args: Array<string | number>) => Promise<unknown>;
 
 export interface RedisRateLimiterOptions {
   url: string;
@@ -102,6 +146,9 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly onError: (error: unknown) => void;
   /** Settles on the first connection or after one command timeout, so calls made right at startup do not fail open needlessly. */
   private readonly started: Promise<void>;
+  private readonly accounts = new Map<string, AccountLease>();
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
 
   constructor(options: RedisRateLimiterOptions) {
     const timeoutMs = options.commandTimeoutMs ?? 200;
@@ -111,24 +158,33 @@ export class RedisRateLimiter implements RateLimiter {
     this.redis.defineCommand('tollgateRateLimit', { numberOfKeys: 2, lua: SCRIPT });
     const run = (this.redis as unknown as Record<'tollgateRateLimit', RunScript>).tollgateRateLimit.bind(this.redis);
     this.run = (...args) => (tracingEnabled() ? withSpan('redis tollgateRateLimit', { 'db.system': 'redis', 'db.operation.name': 'EVALSHA' }, () => run(...args), SpanKind.CLIENT) : run(...args));
+    void this.started.then(() => {
+      if (this.closed) return;
+      this.timer = setInterval(() => void this.settleDue(false), FLUSH_MS);
+      this.timer.unref();
+    });
   }
 
   async admit(accountId: string, limits: RateLimits, promptTokens: number): Promise<RateDecision> {
+    const prompt = wholeTokens(promptTokens);
+    await this.started;
+    const account = this.account(accountId);
+    const local = account.take(limits, prompt, performance.now());
+    if (local) return local;
+    if (account.inflight) {
+      await account.inflight;
+      const leased = account.take(limits, prompt, performance.now());
+      if (leased) return leased;
+    }
+    const now = performance.now();
+    const [wantRequests, wantTokens] = account.want(now);
+    const settlement = account.settle(now, true);
+    let flight: Promise<void> | undefined;
     try {
-      await this.started;
-      const [allowed, requestsUsed, tokensUsed, requestWait, tokenWait, requestReset, tokenReset] = (await this.run(
-        ...this.keys(accountId),
-        'admit',
-        limits.requestsPerMinute,
-        limits.tokensPerMinute,
-        wholeTokens(promptTokens),
-      )) as [number, number, number, number, number, number, number];
-      return {
-        allowed: allowed === 1,
-        retryAfterSeconds: Math.max(1, Math.ceil(Math.max(requestWait, tokenWait) / 1000)),
-        requests: window(limits.requestsPerMinute, requestsUsed, requestReset),
-        tokens: window(limits.tokensPerMinute, tokensUsed, tokenReset),
-      };
+      const args = [limits.requestsPerMinute, limits.tokensPerMinute, prompt, wantRequests, wantTokens, ...(settlement?.args ?? [0, 0])];
+      const decided = this.run(...this.keys(accountId), 'admit', ...args).then((reply) => account.record(reply as AdmitReply, limits, prompt, performance.now()));
+      if (wantRequests > 0) account.inflight = flight = decided.then(noop, noop);
+      return await decided;
     } catch (error) {
       this.onError(error);
       return {
@@ -137,21 +193,57 @@ export class RedisRateLimiter implements RateLimiter {
         requests: window(limits.requestsPerMinute, 0, 0),
         tokens: window(limits.tokensPerMinute, 0, 0),
       };
+    } finally {
+      settlement?.done();
+      if (flight && account.inflight === flight) account.inflight = undefined;
     }
   }
 
+  /** Resolves once the tokens were sent (with the account's next call, within FLUSH_MS, or on close). */
   async addTokens(accountId: string, tokens: number): Promise<void> {
-    try {
-      await this.started;
-      await this.run(...this.keys(accountId), 'add', wholeTokens(tokens));
-    } catch (error) {
-      this.onError(error);
-    }
+    const whole = wholeTokens(tokens);
+    if (whole === 0) return;
+    const flushed = this.account(accountId).addTokens(whole);
+    if (this.closed) void this.settleDue(true);
+    await flushed;
   }
 
   async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.timer);
+    await this.started;
+    await this.settleDue(true);
     if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis.disconnect());
     else this.redis.disconnect();
+  }
+
+  /** Sends, in one pipeline, every account's completion tokens and expired (or, on close, all) leases. */
+  private async settleDue(all: boolean): Promise<void> {
+    const now = performance.now();
+    const calls: Array<Promise<void>> = [];
+    for (const [accountId, account] of this.accounts) {
+      const settlement = all || account.hasWork(now) ? account.settle(now, all) : undefined;
+      if (settlement) calls.push(this.settle(accountId, settlement));
+      else if (account.idle(now)) this.accounts.delete(accountId);
+    }
+    await Promise.all(calls);
+  }
+
+  private async settle(accountId: string, settlement: Settlement): Promise<void> {
+    try {
+      await this.run(...this.keys(accountId), 'settle', ...settlement.args);
+    } catch (error) {
+      this.onError(error);
+    } finally {
+      settlement.done();
+    }
+  }
+
+  private account(accountId: string): AccountLease {
+    let account = this.accounts.get(accountId);
+    if (!account) this.accounts.set(accountId, (account = new AccountLease()));
+    return account;
   }
 
   private keys(accountId: string): [string, string] {
@@ -161,9 +253,7 @@ export class RedisRateLimiter implements RateLimiter {
   }
 }
 
-function window(limit: number, used: number, resetMs: number): RateWindow {
-  return { limit, remaining: Math.max(0, limit - used), resetMs };
-}
+function noop(): void {}
 
 /** HINCRBY takes integers only. */
 function wholeTokens(tokens: number): number {

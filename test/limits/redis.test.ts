@@ -42,6 +42,39 @@ async function keysUnder(client: Redis, prefix: string): Promise<string[]> {
   return keys;
 }
 
+/** Sums a rate-limit hash (requests or tokens) of an account. */
+async function hashSum(client: Redis, key: string): Promise<number> {
+  return Object.values(await client.hgetall(key)).reduce((sum, value) => sum + Number(value), 0);
+}
+
+/**
+ * Runs `body` and counts, with MONITOR, the script calls Redis executed meanwhile on keys under `prefix`, by
+ * mode ('admit' or 'settle').
+ */
+async function scriptCalls<T>(prefix: string, body: () => Promise<T>): Promise<[T, { admit: number; settle: number }]> {
+  const client = new Redis(REDIS_URL);
+  const monitor = await client.monitor();
+  const marker = `${prefix}monitor-end`;
+  const calls = { admit: 0, settle: 0 };
+  const ended = new Promise<void>((resolve) =>
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args.includes(marker)) resolve();
+      else if (/^eval/i.test(args[0] ?? '') && args[3]?.startsWith(prefix)) calls[args[5] === 'admit' ? 'admit' : 'settle']++;
+    }),
+  );
+  try {
+    const result = await body();
+    await client.exists(marker);
+    await ended;
+    return [result, calls];
+  } finally {
+    monitor.disconnect();
+    await client.quit();
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 afterEach(async () => {
   await Promise.all(open.splice(0).map((l) => l.close()));
   await withClient(async (client) => {
@@ -155,5 +188,144 @@ describe('Redis rate limiter', () => {
     expect(decision.requests.remaining).toBe(3);
     expect(decision.tokens.remaining).toBe(100);
     expect(errors).toHaveLength(2);
+  });
+
+  describe('leasing, for busy accounts far from their limits', () => {
+    const big = { requestsPerMinute: 100_000, tokensPerMinute: 100_000_000 };
+
+    it('admits most requests without a Redis call, with exact remaining counts on one replica', async () => {
+      const prefix = newPrefix();
+      const l = limiter(prefix);
+      for (let i = 0; i < 5; i++) await l.admit('hot', big, 10);
+      const [decisions, calls] = await scriptCalls(prefix, async () => {
+        const made = [];
+        for (let i = 0; i < 500; i++) made.push(await l.admit('hot', big, 10));
+        return made;
+      });
+      expect(calls.admit + calls.settle).toBeLessThan(100);
+      expect(decisions.every((d) => d.allowed)).toBe(true);
+      expect(decisions.map((d) => d.requests.remaining)).toEqual(Array.from({ length: 500 }, (_, i) => 100_000 - 6 - i));
+      expect(decisions.at(-1)!.tokens.remaining).toBe(100_000_000 - 5050);
+      await l.close();
+      await withClient(async (client) => {
+        expect(await hashSum(client, `${prefix}rl:{hot}:req`)).toBe(505);
+        expect(await hashSum(client, `${prefix}rl:{hot}:tok`)).toBe(5050);
+      });
+    });
+
+    it('does not lease for an account with few requests', async () => {
+      const prefix = newPrefix();
+      const l = limiter(prefix);
+      const [, calls] = await scriptCalls(prefix, async () => {
+        for (let i = 0; i < 3; i++) await l.admit('calm', big, 10);
+      });
+      expect(calls).toEqual({ admit: 3, settle: 0 });
+      await withClient(async (client) => expect(await hashSum(client, `${prefix}rl:{calm}:req`)).toBe(3));
+    });
+
+    it('stops using a lease when its Redis second ends and gives back what is unused', async () => {
+      const prefix = newPrefix();
+      const l = limiter(prefix);
+      const key = `${prefix}rl:{a}:req`;
+      await withClient(async (client) => {
+        let admitted = 0;
+        // Admits until Redis counts more than was admitted: a lease is held.
+        while (admitted < 200 && (admitted < 5 || (await hashSum(client, key)) === admitted)) {
+          await l.admit('a', big, 1);
+          admitted++;
+        }
+        expect(await hashSum(client, key)).toBeGreaterThan(admitted);
+        const leasedIn = Math.max(...Object.keys(await client.hgetall(key)).map(Number));
+        while (Number((await client.time())[0]) <= leasedIn) await sleep(5);
+        const [decision, calls] = await scriptCalls(prefix, () => l.admit('a', big, 1));
+        expect(calls.admit).toBe(1);
+        expect(decision.requests.remaining).toBe(100_000 - admitted - 1);
+        const buckets = await client.hgetall(key);
+        const upToLease = Object.entries(buckets).filter(([second]) => Number(second) <= leasedIn);
+        expect(upToLease.reduce((sum, [, count]) => sum + Number(count), 0)).toBe(admitted);
+        expect(Number(buckets[String(leasedIn + 1)] ?? buckets[String(leasedIn + 2)])).toBeGreaterThanOrEqual(1);
+      });
+    });
+
+    it('three replicas never admit more than the limit, and give back unused leases', async () => {
+      const prefix = newPrefix();
+      const replicas = [limiter(prefix), limiter(prefix), limiter(prefix)];
+      const rpm = { requestsPerMinute: 2_000, tokensPerMinute: 100_000_000 };
+      const total = 2_600;
+      const workers = 12;
+      const [decisions, calls] = await scriptCalls(prefix, async () => {
+        const perWorker = await Promise.all(
+          Array.from({ length: workers }, async (_, w) => {
+            const made = [];
+            for (let i = w; i < total; i += workers) made.push(await replicas[w % 3]!.admit('acct', rpm, 10));
+            return made;
+          }),
+        );
+        return perWorker.flat();
+      });
+      const admitted = decisions.filter((d) => d.allowed).length;
+      expect(admitted).toBeLessThanOrEqual(2_000);
+      // Until they are given back, leases held by other replicas can refuse a few near the limit (observed with
+      // 12 workers: none; with 60 workers, about 50).
+      expect(admitted).toBeGreaterThanOrEqual(1_900);
+      // Every refusal is a call; of the admissions, most were local (observed: about 300 calls for 2,000).
+      expect(calls.admit - (total - admitted)).toBeLessThan(admitted / 2);
+      expect(decisions.every((d) => d.requests.remaining >= 0 && d.requests.remaining < 2_000)).toBe(true);
+      await withClient(async (client) => {
+        // Leases end within a second; the timer gives back what they left unused.
+        await sleep(1_200);
+        expect(await hashSum(client, `${prefix}rl:{acct}:req`)).toBe(admitted);
+        expect(await hashSum(client, `${prefix}rl:{acct}:tok`)).toBe(admitted * 10);
+      });
+    });
+
+    it('never lets leased prompt tokens exceed the tokens per minute', async () => {
+      const prefix = newPrefix();
+      const replicas = [limiter(prefix), limiter(prefix)];
+      const tpm = { requestsPerMinute: 100_000, tokensPerMinute: 20_000 };
+      const admittedTokens = await Promise.all(
+        Array.from({ length: 6 }, async (_, w) => {
+          let sum = 0;
+          for (let i = 0; i < 500; i++) {
+            const prompt = 5 + ((i * 7 + w) % 11);
+            if ((await replicas[w % 2]!.admit('t', tpm, prompt)).allowed) sum += prompt;
+          }
+          return sum;
+        }),
+      );
+      const sum = admittedTokens.reduce((a, b) => a + b, 0);
+      expect(sum).toBeLessThanOrEqual(20_000);
+      expect(sum).toBeGreaterThan(19_500);
+      await Promise.all(replicas.map((r) => r.close()));
+      await withClient(async (client) => expect(await hashSum(client, `${prefix}rl:{t}:tok`)).toBe(sum));
+    });
+
+    it('flushes completion tokens within 200 ms, and on close', async () => {
+      const prefix = newPrefix();
+      const l = limiter(prefix);
+      const key = `${prefix}rl:{a}:tok`;
+      await withClient(async (client) => {
+        await l.admit('a', big, 0);
+        const started = Date.now();
+        void l.addTokens('a', 300);
+        void l.addTokens('a', 200);
+        while ((await hashSum(client, key)) < 500 && Date.now() - started < 1_000) await sleep(5);
+        expect(Date.now() - started).toBeLessThan(200);
+        expect(await hashSum(client, key)).toBe(500);
+        void l.addTokens('a', 7);
+        await l.close();
+        expect(await hashSum(client, key)).toBe(507);
+      });
+    });
+
+    it('fails open when Redis is unreachable', async () => {
+      const errors: unknown[] = [];
+      const l = limiter(newPrefix(), { url: 'redis://127.0.0.1:1', onError: (error) => errors.push(error) });
+      const decisions = [];
+      for (let i = 0; i < 50; i++) decisions.push(await l.admit('a', big, 10));
+      await l.addTokens('a', 10);
+      expect(decisions.every((d) => d.allowed && d.requests.remaining === 100_000)).toBe(true);
+      expect(errors).toHaveLength(51);
+    });
   });
 });

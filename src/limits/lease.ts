@@ -1,0 +1,209 @@
+/**
+ * One replica's local side of an account's rate-limit leases (see redis.ts): capacity already counted in Redis
+ * and not yet used, what still has to be sent to Redis (completion tokens, unused leases to give back), and the
+ * account's recent rate, which sizes the next lease. Times are `performance.now()` values.
+ */
+import type { RateDecision, RateLimits, RateWindow } from './types.js';
+
+/** No lease unless, after the request, at least this many requests of the window are free. */
+export const MIN_FREE_REQUESTS = 256;
+/** A lease takes at most 1/LEASE_SHARE of the free requests and of the free tokens. */
+export const LEASE_SHARE = 16;
+/** The script leases only up to this millisecond of a second: a later lease would expire almost at once. */
+export const LEASE_LATEST_MS = 950;
+/** Admissions in the current or previous second from which this replica asks for a lease... */
+const MIN_RATE = 4;
+/** ...of at least this many requests, or GROWTH times the busier of those seconds. */
+const MIN_LEASE = 8;
+const GROWTH = 1.5;
+/** A lease stops this long before the end of the Redis second it was counted in (latency and clock drift). */
+const SAFETY_MS = 25;
+/** How long an account without pending work is remembered, for its rate. */
+const IDLE_MS = 5_000;
+
+/** The script's reply to 'admit'. */
+export type AdmitReply = [
+  allowed: number,
+  requestsUsed: number,
+  tokensUsed: number,
+  requestWait: number,
+  tokenWait: number,
+  requestReset: number,
+  tokenReset: number,
+  leaseRequests: number,
+  leaseTokens: number,
+  second: number,
+  msInSecond: number,
+];
+
+interface Lease {
+  /** The Redis second whose bucket counted the lease. */
+  second: number;
+  expiresAt: number;
+  limits: RateLimits;
+  /** Still unused. */
+  requests: number;
+  tokens: number;
+  /** As Redis reported when granting, counting the whole lease. */
+  requestsUsed: number;
+  tokensUsed: number;
+  requestReset: number;
+  tokenReset: number;
+}
+
+/** Script arguments: completion tokens, the number of returned leases, then (second, requests, tokens) for each. */
+export interface Settlement {
+  args: number[];
+  /** Called once the script call carrying the settlement finished, whatever its outcome. */
+  done: () => void;
+}
+
+export class AccountLease {
+  /** A call in flight that asks for a lease: admissions finding no lease wait for it instead of calling too. */
+  inflight: Promise<unknown> | undefined;
+  private lease: Lease | undefined;
+  private pendingTokens = 0;
+  private flushed: { promise: Promise<void>; resolve: () => void } | undefined;
+  private readonly returns = new Map<number, [requests: number, tokens: number]>();
+  /** Admissions by this replica in the current and previous Redis second, for sizing leases. */
+  private second = 0;
+  private secondEndsAt = 0;
+  private current = { requests: 0, tokens: 0 };
+  private previous = { requests: 0, tokens: 0 };
+  private freeRequests = 0;
+  private lastUsed = performance.now();
+
+  /** Admits from the lease, or returns undefined when the request needs Redis. */
+  take(limits: RateLimits, prompt: number, now: number): RateDecision | undefined {
+    this.lastUsed = now;
+    const lease = this.lease;
+    if (!lease) return undefined;
+    if (now >= lease.expiresAt || !sameLimits(lease.limits, limits)) {
+      this.retire();
+      return undefined;
+    }
+    if (lease.requests < 1 || lease.tokens < prompt) return undefined;
+    lease.requests -= 1;
+    lease.tokens -= prompt;
+    this.count(prompt);
+    return {
+      allowed: true,
+      retryAfterSeconds: 1,
+      requests: window(limits.requestsPerMinute, lease.requestsUsed - lease.requests, lease.requestReset),
+      tokens: window(limits.tokensPerMinute, lease.tokensUsed - lease.tokens, lease.tokenReset),
+    };
+  }
+
+  /** The lease to ask for with the next admission: [requests, tokens], zero when the account is idle or near its limits. */
+  want(now: number): [number, number] {
+    if (this.freeRequests < MIN_FREE_REQUESTS || now > this.secondEndsAt + 1000) return [0, 0];
+    const recent = Math.max(this.previous.requests, this.current.requests);
+    if (recent < MIN_RATE) return [0, 0];
+    const requests = Math.max(MIN_LEASE, Math.ceil(GROWTH * recent));
+    const averagePrompt = (this.previous.tokens + this.current.tokens) / (this.previous.requests + this.current.requests);
+    return [requests, Math.ceil(requests * averagePrompt)];
+  }
+
+  /** Takes in the script's reply to an admission and turns it into the decision. */
+  record(reply: AdmitReply, limits: RateLimits, prompt: number, arrivedAt: number): RateDecision {
+    this.lastUsed = arrivedAt;
+    const [allowed, requestsUsed, tokensUsed, requestWait, tokenWait, requestReset, tokenReset, leaseRequests, leaseTokens, second, ms] = reply;
+    if (second > this.second) {
+      this.previous = second === this.second + 1 ? this.current : { requests: 0, tokens: 0 };
+      this.current = { requests: 0, tokens: 0 };
+      this.second = second;
+      this.secondEndsAt = arrivedAt + 1000 - ms;
+    }
+    this.freeRequests = limits.requestsPerMinute - requestsUsed;
+    if (allowed === 1) this.count(prompt);
+    if (leaseRequests > 0) {
+      this.install({
+        second,
+        expiresAt: arrivedAt + 1000 - ms - SAFETY_MS,
+        limits,
+        requests: leaseRequests,
+        tokens: leaseTokens,
+        requestsUsed,
+        tokensUsed,
+        requestReset,
+        tokenReset,
+      });
+    }
+    return {
+      allowed: allowed === 1,
+      retryAfterSeconds: Math.max(1, Math.ceil(Math.max(requestWait, tokenWait) / 1000)),
+      requests: window(limits.requestsPerMinute, requestsUsed - leaseRequests, requestReset),
+      tokens: window(limits.tokensPerMinute, tokensUsed - leaseTokens, tokenReset),
+    };
+  }
+
+  /** Resolves once the tokens reached Redis (or failed to). */
+  addTokens(tokens: number): Promise<void> {
+    this.pendingTokens += tokens;
+    this.lastUsed = performance.now();
+    if (!this.flushed) {
+      let resolve = () => {};
+      const promise = new Promise<void>((settle) => (resolve = settle));
+      this.flushed = { promise, resolve };
+    }
+    return this.flushed.promise;
+  }
+
+  hasWork(now: number): boolean {
+    return this.pendingTokens > 0 || this.returns.size > 0 || (this.lease !== undefined && now >= this.lease.expiresAt);
+  }
+
+  idle(now: number): boolean {
+    return !this.lease && !this.inflight && !this.hasWork(now) && now - this.lastUsed > IDLE_MS;
+  }
+
+  /**
+   * Takes out what the next call must send, retiring an expired lease (or the live one, with `retireLive`);
+   * undefined when there is nothing.
+   */
+  settle(now: number, retireLive: boolean): Settlement | undefined {
+    if (this.lease && (retireLive || now >= this.lease.expiresAt)) this.retire();
+    if (this.pendingTokens === 0 && this.returns.size === 0) return undefined;
+    const args = [this.pendingTokens, this.returns.size];
+    for (const [second, [requests, tokens]] of this.returns) args.push(second, requests, tokens);
+    const flushed = this.flushed;
+    this.pendingTokens = 0;
+    this.returns.clear();
+    this.flushed = undefined;
+    return { args, done: () => flushed?.resolve() };
+  }
+
+  private install(lease: Lease): void {
+    const held = this.lease;
+    // Replies on one connection arrive in execution order, so the newer reply's counts are the current ones.
+    if (held && held.second === lease.second && sameLimits(held.limits, lease.limits)) {
+      lease.requests += held.requests;
+      lease.tokens += held.tokens;
+      lease.expiresAt = Math.min(lease.expiresAt, held.expiresAt);
+    } else {
+      this.retire();
+    }
+    this.lease = lease;
+  }
+
+  private retire(): void {
+    const lease = this.lease;
+    this.lease = undefined;
+    if (!lease || (lease.requests === 0 && lease.tokens === 0)) return;
+    const [requests, tokens] = this.returns.get(lease.second) ?? [0, 0];
+    this.returns.set(lease.second, [requests + lease.requests, tokens + lease.tokens]);
+  }
+
+  private count(prompt: number): void {
+    this.current.requests += 1;
+    this.current.tokens += prompt;
+  }
+}
+
+export function window(limit: number, used: number, resetMs: number): RateWindow {
+  return { limit, remaining: Math.max(0, limit - used), resetMs };
+}
+
+function sameLimits(a: RateLimits, b: RateLimits): boolean {
+  return a.requestsPerMinute === b.requestsPerMinute && a.tokensPerMinute === b.tokensPerMinute;
+}
