@@ -1,100 +1,67 @@
 /**
- * Holds and unwritten charges shared by every replica, in Redis, exact to the nano-USD.
+ * Credit held by every replica, shared in Redis, exact to the nano-USD: no replica can spend what another holds.
  *
- * Per account (hash tag `{account}`, so one cluster slot): `cr:{a}` holds the balance the database confirmed
- * (`bal`, `ver`: the highest database version wins), the total held (`res`), charges not yet written (`pend`)
- * and the day's spend and holds (`day`, `dspent`, `dres`); `cr:{a}:keys` the per-key `spent`/`res`;
- * `cr:{a}:holds` one field per open hold or unwritten charge, naming the replica that owns it.
+ * Each replica holds one **lease** per account and key: an amount counted in Redis against the balance, the daily
+ * limit and the key's spend limit. Holds and charges are taken from the lease in this process; only the lease's
+ * size changes in Redis (scripts in redis-credit-scripts.ts).
+ * - Near a limit (what is free is under LEASE_MIN_ROOM holds) a lease holds exactly this replica's open holds and
+ *   unwritten charges: every hold, release and charge is a Redis call, as precise as per-request holds.
+ * - Far from every limit a lease grows by up to LEASE_HOLDS holds beyond what the request needs (at most 1/64 of
+ *   what is free), so most requests need no Redis call at all; the slack goes back after LEASE_IDLE_MS unused.
+ * - A charge stays in the lease until its debit is durable; then one call per lease and commit moves it from the
+ *   lease to the day's and the key's spend and records the balance the commit confirmed.
  *
- * Money only moves through HINCRBY (exact 64-bit integers; Redis refuses "-0", so zero amounts are skipped); every comparison is made in TypeScript with bigint,
- * never in Lua (whose numbers are doubles). A hold is taken optimistically: added, then checked, and rolled back
- * when it does not fit, so a race can refuse a request but never spend what another replica holds.
- *
- * A replica that dies leaves its holds behind: every replica refreshes a liveness key, and a sweeper on every
- * replica resolves the holds of replicas whose key expired (HOLD_OWNER_TTL_MS): a hold is released; an unwritten
- * charge is cleared, and counted as spent only if its debit reached the ledger.
+ * A replica that dies leaves its leases behind: every replica refreshes a liveness key, and a sweeper on every
+ * replica releases the leases of replicas whose key expired (HOLD_OWNER_TTL_MS), taking the balance and the spend
+ * from the database, which has every debit the dead replica committed.
  */
-import { SpanKind, tracingEnabled, withSpan } from '../observability/index.js';
 import { Redis } from 'ioredis';
 import { GatewayError } from '../errors/index.js';
 import type { Nano } from '../money/index.js';
+import { SpanKind, tracingEnabled, withSpan } from '../observability/index.js';
 import { newId, type KeyRecord, type Storage } from '../storage/index.js';
 import { utcDay, type AccountState } from './accounts.js';
-import { capCharge, type Budgets, type CreditState, type Hold } from './credit-state.js';
+import type { Budgets, CreditState, Hold } from './credit-state.js';
 import type { PlanLimits } from './plans.js';
+import { GIVE_BACK, GROW, SWEEP } from './redis-credit-scripts.js';
 
 const HOLD_OWNER_TTL_MS = 5_000;
 const HEARTBEAT_MS = 1_000;
 const SWEEP_MS = 2_000;
+/** A lease holds slack only while every budget has room for this many holds of the request's size. */
+const LEASE_MIN_ROOM = 256n;
+/** Slack taken with a growing lease, in holds of the request's size; never more than 1/64 of what is free. */
+const LEASE_HOLDS = 64n;
+const LEASE_IDLE_MS = 1_000;
 
-/** Subtracts a non-negative amount (as a string); Redis refuses "-0", so zero is skipped. */
-const SUBTRACT = `
-local function sub(key, field, amount) if amount ~= '0' then redis.call('HINCRBY', key, field, '-' .. amount) end end`;
-
-/** Brings the shared state up to what this replica read from the database, then returns it. */
-const SYNC = `
-local v = redis.call('HGET', KEYS[1], 'ver')
-if (not v) or tonumber(v) < tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], 'bal', ARGV[1], 'ver', ARGV[2]) end
-if redis.call('HGET', KEYS[1], 'day') ~= ARGV[3] then redis.call('HSET', KEYS[1], 'day', ARGV[3], 'dspent', ARGV[4]) end
-redis.call('HSETNX', KEYS[2], ARGV[5] .. ':spent', ARGV[6])
-return {redis.call('HMGET', KEYS[1], 'bal', 'res', 'pend', 'dspent', 'dres'), redis.call('HMGET', KEYS[2], ARGV[5] .. ':spent', ARGV[5] .. ':res')}`;
-
-/** Adds a hold and returns the state with it, for the caller to check. */
-const TAKE = `
-redis.call('HINCRBY', KEYS[1], 'res', ARGV[1])
-redis.call('HINCRBY', KEYS[1], 'dres', ARGV[1])
-redis.call('HINCRBY', KEYS[2], ARGV[2] .. ':res', ARGV[1])
-redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
-return {redis.call('HMGET', KEYS[1], 'bal', 'res', 'pend', 'dspent', 'dres'), redis.call('HMGET', KEYS[2], ARGV[2] .. ':spent', ARGV[2] .. ':res')}`;
-
-/** Ends a hold (once: only an open hold, 'h', is ended) and optionally records a charge in its place. */
-const END_HOLD = `${SUBTRACT}
-local held = redis.call('HGET', KEYS[3], ARGV[3])
-if (not held) or string.sub(held, 1, 1) ~= 'h' then return 0 end
-redis.call('HDEL', KEYS[3], ARGV[3])
-sub(KEYS[1], 'res', ARGV[1])
-sub(KEYS[1], 'dres', ARGV[1])
-sub(KEYS[2], ARGV[2] .. ':res', ARGV[1])
-if ARGV[4] ~= '' then
-  redis.call('HINCRBY', KEYS[1], 'pend', ARGV[4])
-  redis.call('HINCRBY', KEYS[1], 'dspent', ARGV[4])
-  redis.call('HINCRBY', KEYS[2], ARGV[2] .. ':spent', ARGV[4])
-  redis.call('HSET', KEYS[3], ARGV[3], ARGV[5])
-end
-return 1`;
-
-/**
- * Clears an unwritten charge (once). ARGV: charge, keyId, holdId, amount not spent after all (0 when the
- * ledger has it in full), then optionally a confirmed balance and version.
- */
-const CLEAR_CHARGE = `${SUBTRACT}
-local charged = redis.call('HGET', KEYS[3], ARGV[3])
-if (not charged) or string.sub(charged, 1, 1) ~= 'p' then return 0 end
-redis.call('HDEL', KEYS[3], ARGV[3])
-sub(KEYS[1], 'pend', ARGV[1])
-sub(KEYS[1], 'dspent', ARGV[4])
-sub(KEYS[2], ARGV[2] .. ':spent', ARGV[4])
-if ARGV[5] then
-  local v = redis.call('HGET', KEYS[1], 'ver')
-  if (not v) or tonumber(v) < tonumber(ARGV[6]) then redis.call('HSET', KEYS[1], 'bal', ARGV[5], 'ver', ARGV[6]) end
-end
-return 1`;
-
-const SCRIPTS = {
-  tollgateCreditSync: { lua: SYNC, keys: 2 },
-  tollgateCreditTake: { lua: TAKE, keys: 3 },
-  tollgateCreditEndHold: { lua: END_HOLD, keys: 3 },
-  tollgateCreditClearCharge: { lua: CLEAR_CHARGE, keys: 3 },
-};
-const SCRIPT_NAMES = new Map(Object.entries(SCRIPTS).map(([name, { lua }]) => [lua, name]));
-
+const SCRIPTS = { tollgateCreditGrow: [GROW, 3], tollgateCreditGiveBack: [GIVE_BACK, 3], tollgateCreditSweep: [SWEEP, 3] } as const;
+type ScriptName = keyof typeof SCRIPTS;
 type Fields = [Array<string | null>, Array<string | null>];
+
+interface Lease {
+  account: AccountState;
+  key: KeyRecord;
+  /** The hash field in `cr:{account}:holds`. */
+  field: string;
+  /** Counted in Redis for this lease. */
+  leasedNano: Nano;
+  /** Open holds and unwritten charges taken from it. */
+  usedNano: Nano;
+  limits: PlanLimits;
+  /** Slack allowed (far from every limit, for holds of the last request's size) as of the last Redis answer. */
+  roomy: boolean;
+  /** What Redis had free, beyond every lease, at the last answer; unknown after a refused grow. */
+  known: Budgets | undefined;
+  lastTake: number;
+  /** Confirmed debits waiting for one give-back call: charged, applied, and the newest confirmed balance. */
+  confirming?: { chargedNano: Nano; appliedNano: Nano; balance: { balanceNano: Nano; version: bigint }; done: Promise<void> };
+}
 
 export interface RedisCreditStateOptions {
   url: string;
   prefix: string;
   storage: Storage;
-  /** How long a replica's holds outlive its last heartbeat (default 5 s). */
+  /** How long a replica's leases outlive its last heartbeat (default 5 s). */
   ownerTtlMs?: number;
   onError?: (error: unknown) => void;
 }
@@ -102,8 +69,9 @@ export interface RedisCreditStateOptions {
 export class RedisCreditState implements CreditState {
   private readonly redis: Redis;
   private readonly replicaId = newId('replica');
+  private readonly leases = new Map<string, Lease>();
   private timers: NodeJS.Timeout[] = [];
-  /** Releases and confirmations that failed after the response: retried by the sweep timer, never dropped. */
+  /** Give-backs that failed after the response: retried by the sweep timer, never dropped. */
   private retries: Array<() => Promise<unknown>> = [];
 
   constructor(private readonly options: RedisCreditStateOptions) {
@@ -111,7 +79,7 @@ export class RedisCreditState implements CreditState {
     // Auto-pipelining: the commands of concurrent requests issued in one tick share one write.
     this.redis = new Redis(options.url, { maxRetriesPerRequest: 2, commandTimeout: 2_000, enableAutoPipelining: true });
     this.redis.on('error', () => undefined);
-    for (const [name, { lua, keys }] of Object.entries(SCRIPTS)) this.redis.defineCommand(name, { lua, numberOfKeys: keys });
+    for (const [name, [lua, keys]] of Object.entries(SCRIPTS)) this.redis.defineCommand(name, { lua, numberOfKeys: keys });
   }
 
   start(): void {
@@ -119,96 +87,202 @@ export class RedisCreditState implements CreditState {
     void beat();
     const sweep = async () => {
       await this.retryFailed();
+      await this.returnIdleSlack();
       await this.sweep();
     };
     this.timers.push(setInterval(beat, HEARTBEAT_MS), setInterval(() => void sweep().catch((e) => this.options.onError?.(e)), SWEEP_MS));
     for (const timer of this.timers) timer.unref();
   }
 
+  /** Gives back the slack of every lease (what open holds do not use), then disconnects. */
   async close(): Promise<void> {
     for (const timer of this.timers) clearInterval(timer);
+    await Promise.all([...this.leases.values()].map((lease) => lease.confirming?.done));
+    await this.returnIdleSlack(0).catch(() => undefined);
     await this.redis.quit().catch(() => undefined);
   }
 
   async budgets(account: AccountState, key: KeyRecord, limits: PlanLimits): Promise<Budgets> {
-    const fields = (await this.call(() => this.script(
-      SYNC,
-      2,
-      this.accountKey(account.id),
-      this.keysKey(account.id),
-      account.balanceNano.toString(),
-      account.version.toString(),
-      utcDay(),
-      account.dailySpentNano.toString(),
-      key.id,
-      key.spentNano.toString(),
-    ))) as Fields;
-    return toBudgets(fields, key, limits);
+    const lease = this.leaseFor(account, key, limits);
+    const known = lease.roomy && lease.known ? lease.known : await this.grow(lease, 0n);
+    return plus(known, slackOf(lease));
   }
 
   async take(hold: Hold, limits: PlanLimits): Promise<boolean> {
-    const { account, key } = hold;
-    const fields = (await this.call(() => this.script(
-      TAKE,
-      3,
-      this.accountKey(account.id),
-      this.keysKey(account.id),
-      this.holdsKey(account.id),
-      hold.amountNano.toString(),
-      key.id,
-      hold.id,
-      holdValue('h', hold.amountNano, hold, this.replicaId),
-    ))) as Fields;
-    // The state now includes this hold: it fits when nothing went negative.
-    const left = toBudgets(fields, key, limits);
-    const fits = (value: Nano | null) => value === null || value >= 0n;
-    if (fits(left.balanceAvailable) && fits(left.dailyRemaining) && fits(left.keyRemaining)) return true;
-    await this.release(hold);
+    const lease = this.leaseFor(hold.account, hold.key, limits);
+    lease.lastTake = Date.now();
+    if (slackOf(lease) >= hold.amountNano) {
+      lease.usedNano += hold.amountNano;
+      return true;
+    }
+    const needed = hold.amountNano - slackOf(lease);
+    const extra = lease.roomy && lease.known ? slackFor(lease.known, hold.amountNano) : 0n;
+    const known = await this.grow(lease, needed + extra);
+    const deficit = deficitOf(known);
+    lease.roomy = deficit === 0n && roomFor(known, hold.amountNano);
+    if (deficit <= extra) {
+      lease.usedNano += hold.amountNano;
+      if (deficit > 0n) await this.giveBack(lease, deficit, 0n);
+      return true;
+    }
+    // Concurrent requests took the room: give back what this grow added, and plan again from fresh budgets.
+    await this.giveBack(lease, needed + extra, 0n);
     return false;
   }
 
   async release(hold: Hold): Promise<void> {
-    await this.orRetry(() => this.endHold(hold, '', ''));
+    const lease = this.leaseFor(hold.account, hold.key);
+    lease.usedNano -= hold.amountNano;
+    await this.trim(lease);
   }
 
+  /** Within its own hold a request is charged in full; beyond it, only what is free (never what others hold). */
   async charge(hold: Hold, actualNano: Nano): Promise<Nano> {
+    const lease = this.leaseFor(hold.account, hold.key);
+    const beyond = actualNano - hold.amountNano - slackOf(lease);
+    lease.usedNano -= hold.amountNano;
+    let charge = actualNano;
     try {
-      // Within its own hold a request is always charged in full (no read needed). `free` can read low for a
-      // moment (a newer database balance may already include charges still pending), so it only caps the excess.
-      let charge = actualNano;
-      if (actualNano > hold.amountNano) {
-        const [bal, res, pend] = (await this.redis.hmget(this.accountKey(hold.account.id), 'bal', 'res', 'pend')).map(big);
-        charge = capCharge(actualNano, hold.amountNano, bal! - res! - pend! + hold.amountNano);
+      if (beyond > 0n) {
+        // The answer includes the grow: keep only what the balance could pay.
+        const short = -(await this.grow(lease, beyond)).balanceAvailable;
+        if (short > 0n) {
+          const back = short < beyond ? short : beyond;
+          await this.giveBack(lease, back, 0n);
+          charge -= back;
+        }
       }
-      await this.endHold(hold, charge.toString(), holdValue('p', charge, hold, this.replicaId));
-      return charge;
     } catch (error) {
-      // The charge cannot be recorded safely: give the hold back (eventually) and let the caller answer 503.
-      await this.release(hold);
+      await this.trim(lease);
       throw unavailable(error);
+    }
+    lease.usedNano += charge;
+    await this.trim(lease);
+    return charge;
+  }
+
+  /** The debit is durable: batched with the other debits confirmed in the same tick, one call per lease. */
+  async confirmed(hold: Hold, chargedNano: Nano, appliedNano: Nano, balance: { balanceNano: Nano; version: bigint }): Promise<void> {
+    const lease = this.leaseFor(hold.account, hold.key);
+    const spent = -appliedNano;
+    let batch = lease.confirming;
+    if (!batch) {
+      const pending = { chargedNano: 0n, appliedNano: 0n, balance, done: Promise.resolve() };
+      pending.done = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+        lease.confirming = undefined;
+        lease.usedNano -= pending.chargedNano;
+        lease.leasedNano -= pending.appliedNano;
+        const slack = lease.roomy ? 0n : slackOf(lease);
+        lease.leasedNano -= slack;
+        await this.orRetry(() => this.giveBackCall(lease, pending.appliedNano + slack, pending.appliedNano, pending.balance));
+      });
+      lease.confirming = batch = pending;
+    }
+    batch.chargedNano += chargedNano;
+    batch.appliedNano += spent;
+    if (balance.version > batch.balance.version) batch.balance = balance;
+    return batch.done;
+  }
+
+  /** Resolves the leases of replicas that stopped refreshing their liveness key; returns how many. */
+  async sweep(): Promise<number> {
+    let resolved = 0;
+    const alive = new Map<string, boolean>();
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.options.prefix}cr:{*}:holds`, 'COUNT', 200);
+      cursor = next;
+      for (const holdsKey of keys) {
+        const accountId = holdsKey.slice(holdsKey.indexOf('{') + 1, holdsKey.lastIndexOf('}'));
+        for (const [field, amount] of Object.entries(await this.redis.hgetall(holdsKey))) {
+          const [owner, keyId] = field.split('|') as [string, string | undefined];
+          if (keyId === undefined || !/^\d+$/.test(amount)) continue;
+          if (!alive.has(owner)) alive.set(owner, (await this.redis.exists(this.ownerKey(owner))) === 1);
+          if (alive.get(owner)) continue;
+          const { storage } = this.options;
+          const day = utcDay();
+          const [account, key, today] = await Promise.all([storage.accounts.get(accountId), storage.keys.get(keyId), storage.usage.totals(accountId, 'live', day, day)]);
+          const balance = account ? [account.balanceNano, account.version] : [0n, 0n];
+          const args = [field, keyId, amount, ...balance.map(String), day, today.creditsNano.toString(), (key?.spentNano ?? 0n).toString()];
+          resolved += Number(await this.script('tollgateCreditSweep', accountId, ...args));
+        }
+      }
+    } while (cursor !== '0');
+    return resolved;
+  }
+
+  private leaseFor(account: AccountState, key: KeyRecord, limits?: PlanLimits): Lease {
+    const id = `${account.id}|${key.id}`;
+    let lease = this.leases.get(id);
+    if (!lease) {
+      const field = `${this.replicaId}|${key.id}`;
+      lease = { account, key, field, limits: limits ?? NO_DAILY_LIMIT, leasedNano: 0n, usedNano: 0n, roomy: false, known: undefined, lastTake: Date.now() };
+      this.leases.set(id, lease);
+    }
+    lease.account = account;
+    lease.key = key;
+    if (limits) lease.limits = limits;
+    return lease;
+  }
+
+  /** Adds `amount` to the lease in Redis; returns what is free beyond every lease (negative when over). */
+  private async grow(lease: Lease, amount: Nano): Promise<Budgets> {
+    const { account, key } = lease;
+    const fields = (await this.call(() =>
+      this.script(
+        'tollgateCreditGrow',
+        account.id,
+        account.balanceNano.toString(),
+        account.version.toString(),
+        utcDay(),
+        account.dailySpentNano.toString(),
+        key.id,
+        key.spentNano.toString(),
+        lease.field,
+        amount.toString(),
+      ),
+    )) as Fields;
+    lease.leasedNano += amount;
+    const known = toBudgets(fields, key, lease.limits);
+    lease.known = deficitOf(known) === 0n ? known : undefined;
+    return known;
+  }
+
+  /** Near a limit a lease holds no slack: what its holds do not use goes straight back. */
+  private async trim(lease: Lease): Promise<void> {
+    if (lease.roomy || lease.confirming) return;
+    const slack = slackOf(lease);
+    if (slack > 0n) await this.giveBack(lease, slack, 0n);
+  }
+
+  private async giveBack(lease: Lease, amount: Nano, spent: Nano): Promise<void> {
+    if (amount <= 0n && spent <= 0n) return;
+    lease.leasedNano -= amount;
+    await this.orRetry(() => this.giveBackCall(lease, amount, spent));
+  }
+
+  private async giveBackCall(lease: Lease, amount: Nano, spent: Nano, balance?: { balanceNano: Nano; version: bigint }): Promise<void> {
+    if (amount <= 0n && spent <= 0n && !balance) return;
+    const extra = balance ? [balance.balanceNano.toString(), balance.version.toString()] : [];
+    const held = await this.script('tollgateCreditGiveBack', lease.account.id, lease.field, lease.key.id, amount.toString(), spent.toString(), ...extra);
+    // A sweeper took this replica for dead and released the whole lease: what is left of it is gone too.
+    if (Number(held) === 0) lease.leasedNano = 0n;
+  }
+
+  /** Gives back the slack of leases unused for `idleMs`, and forgets empty ones. */
+  private async returnIdleSlack(idleMs = LEASE_IDLE_MS): Promise<void> {
+    const now = Date.now();
+    for (const [id, lease] of this.leases) {
+      if (lease.confirming || now - lease.lastTake < idleMs) continue;
+      const slack = slackOf(lease);
+      if (slack > 0n) await this.giveBack(lease, slack, 0n);
+      if (lease.leasedNano === 0n && lease.usedNano === 0n) this.leases.delete(id);
     }
   }
 
-  async confirmed(hold: Hold, chargedNano: Nano, appliedNano: Nano, balance: { balanceNano: Nano; version: bigint }): Promise<void> {
-    await this.orRetry(() => this.script(
-      CLEAR_CHARGE,
-      3,
-      this.accountKey(hold.account.id),
-      this.keysKey(hold.account.id),
-      this.holdsKey(hold.account.id),
-      chargedNano.toString(),
-      hold.key.id,
-      hold.id,
-      (chargedNano + appliedNano).toString(),
-      balance.balanceNano.toString(),
-      balance.version.toString(),
-    ));
-  }
-
-  /** Runs one of the scripts by its SHA (defineCommand loads it once per connection). */
-  private script(lua: string, _keys: number, ...args: string[]): Promise<unknown> {
-    const name = SCRIPT_NAMES.get(lua)!;
-    const run = () => (this.redis as unknown as Record<string, (...a: string[]) => Promise<unknown>>)[name]!(...args);
+  private script(name: ScriptName, accountId: string, ...args: string[]): Promise<unknown> {
+    const keys = [`${this.options.prefix}cr:{${accountId}}`, `${this.options.prefix}cr:{${accountId}}:keys`, `${this.options.prefix}cr:{${accountId}}:holds`];
+    const run = () => (this.redis as unknown as Record<string, (...a: string[]) => Promise<unknown>>)[name]!(...keys, ...args);
     return tracingEnabled() ? withSpan(`redis ${name}`, { 'db.system': 'redis', 'db.operation.name': 'EVALSHA' }, run, SpanKind.CLIENT) : run();
   }
 
@@ -235,76 +309,67 @@ export class RedisCreditState implements CreditState {
     for (const command of due) await this.orRetry(command);
   }
 
-  /** Resolves the holds and unwritten charges of replicas that stopped refreshing their liveness key. */
-  async sweep(): Promise<number> {
-    let resolved = 0;
-    const alive = new Map<string, boolean>();
-    let cursor = '0';
-    do {
-      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.options.prefix}cr:{*}:holds`, 'COUNT', 200);
-      cursor = next;
-      for (const holdsKey of keys) {
-        const accountId = holdsKey.slice(holdsKey.indexOf('{') + 1, holdsKey.lastIndexOf('}'));
-        for (const [holdId, value] of Object.entries(await this.redis.hgetall(holdsKey))) {
-          const [state, amount, keyId, owner, requestId] = value.split('|') as [string, string, string, string, string];
-          if (!alive.has(owner)) alive.set(owner, (await this.redis.exists(this.ownerKey(owner))) === 1);
-          if (alive.get(owner)) continue;
-          const keys = [this.accountKey(accountId), this.keysKey(accountId), holdsKey];
-          if (state === 'h') {
-            resolved += Number(await this.script(END_HOLD, 3, ...keys, amount, keyId, holdId, ''));
-          } else {
-            const debited = await this.options.storage.ledger.debitedFor(requestId);
-            const notSpent = BigInt(amount) - debited;
-            resolved += Number(await this.script(CLEAR_CHARGE, 3, ...keys, amount, keyId, holdId, (notSpent > 0n ? notSpent : 0n).toString()));
-          }
-        }
-      }
-    } while (cursor !== '0');
-    return resolved;
-  }
-
-  private async endHold(hold: Hold, charge: string, value: string): Promise<void> {
-    const { account, key } = hold;
-    await this.script(END_HOLD, 3, this.accountKey(account.id), this.keysKey(account.id), this.holdsKey(account.id), hold.amountNano.toString(), key.id, hold.id, charge, value);
-  }
-
-  private accountKey(accountId: string): string {
-    return `${this.options.prefix}cr:{${accountId}}`;
-  }
-
-  private keysKey(accountId: string): string {
-    return `${this.options.prefix}cr:{${accountId}}:keys`;
-  }
-
-  private holdsKey(accountId: string): string {
-    return `${this.options.prefix}cr:{${accountId}}:holds`;
-  }
-
   private ownerKey(replicaId: string): string {
     return `${this.options.prefix}replica:${replicaId}`;
   }
 }
 
-function unavailable(error: unknown): GatewayError {
-  return error instanceof GatewayError
-    ? error
-    : new GatewayError('service_unavailable', { message: 'Credit reservations are unavailable (Redis); try again shortly', cause: error });
+const NO_DAILY_LIMIT: PlanLimits = { requestsPerMinute: 0, tokensPerMinute: 0, dailyLimitNano: null };
+
+function slackOf(lease: Lease): Nano {
+  const slack = lease.leasedNano - lease.usedNano;
+  return slack > 0n ? slack : 0n;
 }
 
-function holdValue(state: 'h' | 'p', amount: Nano, hold: Hold, replicaId: string): string {
-  return `${state}|${amount}|${hold.key.id}|${replicaId}|${hold.requestId}`;
+function budgetValues(budgets: Budgets): Nano[] {
+  return [budgets.balanceAvailable, budgets.dailyRemaining, budgets.keyRemaining].filter((b): b is Nano => b !== null);
+}
+
+function smallest(budgets: Budgets): Nano {
+  return budgetValues(budgets).reduce((a, b) => (b < a ? b : a));
+}
+
+/** How far the most exceeded budget is over (0 when every budget fits). */
+function deficitOf(budgets: Budgets): Nano {
+  const least = smallest(budgets);
+  return least < 0n ? -least : 0n;
+}
+
+/** Far from every limit: each budget still has room for LEASE_MIN_ROOM holds of this size. */
+function roomFor(budgets: Budgets, holdNano: Nano): boolean {
+  return smallest(budgets) >= LEASE_MIN_ROOM * (holdNano > 0n ? holdNano : 1n);
+}
+
+function slackFor(budgets: Budgets, holdNano: Nano): Nano {
+  const byHolds = LEASE_HOLDS * holdNano;
+  const byRoom = smallest(budgets) / 64n;
+  return byHolds < byRoom ? byHolds : byRoom > 0n ? byRoom : 0n;
+}
+
+function plus(budgets: Budgets, amount: Nano): Budgets {
+  return {
+    balanceAvailable: budgets.balanceAvailable + amount,
+    dailyRemaining: budgets.dailyRemaining === null ? null : budgets.dailyRemaining + amount,
+    keyRemaining: budgets.keyRemaining === null ? null : budgets.keyRemaining + amount,
+  };
+}
+
+function toBudgets([account, keys]: Fields, key: KeyRecord, limits: PlanLimits): Budgets {
+  const [bal, res, dspent, dres] = account.map(big) as [Nano, Nano, Nano, Nano];
+  const [kspent, kres] = keys.map(big) as [Nano, Nano];
+  return {
+    balanceAvailable: bal - res,
+    dailyRemaining: limits.dailyLimitNano === null ? null : limits.dailyLimitNano - dspent - dres,
+    keyRemaining: key.spendLimitNano === null ? null : key.spendLimitNano - kspent - kres,
+  };
 }
 
 function big(value: string | null | undefined): bigint {
   return value ? BigInt(value) : 0n;
 }
 
-function toBudgets([account, keys]: Fields, key: KeyRecord, limits: PlanLimits): Budgets {
-  const [bal, res, pend, dspent, dres] = account.map(big) as [bigint, bigint, bigint, bigint, bigint];
-  const [kspent, kres] = keys.map(big) as [bigint, bigint];
-  return {
-    balanceAvailable: bal - res - pend,
-    dailyRemaining: limits.dailyLimitNano === null ? null : limits.dailyLimitNano - dspent - dres,
-    keyRemaining: key.spendLimitNano === null ? null : key.spendLimitNano - kspent - kres,
-  };
+function unavailable(error: unknown): GatewayError {
+  return error instanceof GatewayError
+    ? error
+    : new GatewayError('service_unavailable', { message: 'Credit reservations are unavailable (Redis); try again shortly', cause: error });
 }

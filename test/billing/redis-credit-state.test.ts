@@ -1,4 +1,5 @@
 /** Shared holds in the real Redis: exact across replicas, and a dead replica's holds are resolved by the sweeper. */
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AccountCache, RedisCreditState, type Hold, type PlanLimits } from '../../src/billing/index.js';
 import { openStorage, type KeyRecord, type Storage } from '../../src/storage/index.js';
@@ -83,7 +84,8 @@ describe('credit state in Redis', () => {
     expect((await survivor.budgets(account, key, limits)).balanceAvailable).toBe(1_000n - 200n - 250n - 100n);
 
     await new Promise((r) => setTimeout(r, 400));
-    expect(await survivor.sweep()).toBe(3);
+    // One lease per replica and key holds all three.
+    expect(await survivor.sweep()).toBe(1);
     const after = result.balances.get('acct_1')!;
     expect(after.balanceNano).toBe(900n);
     // Everything held or pending is back; the balance the survivor sees is the database's.
@@ -92,4 +94,84 @@ describe('credit state in Redis', () => {
     expect((await survivor.budgets(account, key, limits)).balanceAvailable).toBe(900n);
     expect(await survivor.sweep()).toBe(0);
   });
+
+  it('far from every limit, serves most holds and charges from a lease without a Redis call', async () => {
+    const { key, account, replica, hold } = await setup(10_000_000_000n);
+    const a = replica();
+    const monitor = await new Redis(URL).monitor();
+    let calls = 0;
+    // Commands sent by clients (not those a script runs) that touch this test's keys.
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source !== 'lua' && args.some((arg) => arg.startsWith(prefix))) calls++;
+    });
+    try {
+      for (let i = 0; i < 500; i++) {
+        const h = hold(`h${i}`, 1_000n);
+        await a.budgets(account, key, limits);
+        expect(await a.take(h, limits)).toBe(true);
+        expect(await a.charge(h, 600n)).toBe(600n);
+        const result = await storage.ledger.commit({ entries: [{ accountId: 'acct_1', kind: 'debit', amountNano: -600n, requestId: h.requestId }] });
+        const balance = result.balances.get('acct_1')!;
+        account.balanceNano = balance.balanceNano;
+        account.version = balance.version;
+        await a.confirmed(h, 600n, result.applied[0]!, balance);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      monitor.disconnect();
+    }
+    // Each confirmation is one call (here they come one per tick); takes and charges almost never call Redis.
+    console.info(`redis calls: ${calls}`);
+    expect(calls).toBeLessThan(500 + 20);
+    await a.close();
+    const shared = await withRedis((r) => r.hgetall(`${prefix}cr:{acct_1}`));
+    expect(shared.bal).toBe((10_000_000_000n - 500n * 600n).toString());
+    expect(shared.res).toBe('0');
+    expect(await withRedis((r) => r.hlen(`${prefix}cr:{acct_1}:holds`))).toBe(0);
+  });
+
+  it('three replicas leasing concurrently spend the whole balance and never more', async () => {
+    const balance = 2_000_000n;
+    const { key, account, replica, hold } = await setup(balance);
+    const replicas = [replica(), replica(), replica()];
+    let next = 0;
+    let charged = 0n;
+    const worker = async (state: RedisCreditState) => {
+      for (let refused = 0; refused < 3; ) {
+        const budgets = await state.budgets(account, key, limits);
+        const amount = budgets.balanceAvailable < 100n ? budgets.balanceAvailable : 100n;
+        if (amount <= 0n) {
+          refused++;
+          await new Promise((r) => setTimeout(r, 20));
+          continue;
+        }
+        const h = hold(`w${next++}`, amount);
+        if (!(await state.take(h, limits))) continue;
+        const charge = await state.charge(h, amount);
+        charged += charge;
+        const result = await storage.ledger.commit({ entries: [{ accountId: 'acct_1', kind: 'debit', amountNano: -charge, requestId: h.requestId }] });
+        const confirmed = result.balances.get('acct_1')!;
+        if (confirmed.version > account.version) Object.assign(account, confirmed);
+        await state.confirmed(h, charge, result.applied[0]!, confirmed);
+      }
+    };
+    await Promise.all(replicas.flatMap((state) => [worker(state), worker(state), worker(state)]));
+    const sum = await storage.ledger.sum('acct_1');
+    expect(sum).toBeGreaterThanOrEqual(0n);
+    // Far from the limit the replicas leased; near it they held exactly: everything was spendable.
+    expect(charged).toBe(balance - sum);
+    console.info(`left: ${sum}`);
+    expect(sum).toBeLessThan(300n);
+    await Promise.all(replicas.map((state) => state.close()));
+    expect(await withRedis((r) => r.hget(`${prefix}cr:{acct_1}`, 'res'))).toBe('0');
+  });
 });
+
+async function withRedis<T>(use: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = new Redis(URL);
+  try {
+    return await use(redis);
+  } finally {
+    redis.disconnect();
+  }
+}

@@ -1,6 +1,6 @@
 /**
- * Crash, PostgreSQL + Redis: SIGKILL with 100 requests in flight (half streaming). The killed replica's holds stay
- * in Redis until its liveness key expires; the restarted replica's sweeper must release them within the
+ * Crash, PostgreSQL + Redis: SIGKILL with 100 requests in flight (half streaming). The killed replica's leases (one
+ * per account key, holding its open requests' money) stay in Redis until its liveness key expires; the restarted replica's sweeper must release them within the
  * documented time (about 7 s, docs/operations.md). Every answer a client received in full was debited exactly
  * what it was told; usage, keys and ledger agree.
  */
@@ -23,27 +23,24 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-/** Open holds and unwritten charges left in Redis, over the given accounts. */
-async function leftInRedis(accounts: Array<{ id: string }>): Promise<{ holds: number; reserved: bigint; pending: bigint }> {
-  let holds = 0;
+/** Leases (holds and unwritten charges) left in Redis, over the given accounts. */
+async function leftInRedis(accounts: Array<{ id: string }>): Promise<{ leases: number; reserved: bigint }> {
+  let leases = 0;
   let reserved = 0n;
-  let pending = 0n;
   for (const { id } of accounts) {
-    holds += await redis.hlen(`${prefix}cr:{${id}}:holds`);
-    const [res, pend] = await redis.hmget(`${prefix}cr:{${id}}`, 'res', 'pend');
-    reserved += BigInt(res ?? 0);
-    pending += BigInt(pend ?? 0);
+    leases += await redis.hlen(`${prefix}cr:{${id}}:holds`);
+    reserved += BigInt((await redis.hget(`${prefix}cr:{${id}}`, 'res')) ?? 0);
   }
-  return { holds, reserved, pending };
+  return { leases, reserved };
 }
 
 describe('SIGKILL with 100 requests in flight (PostgreSQL + Redis)', { timeout: 90_000 }, () => {
-  it('the restarted replica releases the dead one\'s holds within about 7 s; the ledger is consistent', async () => {
+  it('the restarted replica releases the dead one\'s leases within about 7 s; the ledger is consistent', async () => {
     const database = await createTestDatabase('postgres');
     run = await crash(database, { REDIS_URL, TOLLGATE_REDIS_PREFIX: prefix });
     expect(run.openBeforeKill).toBeGreaterThanOrEqual(IN_FLIGHT);
     const left = await leftInRedis(run.accounts);
-    expect(left.holds).toBeGreaterThanOrEqual(IN_FLIGHT);
+    expect(left.leases).toBeGreaterThanOrEqual(1);
     expect(left.reserved).toBeGreaterThan(0n);
 
     const audit = await auditLedger(database);
@@ -56,14 +53,14 @@ describe('SIGKILL with 100 requests in flight (PostgreSQL + Redis)', { timeout: 
     let releasedAfterMs = 0;
     for (;;) {
       const now = await leftInRedis(run.accounts);
-      if (now.holds === 0 && now.reserved === 0n && now.pending === 0n) {
+      if (now.leases === 0 && now.reserved === 0n) {
         releasedAfterMs = Date.now() - run.killedAt;
         break;
       }
-      if (Date.now() - run.killedAt > 15_000) throw new Error(`holds still open 15 s after the kill: ${JSON.stringify({ ...now, reserved: String(now.reserved), pending: String(now.pending) })}`);
+      if (Date.now() - run.killedAt > 15_000) throw new Error(`leases still open 15 s after the kill: ${JSON.stringify({ ...now, reserved: String(now.reserved) })}`);
       await sleep(100);
     }
-    console.log(`crash (postgres): ${run.openBeforeKill} open at the kill, ${left.holds} holds left in Redis, released ${releasedAfterMs} ms after the kill; ${complete.length} answers complete, ${audit.debits} debits`);
+    console.log(`crash (postgres): ${run.openBeforeKill} open at the kill, ${left.leases} leases holding ${left.reserved} nano-USD left in Redis, released ${releasedAfterMs} ms after the kill; ${complete.length} answers complete, ${audit.debits} debits`);
     // The documented bound: liveness key (5 s) + one sweep interval (2 s), with a little room for a busy machine.
     expect(releasedAfterMs).toBeLessThanOrEqual(8_000);
 
@@ -73,7 +70,10 @@ describe('SIGKILL with 100 requests in flight (PostgreSQL + Redis)', { timeout: 
       expect(res.status).toBe(200);
       await res.text();
     }
-    expect(await leftInRedis(run.accounts)).toEqual({ holds: 0, reserved: 0n, pending: 0n });
+    // The live replica's own leases go back once idle: unused for 1 s, returned by the next 2 s sweep tick.
+    const idleBy = Date.now() + 5_000;
+    while (Date.now() < idleBy && (await leftInRedis(run.accounts)).leases > 0) await sleep(100);
+    expect(await leftInRedis(run.accounts)).toEqual({ leases: 0, reserved: 0n });
     await run.gateway.kill('SIGTERM');
     const after = await auditLedger(database);
     expect(after.problems).toEqual([]);
