@@ -48,6 +48,14 @@ export interface WriteBatch {
   invoices?: InvoiceInput[];
 }
 
+export interface NewAccount {
+  id: string;
+  email: string;
+  plan: string;
+  settings: string;
+  grantNano: bigint;
+}
+
 export interface AccountBalance {
   balanceNano: bigint;
   version: bigint;

@@ -13,6 +13,8 @@ export interface Connection {
   dialect: Dialect;
   /** The raw SQLite handle (SQLite only), for the synchronous money writer. */
   sqlite?: SQLite.Database;
+  /** The PostgreSQL pool (PostgreSQL only), for the money writer's multi-statement queries. */
+  pool?: pg.Pool;
 }
 
 export interface ConnectOptions {
@@ -48,7 +50,7 @@ export function connect(options: ConnectOptions): Connection {
     // where the pool does not listen. The query in flight gets the error; the pool drops the dead client.
     pool.on('error', () => undefined);
     pool.on('connect', (client) => client.on('error', () => undefined));
-    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
+    return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres', pool };
   }
   mkdirSync(options.dataDir, { recursive: true });
   const sqlite = new SQLite(join(options.dataDir, 'tollgate.db'));

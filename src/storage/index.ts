@@ -8,6 +8,7 @@ import { CONNECT_TIMEOUT_MS, connect, type ConnectOptions, type Dialect } from '
 import { IdempotencyStore } from './idempotency.js';
 import { KeyStore } from './keys.js';
 import { LedgerStore } from './ledger.js';
+import { PgWriter } from './pg-writer.js';
 import { MetaStore } from './meta.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { migrateToLatest, pendingMigrations } from './migrate.js';
@@ -70,7 +71,7 @@ export async function inspectStorage(options: ConnectOptions): Promise<{ dialect
 }
 
 export async function openStorage(options: ConnectOptions & { migrate?: boolean }): Promise<Storage> {
-  const { db, dialect, sqlite } = connect(options);
+  const { db, dialect, sqlite, pool } = connect(options);
   try {
     if (options.migrate !== false) await migrateToLatest(db);
   } catch (error) {
@@ -81,7 +82,7 @@ export async function openStorage(options: ConnectOptions & { migrate?: boolean 
     dialect,
     accounts: new AccountStore(db),
     keys: new KeyStore(db),
-    ledger: new LedgerStore(db, dialect, sqlite ? new SqliteWriter(sqlite) : undefined),
+    ledger: new LedgerStore(db, sqlite ? new SqliteWriter(sqlite) : new PgWriter(pool!)),
     usage: new UsageStore(db),
     meta: new MetaStore(db),
     users: new UserStore(db),

@@ -7,7 +7,7 @@
  * while a Kysely transaction is open on the same connection (better-sqlite3 would nest it as a savepoint).
  */
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
-import { accountsOf, planBatch, type AccountBalance, type CommitResult, type WriteBatch } from './batch.js';
+import { accountsOf, planBatch, type AccountBalance, type CommitResult, type NewAccount, type WriteBatch } from './batch.js';
 
 export class SqliteWriter {
   private readonly selectBalance: Statement<[string], { balance_nano: bigint; version: bigint }>;
@@ -99,10 +99,3 @@ export class SqliteWriter {
   }
 }
 
-export interface NewAccount {
-  id: string;
-  email: string;
-  plan: string;
-  settings: string;
-  grantNano: bigint;
-}

@@ -1,0 +1,103 @@
+/**
+ * PostgreSQL's money writer: a batch in two round trips instead of one per statement. Under load every round trip
+ * waits for a turn of a busy event loop, so a nine-statement transaction held the account's row lock for nine
+ * turns and capped throughput (docs/performance.md). The reads (lock the accounts, find debits already written)
+ * go in one multi-statement query, the writes and COMMIT in a second. Multi-statement queries use PostgreSQL's
+ * simple protocol, which takes no parameters: every value is rendered by `literal`, strings through pg's
+ * `escapeLiteral`, so the SQL is built from typed values only. The arithmetic is `planBatch`, as for SQLite.
+ */
+import type pg from 'pg';
+import { accountsOf, planBatch, type AccountBalance, type CommitResult, type NewAccount, type WriteBatch } from './batch.js';
+import { big } from './values.js';
+
+type Literal = string | number | bigint | null | undefined;
+
+export class PgWriter {
+  constructor(private readonly pool: pg.Pool) {}
+
+  commit(batch: WriteBatch): Promise<CommitResult> {
+    return this.transaction(batch);
+  }
+
+  /** The account and its sign-up grant, atomically. */
+  async createAccount(account: NewAccount): Promise<void> {
+    const grant: WriteBatch = { entries: account.grantNano > 0n ? [{ accountId: account.id, kind: 'grant', amountNano: account.grantNano, note: 'sign-up credit' }] : [] };
+    await this.transaction(grant, (lit) => [
+      `INSERT INTO accounts (id, email, plan, balance_nano, version, settings, created_at) VALUES (${[account.id, account.email, account.plan, 0, 0, account.settings, Date.now()].map(lit).join(', ')})`,
+    ]);
+  }
+
+  private async transaction(batch: WriteBatch, first: (lit: (value: Literal) => string) => string[] = () => []): Promise<CommitResult> {
+    const client = await this.pool.connect();
+    try {
+      const result = await this.commitWith(client, batch, first);
+      client.release();
+      return result;
+    } catch (error) {
+      // Whatever state the connection is in, it is not reused: the pool opens a fresh one.
+      client.release(true);
+      throw error;
+    }
+  }
+
+  private async commitWith(client: pg.PoolClient, batch: WriteBatch, first: (lit: (value: Literal) => string) => string[]): Promise<CommitResult> {
+    const lit = (value: Literal) => literal(client, value);
+    const list = (values: Literal[]) => values.map(lit).join(', ');
+    const accounts = accountsOf(batch);
+    const requestIds = batch.entries.flatMap((e) => (e.kind === 'debit' && e.requestId ? [e.requestId] : []));
+
+    const reads = ['BEGIN', ...first(lit)];
+    const firstAnswer = reads.length;
+    if (accounts.length) reads.push(`SELECT id, balance_nano, version FROM accounts WHERE id IN (${list(accounts)}) ORDER BY id FOR UPDATE`);
+    if (requestIds.length) reads.push(`SELECT request_id, amount_nano FROM ledger WHERE kind = 'debit' AND request_id IN (${list(requestIds)})`);
+    const answers = asArray(await client.query(reads.join('; ')));
+    const current = new Map<string, AccountBalance>();
+    const written = new Map<string, bigint>();
+    let next = firstAnswer;
+    if (accounts.length) for (const row of answers[next++]!.rows) current.set(row.id, { balanceNano: big(row.balance_nano), version: big(row.version) });
+    if (requestIds.length) for (const row of answers[next]!.rows) written.set(row.request_id, big(row.amount_nano));
+
+    const plan = planBatch(batch, current, written);
+    const writes: string[] = [];
+    for (const [id, balance] of plan.result.balances) {
+      writes.push(`UPDATE accounts SET balance_nano = ${lit(balance.balanceNano)}, version = ${lit(balance.version)} WHERE id = ${lit(id)}`);
+    }
+    if (plan.ledger.length) {
+      const rows = plan.ledger.map((r) => `(${list([r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at])})`);
+      writes.push(`INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at) VALUES ${rows.join(', ')}`);
+    }
+    if (plan.usage.length) {
+      const rows = plan.usage.map((u) => `(${list([u.accountId, u.day, u.environment, u.model, u.requests, u.promptTokens, u.completionTokens, u.creditsNano])})`);
+      writes.push(
+        `INSERT INTO usage_daily (account_id, day, environment, model, requests, prompt_tokens, completion_tokens, credits_nano) VALUES ${rows.join(', ')} ` +
+          'ON CONFLICT (account_id, day, environment, model) DO UPDATE SET requests = usage_daily.requests + excluded.requests, ' +
+          'prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens, completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens, ' +
+          'credits_nano = usage_daily.credits_nano + excluded.credits_nano',
+      );
+    }
+    for (const [keyId, spent] of [...plan.keySpend].sort()) writes.push(`UPDATE api_keys SET spent_nano = spent_nano + ${lit(spent)} WHERE id = ${lit(keyId)}`);
+    for (const [keyId, at] of [...plan.keysUsed].sort()) writes.push(`UPDATE api_keys SET last_used_at = ${lit(at)} WHERE id = ${lit(keyId)}`);
+    if (plan.invoices.length) {
+      const rows = plan.invoices.map((i) => `(${list([i.id, i.account_id, i.month, i.kind, i.amount_nano, i.processor, i.reference, i.created_at])})`);
+      writes.push(`INSERT INTO invoices (id, account_id, month, kind, amount_nano, processor, reference, created_at) VALUES ${rows.join(', ')}`);
+    }
+    writes.push('COMMIT');
+    await client.query(writes.join('; '));
+    return plan.result;
+  }
+}
+
+/** A value as SQL: integers as digits, strings quoted by pg. Anything else is a programming error. */
+function literal(client: pg.PoolClient, value: Literal): string {
+  if (value === null || value === undefined) return 'NULL';
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value)) throw new Error(`not an integer for SQL: ${value}`);
+    return String(value);
+  }
+  return client.escapeLiteral(value);
+}
+
+function asArray(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult[] {
+  return Array.isArray(result) ? result : [result];
+}
