@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad, wrkInstalled } from './lib/load.js';
-import { baseEnv, cleanupAll, compileServer, portMessage, startServer, startTollgate, tempDir } from './lib/processes.js';
+import { baseEnv, cleanupAll, compileServer, portMessage, readProc, startServer, startTollgate, tempDir } from './lib/processes.js';
 import { createDatabase, prepareAccount, REDIS_URL } from './lib/setup.js';
 
 interface ProfileNode {
@@ -56,9 +56,12 @@ async function main(): Promise<void> {
   const endpoint = { url: `${tollgate.url}/v1/chat/completions`, auth: account.apiKey, body };
   const tool = wrkInstalled() ? 'wrk' : 'autocannon';
   await runLoad(tool, endpoint, Number(args.connections), 2);
+  const before = readProc(tollgate.pid).cpuSeconds;
   const load = await runLoad(tool, endpoint, Number(args.connections), Number(args.seconds));
+  const cpuPer1k = ((readProc(tollgate.pid).cpuSeconds - before) / load.requests) * 1000;
   await tollgate.stop();
-  console.log(`${tool}: ${Math.round(load.rps)} req/s at ${args.connections} connections, ${load.errors} errors (${database ? 'postgres + redis' : 'embedded'})`);
+  const setup = database ? 'postgres + redis' : 'embedded';
+  console.log(`${tool}: ${Math.round(load.rps)} req/s at ${args.connections} connections, ${cpuPer1k.toFixed(3)} CPU s/1k req (profiler included), ${load.errors} errors (${setup})`);
   const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
   if (!file) throw new Error('tollgate wrote no .cpuprofile');
   summarize(JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as CpuProfile, Number(args.top));

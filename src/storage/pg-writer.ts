@@ -5,9 +5,12 @@
  * go in one multi-statement query, the writes and COMMIT in a second. Multi-statement queries use PostgreSQL's
  * simple protocol, which takes no parameters: every value is rendered by `literal`, strings through pg's
  * `escapeLiteral`, so the SQL is built from typed values only. The arithmetic is `planBatch`, as for SQLite.
+ *
+ * Row locks are taken in one global order (accounts, then usage rows, then keys, each sorted), so two writers
+ * (replicas, the CLI) can wait for each other but never deadlock.
  */
 import type pg from 'pg';
-import { accountsOf, planBatch, type AccountBalance, type CommitResult, type NewAccount, type WriteBatch } from './batch.js';
+import { accountsOf, planBatch, type AccountBalance, type CommitResult, type NewAccount, type UsageDelta, type WriteBatch } from './batch.js';
 import { big } from './values.js';
 
 type Literal = string | number | bigint | null | undefined;
@@ -67,7 +70,7 @@ export class PgWriter {
       writes.push(`INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at) VALUES ${rows.join(', ')}`);
     }
     if (plan.usage.length) {
-      const rows = plan.usage.map((u) => `(${list([u.accountId, u.day, u.environment, u.model, u.requests, u.promptTokens, u.completionTokens, u.creditsNano])})`);
+      const rows = [...plan.usage].sort(byUsageRow).map((u) => `(${list([u.accountId, u.day, u.environment, u.model, u.requests, u.promptTokens, u.completionTokens, u.creditsNano])})`);
       writes.push(
         `INSERT INTO usage_daily (account_id, day, environment, model, requests, prompt_tokens, completion_tokens, credits_nano) VALUES ${rows.join(', ')} ` +
           'ON CONFLICT (account_id, day, environment, model) DO UPDATE SET requests = usage_daily.requests + excluded.requests, ' +
@@ -75,8 +78,12 @@ export class PgWriter {
           'credits_nano = usage_daily.credits_nano + excluded.credits_nano',
       );
     }
-    for (const [keyId, spent] of [...plan.keySpend].sort()) writes.push(`UPDATE api_keys SET spent_nano = spent_nano + ${lit(spent)} WHERE id = ${lit(keyId)}`);
-    for (const [keyId, at] of [...plan.keysUsed].sort()) writes.push(`UPDATE api_keys SET last_used_at = ${lit(at)} WHERE id = ${lit(keyId)}`);
+    for (const keyId of [...new Set([...plan.keySpend.keys(), ...plan.keysUsed.keys()])].sort()) {
+      const spent = plan.keySpend.get(keyId);
+      const at = plan.keysUsed.get(keyId);
+      const changes = [...(spent === undefined ? [] : [`spent_nano = spent_nano + ${lit(spent)}`]), ...(at === undefined ? [] : [`last_used_at = ${lit(at)}`])];
+      writes.push(`UPDATE api_keys SET ${changes.join(', ')} WHERE id = ${lit(keyId)}`);
+    }
     if (plan.invoices.length) {
       const rows = plan.invoices.map((i) => `(${list([i.id, i.account_id, i.month, i.kind, i.amount_nano, i.processor, i.reference, i.created_at])})`);
       writes.push(`INSERT INTO invoices (id, account_id, month, kind, amount_nano, processor, reference, created_at) VALUES ${rows.join(', ')}`);
@@ -100,4 +107,10 @@ function literal(client: pg.PoolClient, value: Literal): string {
 
 function asArray(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult[] {
   return Array.isArray(result) ? result : [result];
+}
+
+function byUsageRow(a: UsageDelta, b: UsageDelta): number {
+  const left = `${a.accountId}\u0000${a.day}\u0000${a.environment}\u0000${a.model}`;
+  const right = `${b.accountId}\u0000${b.day}\u0000${b.environment}\u0000${b.model}`;
+  return left < right ? -1 : left > right ? 1 : 0;
 }
