@@ -33,6 +33,7 @@ import {
   readProc,
   startServer,
   startTollgate,
+  processTree,
   takeCrashes,
   tcpConnections,
   tempDir,
@@ -279,7 +280,41 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
     .split('\n')
     .filter((line) => line.includes('"level":50') || line.includes('"level":60'));
   if (errorLines.length) result.failures.push(`tollgate logged ${errorLines.length} errors, first: ${errorLines[0]!.slice(0, 400)}`);
+  if (database) await measureWorkers(result, settings, options, { dir, upstream: mock.url, adminToken, backends: { databaseUrl: database.url, redisUrl: REDIS_URL } }, json, account.apiKey);
   return result;
+}
+
+/**
+ * TOLLGATE_WORKERS=<CPUs> (node:cluster, PostgreSQL + Redis): throughput at 50 connections, beside the one-process
+ * figure of the same run, and the CPU of the primary and its workers. Same account, same database.
+ */
+async function measureWorkers(result: ConfigResult, settings: typeof FULL, options: Options, start: Parameters<typeof startTollgate>[0], body: string, apiKey: string): Promise<void> {
+  const workers = Math.max(2, availableParallelism());
+  process.stdout.write(`   ${result.name}/tollgate with TOLLGATE_WORKERS=${workers}: throughput...`);
+  const server = await startTollgate({ ...start, workers });
+  try {
+    const endpoint: Endpoint = { url: `${server.url}/v1/chat/completions`, body, auth: apiKey };
+    const warmup = await runLoad(options.tool, endpoint, settings.connections, settings.warmupS);
+    const pids = processTree(server.pid);
+    const cpu = () => pids.reduce((sum, pid) => sum + readProc(pid).cpuSeconds, 0);
+    const before = cpu();
+    const throughput = await runLoad(options.tool, endpoint, settings.connections, settings.throughputS);
+    const cpuSPer1k = (1000 * (cpu() - before)) / Math.max(1, throughput.requests);
+    for (const [phase, load] of [['warm-up', warmup], ['throughput', throughput]] as const) {
+      if (load.errors > 0) result.failures.push(`tollgate (${workers} workers) ${phase}: ${load.errors} failed (${JSON.stringify(load.errorDetail)})`);
+    }
+    const one = result.targets.find((t) => t.name === 'tollgate')?.throughput.rps ?? NaN;
+    result.workers = { workers, processes: pids.length, rps: throughput.rps, cpuSPer1k, overOneProcess: throughput.rps / one };
+    result.checks.push({
+      name: `TOLLGATE_WORKERS=${workers}: throughput @50 over one process`,
+      value: `${(throughput.rps / one).toFixed(2)}x`,
+      target: '> 1x (grows with cores)',
+      status: throughput.rps > one ? 'PASS' : 'FAIL',
+    });
+    process.stdout.write(` ${Math.round(throughput.rps)} req/s\n`);
+  } finally {
+    await server.stop();
+  }
 }
 
 /** CPU seconds of the given processes (database servers), or undefined when /proc does not show them (another host). */

@@ -316,7 +316,15 @@ export async function tollgateListening(child: ChildProcess, log: () => string):
  * tollgate as the benchmark runs it: `dist/main.js` with the product's default log level (one JSON line per chat
  * request, to a file), one process, the mock as the OpenAI upstream; PostgreSQL + Redis when `backends` is given.
  */
-export function startTollgate(options: { dir: string; upstream: string; adminToken: string; backends?: { databaseUrl: string; redisUrl: string }; nodeArgs?: string[] }): Promise<Server> {
+export function startTollgate(options: {
+  dir: string;
+  upstream: string;
+  adminToken: string;
+  backends?: { databaseUrl: string; redisUrl: string };
+  nodeArgs?: string[];
+  /** node:cluster workers (PostgreSQL + Redis only); 1 by default. */
+  workers?: number;
+}): Promise<Server> {
   const { dir, backends } = options;
   return startServer({
     name: 'tollgate',
@@ -327,17 +335,30 @@ export function startTollgate(options: { dir: string; upstream: string; adminTok
       PORT: '0',
       HOST: '127.0.0.1',
       TOLLGATE_LOG_LEVEL: 'info',
-      // The targets are for one tollgate process (no node:cluster workers).
-      TOLLGATE_WORKERS: '1',
+      // The targets are for one tollgate process (no node:cluster workers) unless asked.
+      TOLLGATE_WORKERS: String(options.workers ?? 1),
       TOLLGATE_ADMIN_TOKEN: options.adminToken,
       OPENAI_API_KEY: 'bench',
       OPENAI_BASE_URL: `${options.upstream}/v1`,
       ...(backends ? { DATABASE_URL: backends.databaseUrl, REDIS_URL: backends.redisUrl } : {}),
     },
     cwd: dir,
-    logFile: join(dir, 'tollgate.log'),
+    logFile: join(dir, options.workers ? `tollgate-${options.workers}-workers.log` : 'tollgate.log'),
     ready: tollgateListening,
     timeoutMs: 60_000,
   });
+}
+
+/** The process and its descendants (node:cluster workers), read from /proc. */
+export function processTree(pid: number): number[] {
+  let children: number[] = [];
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      children = children.concat(readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+    }
+  } catch {
+    return [pid];
+  }
+  return [pid, ...children.flatMap(processTree)];
 }
 

@@ -45,6 +45,8 @@ export interface ConfigResult {
   checks: Check[];
   failures: string[];
   tollgateExitCode?: number | null;
+  /** PostgreSQL + Redis: the same throughput run with TOLLGATE_WORKERS (processes: the primary and its workers). */
+  workers?: { workers: number; processes: number; rps: number; cpuSPer1k: number; overOneProcess: number };
   error?: string;
 }
 
@@ -184,6 +186,12 @@ export function printConfig(config: ConfigResult, write: (line: string) => void)
   );
   if (disturbed.length) {
     write(`   WARNING: other processes were busy during some runs (CPU cores used outside the benchmark): ${disturbed.join(', ')}; those figures are unreliable.`);
+  }
+  const w = config.workers;
+  if (w) {
+    write(
+      `   TOLLGATE_WORKERS=${w.workers} (${w.processes} processes): ${int(w.rps)} req/s @50 = ${fmt(w.overOneProcess, 2)}x one process; CPU ${fmt(w.cpuSPer1k, 3)} s/1k req over all of them`,
+    );
   }
   for (const check of config.checks) write(`   [${check.status}] ${check.name}: ${check.value} (target ${check.target})`);
   for (const failure of config.failures) write(`   FAILED REQUESTS: ${failure}`);
