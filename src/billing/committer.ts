@@ -46,7 +46,7 @@ export class Committer {
     if (this.closed) return Promise.reject(new Error('committer is closed'));
     return new Promise<CommitOutcome>((resolve, reject) => {
       const deadline = Date.now() + (this.options.waitTimeoutMs ?? 10_000);
-      this.queue.push({ ...item, resolve, reject, deadline, settled: false });
+      this.queue.push({ entry: item.entry, usage: item.usage, keyUsed: item.keyUsed, resolve, reject, deadline, settled: false });
       this.schedule();
       this.watch();
     });

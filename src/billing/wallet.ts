@@ -48,6 +48,8 @@ export interface WalletOptions {
   onError?: (error: unknown) => void;
 }
 
+const NO_BUDGETS = { balanceAvailable: 0n, dailyRemaining: null, keyRemaining: null } as const;
+
 /** A hold lost to concurrent requests is planned again with fresh budgets this many times. */
 const RESERVE_ATTEMPTS = 4;
 
@@ -89,12 +91,24 @@ export class Wallet {
   }
 
   async reserve(request: ReserveRequest): Promise<Reservation> {
-    const { account, key, requestId, ...sizing } = request;
+    const { account, key, requestId } = request;
     const free = key.environment === 'test';
     const limits = this.options.limitsFor(account);
     for (let attempt = 1; ; attempt++) {
-      const budgets = free ? { balanceAvailable: 0n, dailyRemaining: null, keyRemaining: null } : await this.credits.budgets(account, key, limits);
-      const admission = admit({ ...sizing, ...budgets, free });
+      const budgets = free ? NO_BUDGETS : await this.credits.budgets(account, key, limits);
+      // Built field by field: object spread of the request is a measurable share of this hot path.
+      const admission = admit({
+        price: request.price,
+        promptTokens: request.promptTokens,
+        requestedMaxTokens: request.requestedMaxTokens,
+        choices: request.choices,
+        modelMaxTokens: request.modelMaxTokens,
+        contextLength: request.contextLength,
+        balanceAvailable: budgets.balanceAvailable,
+        dailyRemaining: budgets.dailyRemaining,
+        keyRemaining: budgets.keyRemaining,
+        free,
+      });
       const hold: Hold = { id: newId('hold'), requestId, account, key, amountNano: admission.holdNano };
       if (free || (await this.credits.take(hold, limits))) {
         this.openReservations++;

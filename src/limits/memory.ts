@@ -25,6 +25,16 @@ class Window {
     this.counts[slot]! += amount;
   }
 
+  /** Milliseconds until everything counted now has left the window (OpenAI's "reset"): no sort needed. */
+  emptyInMs(nowMs: number): number {
+    const nowSecond = Math.floor(nowMs / 1000);
+    let newest = -1;
+    for (let i = 0; i < BUCKETS; i++) {
+      if (this.seconds[i]! > nowSecond - BUCKETS && this.counts[i]! > 0 && this.seconds[i]! > newest) newest = this.seconds[i]!;
+    }
+    return newest < 0 ? 0 : (newest + BUCKETS) * 1000 - nowMs;
+  }
+
   /** Milliseconds until `needed` more fits under `limit`. */
   waitFor(nowMs: number, limit: number, needed: number): number {
     const nowSecond = Math.floor(nowMs / 1000);
@@ -93,6 +103,6 @@ export class MemoryRateLimiter implements RateLimiter {
 
   private describe(window: Window, nowMs: number, limit: number): RateWindow {
     const used = window.used(Math.floor(nowMs / 1000));
-    return { limit, remaining: Math.max(0, limit - used), resetMs: window.waitFor(nowMs, limit, limit) };
+    return { limit, remaining: Math.max(0, limit - used), resetMs: window.emptyInMs(nowMs) };
   }
 }
