@@ -15,7 +15,16 @@ export function tooLarge(provider: string): UpstreamError {
 }
 
 /** The body as text; UpstreamError `protocol` beyond MAX_ANSWER_BYTES (the rest is not read). */
-export async function answerText(provider: string, body: Dispatcher.ResponseData['body']): Promise<string> {
+export async function answerText(provider: string, res: Pick<Dispatcher.ResponseData, 'body' | 'headers'>): Promise<string> {
+  const { body } = res;
+  const declared = Number(res.headers['content-length'] ?? NaN);
+  // A declared length within the cap: undici's own reader (which holds the server to that length) is cheaper
+  // than iterating the stream, and this is every non-streaming answer's path.
+  if (declared <= MAX_ANSWER_BYTES) return body.text();
+  if (declared > MAX_ANSWER_BYTES) {
+    body.on('error', () => {}).destroy();
+    throw tooLarge(provider);
+  }
   const parts: Buffer[] = [];
   let size = 0;
   for await (const part of body) {

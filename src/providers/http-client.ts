@@ -70,7 +70,7 @@ export class HttpClient {
     const res = await this.request(call, 'POST', path, body);
     let text: string;
     try {
-      text = await answerText(this.id, res.body);
+      text = await answerText(this.id, res);
     } catch (err) {
       throw this.fail(call.signal, err);
     }

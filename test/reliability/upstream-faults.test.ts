@@ -80,6 +80,7 @@ const ROWS: Row[] = [
   { name: 'truncated body', behavior: { kind: 'raw', body: '{"id": "chatcmpl-1", "choices": [{"index": 0,' }, stream: false, status: 502, code: 'upstream_error' },
   { name: 'truncated SSE (no finish, no [DONE])', behavior: { kind: 'truncated', afterChunks: 2 }, stream: true, code: 'upstream_error', delivered: part(2) },
   { name: 'enormous body (50 MB)', behavior: { kind: 'huge', bytes: 50 * MB }, stream: false, status: 502, code: 'upstream_error' },
+  { name: 'enormous body without a length (50 MB, chunked)', behavior: { kind: 'huge', bytes: 50 * MB, chunked: true }, stream: false, status: 502, code: 'upstream_error' },
   { name: 'enormous single event (50 MB)', behavior: { kind: 'huge', bytes: 50 * MB, chunkBytes: 50 * MB }, stream: true, code: 'upstream_error', delivered: '' },
   // 16 MiB of text is delivered, then the answer is cut: the delivered part is what is charged.
   { name: 'enormous stream (50 MB)', behavior: { kind: 'huge', bytes: 50 * MB }, stream: true, code: 'upstream_error', delivered: 'huge' },

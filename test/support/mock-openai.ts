@@ -51,7 +51,7 @@ export type Behavior =
    * About `bytes` of answer: a JSON body with one enormous content string, or as many SSE chunks of `chunkBytes`
    * (default 64 KiB) of text as it takes (never ending with [DONE] until all were sent); no usage.
    */
-  | { kind: 'huge'; bytes: number; chunkBytes?: number };
+  | { kind: 'huge'; bytes: number; chunkBytes?: number; chunked?: boolean };
 
 export interface RecordedRequest {
   method: string;
@@ -391,7 +391,8 @@ async function hugeReply(b: Extract<Behavior, { kind: 'huge' }>, request: any, r
     });
   if (!request.stream) {
     const [head, tail] = JSON.stringify(completion({ kind: 'ok', content: '@@', usage: false }, request)).split('@@') as [string, string];
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(head.length + pieces * size + tail.length) });
+    const length = b.chunked ? {} : { 'content-length': String(head.length + pieces * size + tail.length) };
+    res.writeHead(200, { 'content-type': 'application/json', ...length });
     await write(head);
     for (let i = 0; i < pieces && !res.destroyed; i++) await write(piece);
     if (!res.destroyed) res.end(tail);

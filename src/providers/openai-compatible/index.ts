@@ -78,7 +78,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     const res = await post(call, { ...rest, stream: false }, 'application/json');
     let text: string;
     try {
-      text = await answerText(id, res.body);
+      text = await answerText(id, res);
     } catch (err) {
       throw fail(call, err);
     }
