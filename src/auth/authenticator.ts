@@ -2,11 +2,14 @@
  * Turns an Authorization header into a key record. Lookups are cached for at most `ttlMs` (1 s) so the
  * database stays off the hot path while a revocation made anywhere takes effect within a second.
  */
+import { hash as digest } from 'node:crypto';
 import { GatewayError } from '../errors/index.js';
 import type { KeyRecord, Storage } from '../storage/index.js';
 import { hashKey, keyPattern } from './keys.js';
 
 interface CacheEntry {
+  /** The key's HMAC, what the database stores and looks up. */
+  hash: string;
   key: KeyRecord | undefined;
   expires: number;
 }
@@ -35,13 +38,15 @@ export class Authenticator {
     const presented = bearer(authorization);
     if (!presented) throw new GatewayError('missing_api_key');
     if (!this.pattern.test(presented)) throw new GatewayError('invalid_api_key');
-    // Keys are looked up by their HMAC: the comparison is an index lookup on a hash, not a string compare of secrets.
-    const hash = hashKey(this.options.secret, presented);
+    // The cache is keyed by a plain SHA-256 of the key (a one-shot hash, several times cheaper than the HMAC),
+    // so no key is kept in memory; the database is looked up by the key's HMAC, an index lookup on a hash.
+    const fingerprint = digest('sha256', presented, 'base64');
     const now = Date.now();
-    let entry = this.cache.get(hash);
+    let entry = this.cache.get(fingerprint);
     if (!entry || entry.expires <= now) {
-      entry = { key: await this.options.storage.keys.getByHash(hash), expires: now + this.ttlMs };
-      this.remember(hash, entry);
+      const hash = entry?.hash ?? hashKey(this.options.secret, presented);
+      entry = { hash, key: await this.options.storage.keys.getByHash(hash), expires: now + this.ttlMs };
+      this.remember(fingerprint, entry);
     }
     const key = entry.key;
     if (!key || key.revokedAt !== null) throw new GatewayError('invalid_api_key');
@@ -53,13 +58,13 @@ export class Authenticator {
     this.cache.clear();
   }
 
-  private remember(hash: string, entry: CacheEntry): void {
+  private remember(fingerprint: string, entry: CacheEntry): void {
     if (this.cache.size >= this.maxEntries) {
       const oldest = this.cache.keys().next().value;
       if (oldest !== undefined) this.cache.delete(oldest);
     }
-    this.cache.delete(hash);
-    this.cache.set(hash, entry);
+    this.cache.delete(fingerprint);
+    this.cache.set(fingerprint, entry);
   }
 }
 
