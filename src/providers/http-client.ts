@@ -3,9 +3,9 @@
  * SSE reading with the same early-end rules as the OpenAI-compatible adapter, and errors as UpstreamError.
  */
 import { Pool, type Dispatcher } from 'undici';
-import { traceHeaders } from '../observability/index.js';
 import { answerText, errorText } from './body.js';
 import { describe, httpError, isTimeout, transportError } from './openai-compatible/errors.js';
+import { requestHeaders } from './headers.js';
 import { sseEvents } from './openai-compatible/sse.js';
 import { UPSTREAM_CONNECTIONS, UpstreamError, type ProviderCall } from './types.js';
 
@@ -42,13 +42,8 @@ export class HttpClient {
       res = await this.pool.request({
         method,
         path: this.basePath + path,
-        headers: {
-          ...this.options.headers,
-          accept: path.includes('alt=sse') || (body as { stream?: boolean })?.stream ? 'text/event-stream' : 'application/json',
-          ...(call.requestId ? { 'x-client-request-id': call.requestId } : {}),
-          ...traceHeaders(),
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        headers: requestHeaders(this.options.headers, path.includes('alt=sse') || (body as { stream?: boolean })?.stream ? 'text/event-stream' : 'application/json', call.requestId),
+        body: body === undefined ? null : JSON.stringify(body),
         signal: call.signal,
         headersTimeout: call.timeoutMs,
         bodyTimeout: call.timeoutMs,
