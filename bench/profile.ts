@@ -4,11 +4,11 @@
  * self time summed by package or source folder and by function. The figures for docs/performance.md come from here.
  */
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad, wrkInstalled } from './lib/load.js';
-import { baseEnv, cleanupAll, compileServer, portMessage, readProc, startServer, startTollgate, tempDir } from './lib/processes.js';
+import { BENCH_DIR, baseEnv, cleanupAll, compileServer, portMessage, readProc, startServer, startTollgate, tempDir } from './lib/processes.js';
 import { createDatabase, prepareAccount, REDIS_URL } from './lib/setup.js';
 
 interface ProfileNode {
@@ -64,7 +64,12 @@ async function main(): Promise<void> {
   console.log(`${tool}: ${Math.round(load.rps)} req/s at ${args.connections} connections, ${cpuPer1k.toFixed(3)} CPU s/1k req (profiler included), ${load.errors} errors (${setup})`);
   const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
   if (!file) throw new Error('tollgate wrote no .cpuprofile');
-  summarize(JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as CpuProfile, Number(args.top));
+  // Kept for Chrome DevTools (Performance > Load profile) or a closer look; *.cpuprofile is git-ignored.
+  const kept = join(BENCH_DIR, 'results', 'latest.cpuprofile');
+  mkdirSync(dirname(kept), { recursive: true });
+  copyFileSync(join(profileDir, file), kept);
+  summarize(JSON.parse(readFileSync(kept, 'utf8')) as CpuProfile, Number(args.top));
+  console.log(`\nprofile: ${relative(process.cwd(), kept)}`);
 }
 
 /** Where a frame's code lives: a package under node_modules, a folder of dist/, node's internals, or V8's own. */

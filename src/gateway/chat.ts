@@ -68,7 +68,7 @@ async function answer({ input, key, body, model, fallbacks, started }: Authentic
   const promptTokens = countPromptTokens(body);
   const limits = deps.limitsFor(account);
   const rate = await deps.limiter.admit(account.id, limits, promptTokens);
-  const headers = { ...rateLimitHeaders(rate), 'x-tollgate-provider': route.providerId };
+  const headers = rateLimitHeaders(rate, route.providerId);
   if (!rate.allowed) {
     deps.metrics.rateLimited.inc({ code: 'rate_limit_exceeded' });
     throw new GatewayError('rate_limit_exceeded', { retryAfter: rate.retryAfterSeconds, headers });

@@ -1,8 +1,8 @@
 import type { RateDecision } from '../limits/index.js';
 
-/** OpenAI's rate-limit headers; resets as OpenAI writes them ("1s", "6m0s", "250ms"). */
-export function rateLimitHeaders(decision: RateDecision): Record<string, string> {
-  return {
+/** OpenAI's rate-limit headers (resets as OpenAI writes them: "1s", "6m0s", "250ms"), and the provider that answers. */
+export function rateLimitHeaders(decision: RateDecision, provider?: string): Record<string, string> {
+  const headers: Record<string, string> = {
     'x-ratelimit-limit-requests': String(decision.requests.limit),
     'x-ratelimit-remaining-requests': String(decision.requests.remaining),
     'x-ratelimit-reset-requests': duration(decision.requests.resetMs),
@@ -10,6 +10,8 @@ export function rateLimitHeaders(decision: RateDecision): Record<string, string>
     'x-ratelimit-remaining-tokens': String(decision.tokens.remaining),
     'x-ratelimit-reset-tokens': duration(decision.tokens.resetMs),
   };
+  if (provider !== undefined) headers['x-tollgate-provider'] = provider;
+  return headers;
 }
 
 export function duration(ms: number): string {

@@ -29,8 +29,15 @@ export function isExactUsd(value: number | string): boolean {
   }
 }
 
-/** Renders nano-USD as a JSON number with at most 9 decimals (the decimal string is exact; so is its shortest double form). */
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * Renders nano-USD as a JSON number with at most 9 decimals: the double nearest the exact decimal. Below 2^53
+ * nano-USD both the integer and 1e9 are exact doubles and IEEE division rounds correctly, so n / 1e9 is that
+ * same double, without building the decimal string (this runs several times per request).
+ */
 export function usdNumber(nano: Nano): number {
+  if (nano <= MAX_SAFE && nano >= -MAX_SAFE) return Number(nano) / 1e9;
   return Number(usdString(nano));
 }
 

@@ -27,6 +27,18 @@ describe('money', () => {
     expect(usdString(-1_500_000_000n)).toBe('-1.5');
     for (const nano of [0n, 1n, 123_456_789n, 5_000_000_000n, 987_654_321_012n]) expect(parseUsd(usdNumber(nano))).toBe(nano);
   });
+
+  it('renders the same number as the exact decimal string, on both sides of 2^53 nano-USD', () => {
+    let seed = 42;
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+    const samples = [0n, 1n, -1n, 2n ** 53n - 1n, -(2n ** 53n - 1n), 2n ** 53n, 2n ** 60n + 7n, -(2n ** 61n) - 3n];
+    for (let i = 0; i < 20_000; i++) {
+      const digits = 1 + Math.floor(random() * 16);
+      const magnitude = BigInt(Math.floor(random() * 10 ** digits));
+      samples.push(random() < 0.2 ? -magnitude : magnitude);
+    }
+    for (const nano of samples) expect(usdNumber(nano), String(nano)).toBe(Number(usdString(nano)));
+  });
 });
 
 describe('pricing', () => {
