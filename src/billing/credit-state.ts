@@ -8,7 +8,6 @@ import { available, type AccountState } from './accounts.js';
 import type { PlanLimits } from './plans.js';
 
 export interface Hold {
-  id: string;
   requestId: string;
   account: AccountState;
   key: KeyRecord;

@@ -5,7 +5,7 @@
  */
 import { GatewayError } from '../errors/index.js';
 import type { EventSink } from '../events/index.js';
-import { newId, type CommitResult, type KeyRecord, type LedgerEntryInput, type Storage, type WriteBatch } from '../storage/index.js';
+import { type CommitResult, type KeyRecord, type LedgerEntryInput, type Storage, type WriteBatch } from '../storage/index.js';
 import { AccountCache, utcDay, type AccountState } from './accounts.js';
 import { admit, type Admission, type AdmissionInput } from './admission.js';
 import { Committer } from './committer.js';
@@ -109,7 +109,7 @@ export class Wallet {
         keyRemaining: budgets.keyRemaining,
         free,
       });
-      const hold: Hold = { id: newId('hold'), requestId, account, key, amountNano: admission.holdNano };
+      const hold: Hold = { requestId, account, key, amountNano: admission.holdNano };
       if (free || (await this.credits.take(hold, limits))) {
         this.openReservations++;
         return new Reservation(this, hold, request.price, admission);

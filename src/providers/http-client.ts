@@ -5,7 +5,7 @@
 import { Pool, type Dispatcher } from 'undici';
 import { answerText, errorText } from './body.js';
 import { describe, httpError, isTimeout, transportError } from './openai-compatible/errors.js';
-import { requestHeaders } from './headers.js';
+import { headerList, requestHeaders } from './headers.js';
 import { sseEvents } from './openai-compatible/sse.js';
 import { UPSTREAM_CONNECTIONS, UpstreamError, type ProviderCall } from './types.js';
 
@@ -27,11 +27,13 @@ export class HttpClient {
   readonly id: string;
   private readonly pool: Pool;
   private readonly basePath: string;
+  private readonly headers: string[];
 
   constructor(private readonly options: HttpClientOptions) {
     this.id = options.id;
     const url = new URL(options.baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
+    this.headers = headerList(options.headers);
     this.pool = new Pool(url.origin, { connections: options.connections ?? UPSTREAM_CONNECTIONS, pipelining: 1 });
   }
 
@@ -42,7 +44,7 @@ export class HttpClient {
       res = await this.pool.request({
         method,
         path: this.basePath + path,
-        headers: requestHeaders(this.options.headers, path.includes('alt=sse') || (body as { stream?: boolean })?.stream ? 'text/event-stream' : 'application/json', call.requestId),
+        headers: requestHeaders(this.headers, path.includes('alt=sse') || (body as { stream?: boolean })?.stream ? 'text/event-stream' : 'application/json', call.requestId),
         body: body === undefined ? null : JSON.stringify(body),
         signal: call.signal,
         headersTimeout: call.timeoutMs,

@@ -17,7 +17,7 @@ describe('credit state in memory', () => {
   it('lets only one of two concurrent holds take the last of the balance', async () => {
     const state = new MemoryCreditState();
     const owner = account(1_000n);
-    const hold = (id: string): Hold => ({ id, requestId: id, account: owner, key, amountNano: 800n });
+    const hold = (id: string): Hold => ({ requestId: id, account: owner, key, amountNano: 800n });
     const results = await Promise.all([state.take(hold('a'), limits), state.take(hold('b'), limits)]);
     expect(results.filter(Boolean)).toHaveLength(1);
     expect(owner.reservedNano).toBe(800n);

@@ -36,7 +36,7 @@ async function setup(balanceNano: bigint) {
     state.start();
     return state;
   };
-  const hold = (id: string, amountNano: bigint): Hold => ({ id, requestId: `req_${id}`, account, key, amountNano });
+  const hold = (id: string, amountNano: bigint): Hold => ({ requestId: `req_${id}`, account, key, amountNano });
   return { key, account, replica, hold };
 }
 

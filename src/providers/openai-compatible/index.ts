@@ -9,7 +9,7 @@ import {
   type ProviderCall,
 } from '../types.js';
 import { answerText, errorText } from '../body.js';
-import { requestHeaders } from '../headers.js';
+import { headerList, requestHeaders } from '../headers.js';
 import { describe, httpError, inBandError, isTimeout, transportError } from './errors.js';
 import { parseStreamEvent, sseEvents } from './sse.js';
 
@@ -34,8 +34,9 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
   const path = `${url.pathname.replace(/\/+$/, '')}/chat/completions${url.search}`;
   const modelsPath = `${url.pathname.replace(/\/+$/, '')}/models${url.search}`;
   const pool = new Pool(url.origin, { connections: options.connections ?? UPSTREAM_CONNECTIONS, pipelining: 1 });
-  const headers: Record<string, string> = { ...options.headers, 'content-type': 'application/json' };
-  if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+  const configured: Record<string, string> = { ...options.headers, 'content-type': 'application/json' };
+  if (options.apiKey) configured.authorization = `Bearer ${options.apiKey}`;
+  const headers = headerList(configured);
 
   // An abort by the caller is rethrown as-is so the gateway can tell "client went away" from upstream failures.
   const fail = (call: Pick<ProviderCall, 'signal'>, err: unknown): unknown => (call.signal.aborted ? err : transportError(id, err));
