@@ -20,6 +20,8 @@ interface Item {
   /** When the caller stops waiting (the item itself stays queued until written). */
   deadline: number;
   settled: boolean;
+  /** It was in a batch that failed (the writer then checks the ledger for its debit). */
+  retried: boolean;
 }
 
 export interface CommitterOptions {
@@ -46,7 +48,7 @@ export class Committer {
     if (this.closed) return Promise.reject(new Error('committer is closed'));
     return new Promise<CommitOutcome>((resolve, reject) => {
       const deadline = Date.now() + (this.options.waitTimeoutMs ?? 10_000);
-      this.queue.push({ entry: item.entry, usage: item.usage, keyUsed: item.keyUsed, resolve, reject, deadline, settled: false });
+      this.queue.push({ entry: item.entry, usage: item.usage, keyUsed: item.keyUsed, resolve, reject, deadline, settled: false, retried: false });
       this.schedule();
       this.watch();
     });
@@ -86,6 +88,7 @@ export class Committer {
       entries: withEntry.map((i) => i.entry!),
       usage: items.flatMap((i) => (i.usage ? [i.usage] : [])),
       keysUsed: items.flatMap((i) => (i.keyUsed ? [i.keyUsed] : [])),
+      retried: items.some((i) => i.retried),
     };
     try {
       const result = await withSpan('db commit', { 'tollgate.batch.entries': batch.entries.length, 'tollgate.batch.usage': batch.usage?.length ?? 0 }, () =>
@@ -103,6 +106,7 @@ export class Committer {
       for (const item of items) if (!item.entry) settle(item, { applied: 0n });
     } catch (error) {
       this.options.onError?.(error);
+      for (const item of items) item.retried = true;
       this.queue = items.concat(this.queue);
       const delay = this.retryDelayMs;
       this.retryDelayMs = Math.min(this.retryDelayMs * 2, 2_000);

@@ -46,6 +46,11 @@ export interface WriteBatch {
   usage?: UsageDelta[];
   keysUsed?: Array<{ keyId: string; at: number }>;
   invoices?: InvoiceInput[];
+  /**
+   * Some of these entries were in a batch that failed: the writer then looks for their debits in the ledger
+   * (a commit can succeed while its writer sees an error) and writes none twice. Writers look only then.
+   */
+  retried?: boolean;
 }
 
 export interface NewAccount {

@@ -47,7 +47,7 @@ export class PgWriter {
     const lit = (value: Literal) => literal(client, value);
     const list = (values: Literal[]) => values.map(lit).join(', ');
     const accounts = accountsOf(batch);
-    const requestIds = batch.entries.flatMap((e) => (e.kind === 'debit' && e.requestId ? [e.requestId] : []));
+    const requestIds = batch.retried ? batch.entries.flatMap((e) => (e.kind === 'debit' && e.requestId ? [e.requestId] : [])) : [];
 
     const reads = ['BEGIN', ...first(lit)];
     const firstAnswer = reads.length;

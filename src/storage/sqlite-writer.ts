@@ -90,6 +90,7 @@ export class SqliteWriter {
    */
   private writtenDebits(batch: WriteBatch): Map<string, bigint> {
     const written = new Map<string, bigint>();
+    if (!batch.retried) return written;
     for (const entry of batch.entries) {
       if (entry.kind !== 'debit' || entry.requestId === undefined) continue;
       const row = this.selectDebit.get(entry.requestId);

@@ -45,7 +45,8 @@ describe.each(DIALECTS)('committer on %s', (dialect) => {
     const accountId = await account();
     const batch = { entries: [{ accountId, kind: 'debit' as const, amountNano: -300n, requestId: 'req_2' }] };
     await storage.ledger.commit(batch);
-    const again = await storage.ledger.commit(batch);
+    // The committer marks a batch that failed before; only then does the writer look for debits already written.
+    const again = await storage.ledger.commit({ ...batch, retried: true });
     expect(again.applied).toEqual([-300n]);
     expect(await storage.ledger.debitedFor('req_2')).toBe(300n);
     expect((await storage.accounts.get(accountId))!.balanceNano).toBe(700n);

@@ -86,7 +86,8 @@ describe('a retried commit on postgres', () => {
       await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: 1_000n });
       const batch = { entries: [{ accountId: 'acct_1', kind: 'debit' as const, amountNano: -300n, requestId: 'req_1' }] };
       await storage.ledger.commit(batch);
-      const retry = await storage.ledger.commit(batch);
+      // The committer marks a batch that failed before; only then does the writer look for debits already written.
+      const retry = await storage.ledger.commit({ ...batch, retried: true });
       expect(retry.applied).toEqual([-300n]);
       expect((await storage.accounts.get('acct_1'))?.balanceNano).toBe(700n);
       expect(await storage.ledger.sum('acct_1')).toBe(700n);
