@@ -63,8 +63,20 @@ function exactCount(text: string): number {
   return tokens;
 }
 
+/** Roles are a handful of words: counted once each (one tokenizer call fewer per message). */
+const roleTokens = new Map<string, number>();
+
+function roleCount(role: string): number {
+  let tokens = roleTokens.get(role);
+  if (tokens === undefined) {
+    tokens = countTextTokens(role);
+    if (role.length <= 32 && roleTokens.size < 64) roleTokens.set(role, tokens);
+  }
+  return tokens;
+}
+
 function messageTokens(message: CountableMessage): number {
-  let tokens = TOKENS_PER_MESSAGE + countTextTokens(message.role);
+  let tokens = TOKENS_PER_MESSAGE + roleCount(message.role);
   const { content } = message;
   if (typeof content === 'string') tokens += countTextTokens(content);
   else if (Array.isArray(content)) {
