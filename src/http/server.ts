@@ -62,7 +62,8 @@ export function createServer(options: ServerOptions): FastifyInstance {
     },
   });
 
-  server.addHook('onRequest', async (request, reply) => {
+  // A callback hook, not an async one: it runs on every request, and a promise per request is measurable.
+  server.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     // On the raw response so streamed (hijacked) answers are counted when their last byte leaves.
     const started = performance.now();
@@ -70,9 +71,9 @@ export function createServer(options: ServerOptions): FastifyInstance {
       options.metrics.recordRequest(request.routeOptions.url ?? 'unmatched', reply.raw.statusCode, (performance.now() - started) / 1000);
     });
     applyCors(options.corsOrigins, request.headers.origin, request.url, reply);
-    if (request.method === 'OPTIONS' && reply.hasHeader('access-control-allow-origin')) {
-      return reply.code(204).send();
-    }
+    // A preflight is answered here; the request goes no further (done is not called).
+    if (request.method === 'OPTIONS' && reply.hasHeader('access-control-allow-origin')) reply.code(204).send();
+    else done();
   });
 
   if (tracingEnabled()) traceRequests(server);
