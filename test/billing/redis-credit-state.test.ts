@@ -1,12 +1,12 @@
 /** Shared holds in the real Redis: exact across replicas, and a dead replica's holds are resolved by the sweeper. */
-import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AccountCache, RedisCreditState, type Hold, type PlanLimits } from '../../src/billing/index.js';
 import { openStorage, type KeyRecord, type Storage } from '../../src/storage/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { deleteRedisKeys } from '../support/gateway.js';
+import { commandsDuring, REDIS_TEST_URL, withRedis } from '../support/redis.js';
 
-const URL = 'redis://127.0.0.1:6379';
+const URL = REDIS_TEST_URL;
 const limits: PlanLimits = { requestsPerMinute: 1000, tokensPerMinute: 1_000_000, dailyLimitNano: null };
 let database: TestDatabase;
 let storage: Storage;
@@ -98,13 +98,7 @@ describe('credit state in Redis', () => {
   it('far from every limit, serves most holds and charges from a lease without a Redis call', async () => {
     const { key, account, replica, hold } = await setup(10_000_000_000n);
     const a = replica();
-    const monitor = await new Redis(URL).monitor();
-    let calls = 0;
-    // Commands sent by clients (not those a script runs) that touch this test's keys.
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (source !== 'lua' && args.some((arg) => arg.startsWith(prefix))) calls++;
-    });
-    try {
+    const [, commands] = await commandsDuring(prefix, async () => {
       for (let i = 0; i < 500; i++) {
         const h = hold(`h${i}`, 1_000n);
         await a.budgets(account, key, limits);
@@ -116,10 +110,8 @@ describe('credit state in Redis', () => {
         account.version = balance.version;
         await a.confirmed(h, 600n, result.applied[0]!, balance);
       }
-      await new Promise((r) => setTimeout(r, 100));
-    } finally {
-      monitor.disconnect();
-    }
+    });
+    const calls = commands.length;
     // Each confirmation is one call (here they come one per tick); takes and charges almost never call Redis.
     console.info(`redis calls: ${calls}`);
     expect(calls).toBeLessThan(500 + 20);
@@ -166,12 +158,3 @@ describe('credit state in Redis', () => {
     expect(await withRedis((r) => r.hget(`${prefix}cr:{acct_1}`, 'res'))).toBe('0');
   });
 });
-
-async function withRedis<T>(use: (redis: Redis) => Promise<T>): Promise<T> {
-  const redis = new Redis(URL);
-  try {
-    return await use(redis);
-  } finally {
-    redis.disconnect();
-  }
-}

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RedisRateLimiter, type RedisRateLimiterOptions } from '../../src/limits/index.js';
+import { deleteRedisKeys } from '../support/gateway.js';
+import { commandsDuring, REDIS_TEST_URL as REDIS_URL, withRedis } from '../support/redis.js';
 
-const REDIS_URL = process.env.TOLLGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const limits = { requestsPerMinute: 3, tokensPerMinute: 100 };
 
 const open: RedisRateLimiter[] = [];
@@ -22,67 +23,24 @@ function limiter(prefix: string, options: Partial<RedisRateLimiterOptions> = {})
   return created;
 }
 
-async function withClient<T>(use: (client: Redis) => Promise<T>): Promise<T> {
-  const client = new Redis(REDIS_URL);
-  try {
-    return await use(client);
-  } finally {
-    await client.quit();
-  }
-}
-
-async function keysUnder(client: Redis, prefix: string): Promise<string[]> {
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    keys.push(...batch);
-    cursor = next;
-  } while (cursor !== '0');
-  return keys;
-}
-
 /** Sums a rate-limit hash (requests or tokens) of an account. */
 async function hashSum(client: Redis, key: string): Promise<number> {
   return Object.values(await client.hgetall(key)).reduce((sum, value) => sum + Number(value), 0);
 }
 
-/**
- * Runs `body` and counts, with MONITOR, the script calls Redis executed meanwhile on keys under `prefix`, by
- * mode ('admit' or 'settle').
- */
+/** Runs `body` and counts the script calls it made on keys under `prefix`, by mode ('admit' or 'settle'). */
 async function scriptCalls<T>(prefix: string, body: () => Promise<T>): Promise<[T, { admit: number; settle: number }]> {
-  const client = new Redis(REDIS_URL);
-  const monitor = await client.monitor();
-  const marker = `${prefix}monitor-end`;
+  const [result, commands] = await commandsDuring(prefix, body);
   const calls = { admit: 0, settle: 0 };
-  const ended = new Promise<void>((resolve) =>
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      if (args.includes(marker)) resolve();
-      else if (/^eval/i.test(args[0] ?? '') && args[3]?.startsWith(prefix)) calls[args[5] === 'admit' ? 'admit' : 'settle']++;
-    }),
-  );
-  try {
-    const result = await body();
-    await client.exists(marker);
-    await ended;
-    return [result, calls];
-  } finally {
-    monitor.disconnect();
-    await client.quit();
-  }
+  for (const args of commands) if (/^eval/i.test(args[0] ?? '') && args[3]?.startsWith(prefix)) calls[args[5] === 'admit' ? 'admit' : 'settle']++;
+  return [result, calls];
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 afterEach(async () => {
   await Promise.all(open.splice(0).map((l) => l.close()));
-  await withClient(async (client) => {
-    for (const prefix of prefixes.splice(0)) {
-      const keys = await keysUnder(client, prefix);
-      if (keys.length > 0) await client.del(...keys);
-    }
-  });
+  for (const prefix of prefixes.splice(0)) await deleteRedisKeys(REDIS_URL, prefix);
 });
 
 describe('Redis rate limiter', () => {
@@ -157,7 +115,7 @@ describe('Redis rate limiter', () => {
     const prefix = newPrefix();
     const l = limiter(prefix);
     const key = `${prefix}rl:{a}:req`;
-    await withClient(async (client) => {
+    await withRedis(async (client) => {
       const [seconds] = await client.time();
       const now = Number(seconds);
       await client.hset(key, String(now - 70), 5, String(now - 59), 1);
@@ -169,7 +127,7 @@ describe('Redis rate limiter', () => {
     expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(1);
     expect(refused.retryAfterSeconds).toBeLessThanOrEqual(2);
     expect(refused.requests.resetMs).toBeLessThanOrEqual(2_000);
-    await withClient(async (client) => {
+    await withRedis(async (client) => {
       expect(await client.hlen(key)).toBe(1);
       expect((await l.admit('a', { requestsPerMinute: 2, tokensPerMinute: 100 }, 0)).allowed).toBe(true);
       expect(await client.ttl(key)).toBeGreaterThan(60);
@@ -207,7 +165,7 @@ describe('Redis rate limiter', () => {
       expect(decisions.map((d) => d.requests.remaining)).toEqual(Array.from({ length: 500 }, (_, i) => 100_000 - 6 - i));
       expect(decisions.at(-1)!.tokens.remaining).toBe(100_000_000 - 5050);
       await l.close();
-      await withClient(async (client) => {
+      await withRedis(async (client) => {
         expect(await hashSum(client, `${prefix}rl:{hot}:req`)).toBe(505);
         expect(await hashSum(client, `${prefix}rl:{hot}:tok`)).toBe(5050);
       });
@@ -220,14 +178,14 @@ describe('Redis rate limiter', () => {
         for (let i = 0; i < 3; i++) await l.admit('calm', big, 10);
       });
       expect(calls).toEqual({ admit: 3, settle: 0 });
-      await withClient(async (client) => expect(await hashSum(client, `${prefix}rl:{calm}:req`)).toBe(3));
+      await withRedis(async (client) => expect(await hashSum(client, `${prefix}rl:{calm}:req`)).toBe(3));
     });
 
     it('stops using a lease when its Redis second ends and gives back what is unused', async () => {
       const prefix = newPrefix();
       const l = limiter(prefix);
       const key = `${prefix}rl:{a}:req`;
-      await withClient(async (client) => {
+      await withRedis(async (client) => {
         let admitted = 0;
         // Admits until Redis counts more than was admitted: a lease is held.
         while (admitted < 200 && (admitted < 5 || (await hashSum(client, key)) === admitted)) {
@@ -271,7 +229,7 @@ describe('Redis rate limiter', () => {
       // Every refusal is a call; of the admissions, most were local (observed: about 300 calls for 2,000).
       expect(calls.admit - (total - admitted)).toBeLessThan(admitted / 2);
       expect(decisions.every((d) => d.requests.remaining >= 0 && d.requests.remaining < 2_000)).toBe(true);
-      await withClient(async (client) => {
+      await withRedis(async (client) => {
         // Leases end within a second; the timer gives back what they left unused.
         await sleep(1_200);
         expect(await hashSum(client, `${prefix}rl:{acct}:req`)).toBe(admitted);
@@ -297,14 +255,14 @@ describe('Redis rate limiter', () => {
       expect(sum).toBeLessThanOrEqual(20_000);
       expect(sum).toBeGreaterThan(19_500);
       await Promise.all(replicas.map((r) => r.close()));
-      await withClient(async (client) => expect(await hashSum(client, `${prefix}rl:{t}:tok`)).toBe(sum));
+      await withRedis(async (client) => expect(await hashSum(client, `${prefix}rl:{t}:tok`)).toBe(sum));
     });
 
     it('flushes completion tokens within 200 ms, and on close', async () => {
       const prefix = newPrefix();
       const l = limiter(prefix);
       const key = `${prefix}rl:{a}:tok`;
-      await withClient(async (client) => {
+      await withRedis(async (client) => {
         await l.admit('a', big, 0);
         const started = Date.now();
         void l.addTokens('a', 300);
