@@ -6,18 +6,16 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, generateText, jsonSchema, streamText, tool } from 'ai';
 import { z } from 'zod';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { brokeKey, credits, MODEL, nano, rateLimitedKey, recordingFetch, retryAfterKey, startClientGateway, type ClientGateway } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { brokeKey, clientGatewayPerFile, credits, MODEL, nano, rateLimitedKey, recordingFetch, retryAfterKey, type ClientGateway } from './support.js';
 
 let gateway: ClientGateway;
 let account: { id: string; key: string };
 
-beforeAll(async () => {
-  gateway = await startClientGateway();
-  account = await gateway.account();
+clientGatewayPerFile((started, created) => {
+  gateway = started;
+  account = created;
 });
-afterAll(async () => gateway?.close());
-afterEach(() => gateway?.limiter.reset());
 
 function tollgate(apiKey: string, fetch?: typeof globalThis.fetch) {
   return createOpenAICompatible({ name: 'tollgate', baseURL: gateway.baseURL, apiKey, includeUsage: true, ...(fetch ? { fetch } : {}) });

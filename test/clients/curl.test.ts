@@ -3,17 +3,16 @@
  * `data: [DONE]`, and the contract's JSON error envelope (with status and headers) for a failed request.
  */
 import { spawn } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { brokeKey, MODEL, rateLimitedKey, startClientGateway, type ClientGateway } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { brokeKey, clientGatewayPerFile, MODEL, rateLimitedKey, type ClientGateway } from './support.js';
 
 let gateway: ClientGateway;
 let account: { id: string; key: string };
 
-beforeAll(async () => {
-  gateway = await startClientGateway();
-  account = await gateway.account();
+clientGatewayPerFile((started, created) => {
+  gateway = started;
+  account = created;
 });
-afterAll(async () => gateway?.close());
 
 interface CurlRun {
   exitCode: number | null;

@@ -8,18 +8,16 @@ import { tool } from '@langchain/core/tools';
 import type { AIMessageChunk } from '@langchain/core/messages';
 import { APIError, AuthenticationError, RateLimitError } from 'openai';
 import { z } from 'zod';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { brokeKey, credits, MODEL, nano, rateLimitedKey, recordingFetch, retryAfterKey, startClientGateway, type ClientGateway } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { brokeKey, clientGatewayPerFile, credits, MODEL, nano, rateLimitedKey, recordingFetch, retryAfterKey, type ClientGateway } from './support.js';
 
 let gateway: ClientGateway;
 let account: { id: string; key: string };
 
-beforeAll(async () => {
-  gateway = await startClientGateway();
-  account = await gateway.account();
+clientGatewayPerFile((started, created) => {
+  gateway = started;
+  account = created;
 });
-afterAll(async () => gateway?.close());
-afterEach(() => gateway?.limiter.reset());
 
 function chatModel(apiKey: string, options: { maxRetries?: number; fetch?: typeof fetch } = {}): ChatOpenAI {
   return new ChatOpenAI({

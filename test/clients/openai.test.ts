@@ -4,18 +4,16 @@
  * error classes, including a 429 that the SDK retries after the gateway's Retry-After.
  */
 import OpenAI, { APIError, AuthenticationError, RateLimitError } from 'openai';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { brokeKey, credits, MODEL, nano, rateLimitedKey, recordingFetch, retryAfterKey, startClientGateway, type ClientGateway } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { brokeKey, clientGatewayPerFile, credits, MODEL, nano, rateLimitedKey, recordingFetch, retryAfterKey, type ClientGateway } from './support.js';
 
 let gateway: ClientGateway;
 let account: { id: string; key: string };
 
-beforeAll(async () => {
-  gateway = await startClientGateway();
-  account = await gateway.account();
+clientGatewayPerFile((started, created) => {
+  gateway = started;
+  account = created;
 });
-afterAll(async () => gateway?.close());
-afterEach(() => gateway?.limiter.reset());
 
 /** What a user writes: the README's client, pointed at tollgate. */
 function client(apiKey: string, options: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}): OpenAI {

@@ -3,6 +3,7 @@
  * a request-recording `fetch`, and a rate limiter whose clock the test moves so that a real 429 carries a short
  * `Retry-After` (the real window is 60 s; no test waits that long).
  */
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { MemoryRateLimiter, type RateDecision, type RateLimiter, type RateLimits } from '../../src/limits/index.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 
@@ -59,6 +60,20 @@ export async function startClientGateway(): Promise<ClientGateway> {
   const limiter = new ClockedLimiter();
   const gateway = await startGateway({ limiter });
   return Object.assign(gateway, { limiter });
+}
+
+/**
+ * A gateway and an account for the whole test file (handed to `use` once started), closed after the file; the
+ * limiter's clock goes back to real time after each test.
+ */
+export function clientGatewayPerFile(use: (gateway: ClientGateway, account: { id: string; key: string }) => void): void {
+  let gateway: ClientGateway | undefined;
+  beforeAll(async () => {
+    gateway = await startClientGateway();
+    use(gateway, await gateway.account());
+  });
+  afterAll(async () => gateway?.close());
+  afterEach(() => gateway?.limiter.reset());
 }
 
 export async function credits(gateway: TestGateway, key: string): Promise<number> {
