@@ -1,21 +1,40 @@
 /**
- * PostgreSQL's money writer: a batch in two round trips instead of one per statement. Under load every round trip
- * waits for a turn of a busy event loop, so a nine-statement transaction held the account's row lock for nine
- * turns and capped throughput (docs/performance.md). The reads (lock the accounts, find debits already written)
- * go in one multi-statement query, the writes and COMMIT in a second. Multi-statement queries use PostgreSQL's
- * simple protocol, which takes no parameters: every value is rendered by `literal`, strings through pg's
- * `escapeLiteral`, so the SQL is built from typed values only. The arithmetic is `planBatch`, as for SQLite.
+ * PostgreSQL's money writer: a batch in one round trip, or two. Under load every round trip waits for a turn of a
+ * busy event loop, so a nine-statement transaction held the account's row lock for nine turns and capped
+ * throughput (docs/performance.md). Multi-statement queries use PostgreSQL's simple protocol, which takes no
+ * parameters: every value is rendered by `literal`, strings through pg's `escapeLiteral`, so the SQL is built from
+ * typed values only. The arithmetic is `planBatch`, as for SQLite.
+ *
+ * - One round trip when this writer knows the accounts' balances from its own last commit. The batch is planned
+ *   on them, and its balance updates apply only to a row that still holds exactly the balance and version they
+ *   were planned on: the plan's arithmetic depends on nothing else. If another writer (a replica, the CLI, a plan
+ *   change) moved an account, the update finds no row, a division by zero aborts the transaction, and the batch is
+ *   rolled back and written the two-round-trip way; so is that account's next second of batches, since a
+ *   balance that other writers move keeps going stale.
+ * - Two round trips otherwise (and for retried batches, which look for debits already written): lock and read the
+ *   accounts, then write and COMMIT.
  *
  * Row locks are taken in one global order (accounts, then usage rows, then keys, each sorted), so two writers
  * (replicas, the CLI) can wait for each other but never deadlock.
  */
 import type pg from 'pg';
-import { accountsOf, planBatch, type AccountBalance, type CommitResult, type NewAccount, type UsageDelta, type WriteBatch } from './batch.js';
+import { accountsOf, planBatch, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type UsageDelta, type WriteBatch } from './batch.js';
 import { big } from './values.js';
 
 type Literal = string | number | bigint | null | undefined;
+type Lit = (value: Literal) => string;
+
+/** SQLSTATE of the division by zero that marks a balance planned on a stale version. */
+const STALE_BALANCE = '22012';
+/** After a stale plan, an account's batches lock and read first for this long. */
+const CONTENDED_MS = 1_000;
 
 export class PgWriter {
+  /** Each account's balance and version as this writer's last commit left them (possibly stale: checked). */
+  private readonly known = new Map<string, AccountBalance>();
+  /** Accounts another writer moved lately, and until when their batches skip the one-round-trip path. */
+  private readonly contended = new Map<string, number>();
+
   constructor(private readonly pool: pg.Pool) {}
 
   commit(batch: WriteBatch): Promise<CommitResult> {
@@ -30,26 +49,63 @@ export class PgWriter {
     ]);
   }
 
-  private async transaction(batch: WriteBatch, first: (lit: (value: Literal) => string) => string[] = () => []): Promise<CommitResult> {
+  private async transaction(batch: WriteBatch, first?: (lit: Lit) => string[]): Promise<CommitResult> {
     const client = await this.pool.connect();
     try {
-      const result = await this.commitWith(client, batch, first);
+      const lit: Lit = (value) => literal(client, value);
+      const accounts = accountsOf(batch);
+      const result = (!first && (await this.commitOnKnownBalances(client, lit, batch, accounts))) || (await this.commitLocked(client, lit, batch, accounts, first));
       client.release();
       return result;
     } catch (error) {
+      for (const id of accountsOf(batch)) this.known.delete(id);
       // Whatever state the connection is in, it is not reused: the pool opens a fresh one.
       client.release(true);
       throw error;
     }
   }
 
-  private async commitWith(client: pg.PoolClient, batch: WriteBatch, first: (lit: (value: Literal) => string) => string[]): Promise<CommitResult> {
-    const lit = (value: Literal) => literal(client, value);
+  /** One round trip, or undefined (rolled back) when an account moved since this writer last saw it. */
+  private async commitOnKnownBalances(client: pg.PoolClient, lit: Lit, batch: WriteBatch, accounts: string[]): Promise<CommitResult | undefined> {
+    if (batch.retried || accounts.length === 0) return undefined;
+    const current = new Map<string, AccountBalance>();
+    for (const id of accounts) {
+      const balance = this.known.get(id);
+      if (!balance || (this.contended.get(id) ?? 0) > Date.now()) return undefined;
+      current.set(id, balance);
+    }
+    const plan = planBatch(batch, current);
+    const statements = ['BEGIN'];
+    for (const [id, balance] of plan.result.balances) {
+      const from = current.get(id)!;
+      statements.push(
+        `WITH moved AS (UPDATE accounts SET balance_nano = ${lit(balance.balanceNano)}, version = ${lit(balance.version)} ` +
+          `WHERE id = ${lit(id)} AND balance_nano = ${lit(from.balanceNano)} AND version = ${lit(from.version)} RETURNING 1) ` +
+          'SELECT 1 / count(*)::int FROM moved',
+      );
+      this.known.set(id, balance);
+    }
+    try {
+      await client.query(statements.concat(writesOf(plan, lit), 'COMMIT').join('; '));
+      return plan.result;
+    } catch (error) {
+      if ((error as { code?: string }).code !== STALE_BALANCE) throw error;
+      await client.query('ROLLBACK');
+      const until = Date.now() + CONTENDED_MS;
+      for (const id of accounts) {
+        this.known.delete(id);
+        this.contended.set(id, until);
+      }
+      return undefined;
+    }
+  }
+
+  /** Two round trips: lock and read the accounts (and debits already written), then write and COMMIT. */
+  private async commitLocked(client: pg.PoolClient, lit: Lit, batch: WriteBatch, accounts: string[], first?: (lit: Lit) => string[]): Promise<CommitResult> {
     const list = (values: Literal[]) => values.map(lit).join(', ');
-    const accounts = accountsOf(batch);
     const requestIds = batch.retried ? batch.entries.flatMap((e) => (e.kind === 'debit' && e.requestId ? [e.requestId] : [])) : [];
 
-    const reads = ['BEGIN', ...first(lit)];
+    const reads = ['BEGIN', ...(first?.(lit) ?? [])];
     const firstAnswer = reads.length;
     if (accounts.length) reads.push(`SELECT id, balance_nano, version FROM accounts WHERE id IN (${list(accounts)}) ORDER BY id FOR UPDATE`);
     if (requestIds.length) reads.push(`SELECT request_id, amount_nano FROM ledger WHERE kind = 'debit' AND request_id IN (${list(requestIds)})`);
@@ -65,33 +121,43 @@ export class PgWriter {
     for (const [id, balance] of plan.result.balances) {
       writes.push(`UPDATE accounts SET balance_nano = ${lit(balance.balanceNano)}, version = ${lit(balance.version)} WHERE id = ${lit(id)}`);
     }
-    if (plan.ledger.length) {
-      const rows = plan.ledger.map((r) => `(${list([r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at])})`);
-      writes.push(`INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at) VALUES ${rows.join(', ')}`);
+    await client.query(writes.concat(writesOf(plan, lit), 'COMMIT').join('; '));
+    for (const [id, balance] of plan.result.balances) {
+      this.known.set(id, balance);
+      if ((this.contended.get(id) ?? Infinity) <= Date.now()) this.contended.delete(id);
     }
-    if (plan.usage.length) {
-      const rows = [...plan.usage].sort(byUsageRow).map((u) => `(${list([u.accountId, u.day, u.environment, u.model, u.requests, u.promptTokens, u.completionTokens, u.creditsNano])})`);
-      writes.push(
-        `INSERT INTO usage_daily (account_id, day, environment, model, requests, prompt_tokens, completion_tokens, credits_nano) VALUES ${rows.join(', ')} ` +
-          'ON CONFLICT (account_id, day, environment, model) DO UPDATE SET requests = usage_daily.requests + excluded.requests, ' +
-          'prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens, completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens, ' +
-          'credits_nano = usage_daily.credits_nano + excluded.credits_nano',
-      );
-    }
-    for (const keyId of [...new Set([...plan.keySpend.keys(), ...plan.keysUsed.keys()])].sort()) {
-      const spent = plan.keySpend.get(keyId);
-      const at = plan.keysUsed.get(keyId);
-      const changes = [...(spent === undefined ? [] : [`spent_nano = spent_nano + ${lit(spent)}`]), ...(at === undefined ? [] : [`last_used_at = ${lit(at)}`])];
-      writes.push(`UPDATE api_keys SET ${changes.join(', ')} WHERE id = ${lit(keyId)}`);
-    }
-    if (plan.invoices.length) {
-      const rows = plan.invoices.map((i) => `(${list([i.id, i.account_id, i.month, i.kind, i.amount_nano, i.processor, i.reference, i.created_at])})`);
-      writes.push(`INSERT INTO invoices (id, account_id, month, kind, amount_nano, processor, reference, created_at) VALUES ${rows.join(', ')}`);
-    }
-    writes.push('COMMIT');
-    await client.query(writes.join('; '));
     return plan.result;
   }
+}
+
+/** The batch's rows, after its balance updates: ledger, usage, keys and invoices, in the global lock order. */
+function writesOf(plan: BatchPlan, lit: Lit): string[] {
+  const list = (values: Literal[]) => values.map(lit).join(', ');
+  const writes: string[] = [];
+  if (plan.ledger.length) {
+    const rows = plan.ledger.map((r) => `(${list([r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at])})`);
+    writes.push(`INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at) VALUES ${rows.join(', ')}`);
+  }
+  if (plan.usage.length) {
+    const rows = [...plan.usage].sort(byUsageRow).map((u) => `(${list([u.accountId, u.day, u.environment, u.model, u.requests, u.promptTokens, u.completionTokens, u.creditsNano])})`);
+    writes.push(
+      `INSERT INTO usage_daily (account_id, day, environment, model, requests, prompt_tokens, completion_tokens, credits_nano) VALUES ${rows.join(', ')} ` +
+        'ON CONFLICT (account_id, day, environment, model) DO UPDATE SET requests = usage_daily.requests + excluded.requests, ' +
+        'prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens, completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens, ' +
+        'credits_nano = usage_daily.credits_nano + excluded.credits_nano',
+    );
+  }
+  for (const keyId of [...new Set([...plan.keySpend.keys(), ...plan.keysUsed.keys()])].sort()) {
+    const spent = plan.keySpend.get(keyId);
+    const at = plan.keysUsed.get(keyId);
+    const changes = [...(spent === undefined ? [] : [`spent_nano = spent_nano + ${lit(spent)}`]), ...(at === undefined ? [] : [`last_used_at = ${lit(at)}`])];
+    writes.push(`UPDATE api_keys SET ${changes.join(', ')} WHERE id = ${lit(keyId)}`);
+  }
+  if (plan.invoices.length) {
+    const rows = plan.invoices.map((i) => `(${list([i.id, i.account_id, i.month, i.kind, i.amount_nano, i.processor, i.reference, i.created_at])})`);
+    writes.push(`INSERT INTO invoices (id, account_id, month, kind, amount_nano, processor, reference, created_at) VALUES ${rows.join(', ')}`);
+  }
+  return writes;
 }
 
 /** A value as SQL: integers as digits, strings quoted by pg. Anything else is a programming error. */

@@ -56,6 +56,33 @@ describe.each(DIALECTS)('storage on %s', (dialect) => {
     expect(await storage.ledger.sum('acct_big')).toBe(huge - 1n);
   });
 
+  it('plans every batch on the current balance when another writer moved it in between', async () => {
+    await setup();
+    const other = await open();
+    try {
+      await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: 1000n });
+      const debit = (amountNano: bigint, requestId: string) => ({ entries: [{ accountId: 'acct_1', kind: 'debit' as const, amountNano, requestId }] });
+      expect((await storage.ledger.commit(debit(-100n, 'r1'))).applied).toEqual([-100n]);
+      // Another replica spends most of what is left: the first writer's own view (900) is now stale.
+      expect((await other.ledger.commit(debit(-850n, 'r2'))).applied).toEqual([-850n]);
+      const third = await storage.ledger.commit(debit(-100n, 'r3'));
+      expect(third.applied).toEqual([-50n]);
+      expect(third.balances.get('acct_1')?.balanceNano).toBe(0n);
+      // A plan change bumps the version too; a grant after it lands on the right balance.
+      await other.accounts.update('acct_1', { plan: 'pro' });
+      await storage.ledger.commit({ entries: [{ accountId: 'acct_1', kind: 'grant', amountNano: 70n }] });
+      await other.ledger.commit(debit(-20n, 'r4'));
+      await storage.ledger.commit(debit(-30n, 'r5'));
+      expect((await storage.accounts.get('acct_1'))?.balanceNano).toBe(20n);
+      expect(await storage.ledger.sum('acct_1')).toBe(20n);
+      const rows = (await storage.ledger.list('acct_1', { limit: 10 })).reverse();
+      expect(rows.map((r) => r.amountNano)).toEqual([1000n, -100n, -850n, -50n, 70n, -20n, -30n]);
+      rows.slice(1).forEach((row, i) => expect(row.balanceAfterNano).toBe(rows[i]!.balanceAfterNano + row.amountNano));
+    } finally {
+      await other.close();
+    }
+  });
+
   it('stores keys by hash and revokes them', async () => {
     await setup();
     await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: 0n });
