@@ -8,8 +8,9 @@
  *   unwritten charges: every hold, release and charge is a Redis call, as precise as per-request holds.
  * - Far from every limit a lease grows by up to LEASE_HOLDS holds beyond what the request needs (at most 1/64 of
  *   what is free), so most requests need no Redis call at all; the slack goes back after LEASE_IDLE_MS unused.
- * - A charge stays in the lease until its debit is durable; then one call per lease and commit moves it from the
- *   lease to the day's and the key's spend and records the balance the commit confirmed.
+ * - A charge stays in the lease until its debit is durable; then one call per lease (per commit near a limit, every
+ *   CONFIRM_BATCH_MS far from them) moves it from the lease to the day's and the key's spend and records the
+ *   balance the commit confirmed.
  *
  * A replica that dies leaves its leases behind: every replica refreshes a liveness key, and a sweeper on every
  * replica releases the leases of replicas whose key expired (HOLD_OWNER_TTL_MS), taking the balance and the spend
@@ -33,6 +34,8 @@ const LEASE_MIN_ROOM = 256n;
 /** Slack taken with a growing lease, in holds of the request's size; never more than 1/64 of what is free. */
 const LEASE_HOLDS = 64n;
 const LEASE_IDLE_MS = 1_000;
+/** A roomy lease confirms its durable charges to Redis at most this often. */
+const CONFIRM_BATCH_MS = 50;
 
 const SCRIPTS = { tollgateCreditGrow: [GROW, 3], tollgateCreditGiveBack: [GIVE_BACK, 3], tollgateCreditSweep: [SWEEP, 3] } as const;
 type ScriptName = keyof typeof SCRIPTS;
@@ -54,7 +57,7 @@ interface Lease {
   known: Budgets | undefined;
   lastTake: number;
   /** Confirmed debits waiting for one give-back call: charged, applied, and the newest confirmed balance. */
-  confirming?: { chargedNano: Nano; appliedNano: Nano; balance: { balanceNano: Nano; version: bigint }; done: Promise<void> };
+  confirming?: { chargedNano: Nano; appliedNano: Nano; balance: { balanceNano: Nano; version: bigint }; done: Promise<void>; now(): void };
 }
 
 export interface RedisCreditStateOptions {
@@ -97,7 +100,7 @@ export class RedisCreditState implements CreditState {
   /** Gives back the slack of every lease (what open holds do not use), then disconnects. */
   async close(): Promise<void> {
     for (const timer of this.timers) clearInterval(timer);
-    await Promise.all([...this.leases.values()].map((lease) => lease.confirming?.done));
+    await Promise.all([...this.leases.values()].map((lease) => (lease.confirming?.now(), lease.confirming?.done)));
     await this.returnIdleSlack(0).catch(() => undefined);
     await this.redis.quit().catch(() => undefined);
   }
@@ -120,6 +123,8 @@ export class RedisCreditState implements CreditState {
     const known = await this.grow(lease, needed + extra);
     const deficit = deficitOf(known);
     lease.roomy = deficit === 0n && roomFor(known, hold.amountNano);
+    // Near a limit, charges waiting to be confirmed must not keep counting as leased.
+    if (!lease.roomy) lease.confirming?.now();
     if (deficit <= extra) {
       lease.usedNano += hold.amountNano;
       if (deficit > 0n) await this.giveBack(lease, deficit, 0n);
@@ -167,8 +172,18 @@ export class RedisCreditState implements CreditState {
     const spent = -appliedNano;
     let batch = lease.confirming;
     if (!batch) {
-      const pending = { chargedNano: 0n, appliedNano: 0n, balance, done: Promise.resolve() };
-      pending.done = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      // Far from every limit the charges may sit in the lease a little longer (they still count against the
+      // budgets there): one call per lease every CONFIRM_BATCH_MS instead of one per commit. Near a limit, at once.
+      let due = (): void => undefined;
+      const start = new Promise<void>((resolve) => (due = resolve));
+      const timer = lease.roomy ? setTimeout(due, CONFIRM_BATCH_MS) : undefined;
+      if (!timer) setImmediate(due);
+      const now = () => {
+        clearTimeout(timer);
+        due();
+      };
+      const pending = { chargedNano: 0n, appliedNano: 0n, balance, done: Promise.resolve(), now };
+      pending.done = start.then(async () => {
         lease.confirming = undefined;
         lease.usedNano -= pending.chargedNano;
         lease.leasedNano -= pending.appliedNano;
