@@ -644,4 +644,26 @@ describe('a client that disconnects mid-stream', () => {
     expect(ledger.entries.filter((e) => e.kind === 'debit').length).toBe(1);
     await until(async () => (await reservationsOpen()) === 0);
   });
+
+  it('closes the upstream request at once when the client gives up before any answer, and charges nothing', async () => {
+    const { key } = await gw.account();
+    const start = await balance(key);
+    mock.enqueue({ kind: 'hang' });
+    const controller = new AbortController();
+    const sent = fetch(`${gw.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: model.id, messages: userMessage('Take your time.') }),
+      signal: controller.signal,
+    });
+    await until(() => mock.requests.at(-1)?.body?.messages?.[0]?.content === 'Take your time.');
+    const seen = lastRequest();
+    const abortedAt = Date.now();
+    controller.abort();
+    await expect(sent).rejects.toThrow();
+    await until(() => seen.closedAt !== undefined, 1_500);
+    expect(seen.closedAt! - abortedAt).toBeLessThan(1_000);
+    await until(async () => (await reservationsOpen()) === 0);
+    expect(await balance(key)).toBe(start);
+  });
 });

@@ -1,13 +1,14 @@
 import { once } from 'node:events';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { createChatCompletion, type ChatResult } from '../../gateway/index.js';
+import { ClientSignal } from '../client-signal.js';
 import type { HttpDeps } from '../deps.js';
 
 const KEEP_ALIVE_MS = 15_000;
 
 export function chatRoutes(server: FastifyInstance, deps: HttpDeps): void {
   server.post('/v1/chat/completions', async (request, reply) => {
-    const client = new AbortController();
+    const client = new ClientSignal();
     reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) client.abort();
     });
@@ -17,7 +18,7 @@ export function chatRoutes(server: FastifyInstance, deps: HttpDeps): void {
         body: request.body,
         idempotencyKey: singleHeader(request.headers['idempotency-key']),
         requestId: request.id,
-        signal: client.signal,
+        signal: client,
         log: (fields) => request.log.info(fields, 'chat completion'),
       },
       deps,
@@ -34,7 +35,7 @@ function singleHeader(value: string | string[] | undefined): string | undefined 
 }
 
 /** Writes SSE events as the gateway yields them, with backpressure and keep-alive comments while idle. */
-async function writeEventStream(reply: FastifyReply, result: Extract<ChatResult, { kind: 'stream' }>, client: AbortController): Promise<void> {
+async function writeEventStream(reply: FastifyReply, result: Extract<ChatResult, { kind: 'stream' }>, client: ClientSignal): Promise<void> {
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, {
@@ -51,12 +52,12 @@ async function writeEventStream(reply: FastifyReply, result: Extract<ChatResult,
   }, KEEP_ALIVE_MS / 3);
   try {
     for await (const event of result.events) {
-      if (client.signal.aborted) break;
+      if (client.aborted) break;
       lastWrite = Date.now();
-      if (!raw.write(event)) await once(raw, 'drain', { signal: client.signal });
+      if (!raw.write(event)) await once(raw, 'drain', { signal: client });
     }
   } catch (error) {
-    if (!client.signal.aborted) reply.request.log.error({ err: error }, 'stream failed');
+    if (!client.aborted) reply.request.log.error({ err: error }, 'stream failed');
   } finally {
     clearInterval(keepAlive);
     await result.events.return(undefined);

@@ -1,0 +1,50 @@
+/**
+ * The signal that a request's client went away, handed down to the router and the providers' undici calls.
+ *
+ * Node's own AbortController costs about 3.4 µs to create here (an EventTarget is 0.1 µs), and every chat request
+ * needs one, so this is a plain object with the part of AbortSignal that its users touch: `aborted`, `reason`,
+ * `throwIfAborted()` and abort listeners (undici, `timers/promises` and `events.once` all subscribe through
+ * `addEventListener`). Listeners run once, when `abort` is first called.
+ */
+type Listener = Parameters<AbortSignal['addEventListener']>[1];
+
+export class ClientSignal implements AbortSignal {
+  aborted = false;
+  reason: unknown = undefined;
+  onabort: ((this: AbortSignal, event: Event) => unknown) | null = null;
+  private listeners: Listener[] | undefined;
+
+  abort(reason: unknown = new DOMException('The client closed the request', 'AbortError')): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    const event = new Event('abort');
+    const listeners = this.listeners ?? [];
+    this.listeners = undefined;
+    this.onabort?.call(this, event);
+    for (const listener of listeners) {
+      if (typeof listener === 'function') listener.call(this, event);
+      else listener.handleEvent(event);
+    }
+  }
+
+  throwIfAborted(): void {
+    if (this.aborted) throw this.reason;
+  }
+
+  addEventListener(type: string, listener: Listener): void {
+    if (type !== 'abort' || this.aborted) return;
+    (this.listeners ??= []).push(listener);
+  }
+
+  removeEventListener(type: string, listener: Listener): void {
+    if (type !== 'abort' || !this.listeners) return;
+    const index = this.listeners.indexOf(listener);
+    if (index >= 0) this.listeners.splice(index, 1);
+  }
+
+  dispatchEvent(event: Event): boolean {
+    if (event.type === 'abort') this.abort();
+    return true;
+  }
+}
