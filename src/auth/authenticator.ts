@@ -1,6 +1,8 @@
 /**
  * Turns an Authorization header into a key record. Lookups are cached for at most `ttlMs` (1 s) so the
- * database stays off the hot path while a revocation made anywhere takes effect within a second.
+ * database stays off the hot path while a revocation made anywhere takes effect within a second. A key in use is
+ * looked up again in the background once its entry is half-way to expiry, so a steady client never waits for the
+ * database; only a key unused for a while does.
  */
 import { hash as digest } from 'node:crypto';
 import { GatewayError } from '../errors/index.js';
@@ -12,6 +14,7 @@ interface CacheEntry {
   hash: string;
   key: KeyRecord | undefined;
   expires: number;
+  refreshing?: boolean;
 }
 
 export interface AuthenticatorOptions {
@@ -27,6 +30,8 @@ export class Authenticator {
   private readonly pattern: RegExp;
   private readonly ttlMs: number;
   private readonly maxEntries: number;
+  /** Bumped by `invalidate`: a lookup started before it must not put its answer back. */
+  private generation = 0;
 
   constructor(private readonly options: AuthenticatorOptions) {
     this.pattern = keyPattern(options.prefix);
@@ -44,9 +49,11 @@ export class Authenticator {
     const now = Date.now();
     let entry = this.cache.get(fingerprint);
     if (!entry || entry.expires <= now) {
-      const hash = entry?.hash ?? hashKey(this.options.secret, presented);
-      entry = { hash, key: await this.options.storage.keys.getByHash(hash), expires: now + this.ttlMs };
-      this.remember(fingerprint, entry);
+      entry = await this.lookUp(fingerprint, entry?.hash ?? hashKey(this.options.secret, presented));
+    } else if (entry.expires - now < this.ttlMs / 2 && !entry.refreshing) {
+      const stale = entry;
+      stale.refreshing = true;
+      this.lookUp(fingerprint, stale.hash).catch(() => (stale.refreshing = false));
     }
     const key = entry.key;
     if (!key || key.revokedAt !== null) throw new GatewayError('invalid_api_key');
@@ -55,7 +62,17 @@ export class Authenticator {
 
   /** Drops cached lookups (after a revocation through this process). */
   invalidate(): void {
+    this.generation++;
     this.cache.clear();
+  }
+
+  /** The entry is good until `ttlMs` after the lookup started, so what it says is never older than that. */
+  private async lookUp(fingerprint: string, hash: string): Promise<CacheEntry> {
+    const started = Date.now();
+    const generation = this.generation;
+    const entry: CacheEntry = { hash, key: await this.options.storage.keys.getByHash(hash), expires: started + this.ttlMs };
+    if (generation === this.generation) this.remember(fingerprint, entry);
+    return entry;
   }
 
   private remember(fingerprint: string, entry: CacheEntry): void {
