@@ -249,13 +249,15 @@ export class WebhookStore {
   }
 
   /** A dead letter goes back to the outbox with a fresh attempt budget; undefined when it is not dead (any more). */
+  /** The delivery as the replay left it (a read after it could already see a worker's claim). */
   async replay(id: string, payload: string, now: number): Promise<DeliveryRecord | undefined> {
-    const outcome = await this.db
+    const row = await this.db
       .updateTable('webhook_deliveries')
       .set({ status: 'pending', attempts: 0, next_attempt_at: now, payload, updated_at: now, completed_at: null, last_error: null, last_status: null })
       .where('id', '=', id)
       .where('status', '=', 'dead')
+      .returningAll()
       .executeTakeFirst();
-    return Number(outcome.numUpdatedRows) > 0 ? this.getDelivery(id) : undefined;
+    return row && toDelivery(row);
   }
 }
