@@ -100,7 +100,9 @@ export class RedisCreditState implements CreditState {
   /** Gives back the slack of every lease (what open holds do not use), then disconnects. */
   async close(): Promise<void> {
     for (const timer of this.timers) clearInterval(timer);
-    await Promise.all([...this.leases.values()].map((lease) => (lease.confirming?.now(), lease.confirming?.done)));
+    const confirming = [...this.leases.values()].flatMap((lease) => (lease.confirming ? [lease.confirming] : []));
+    for (const pending of confirming) pending.now();
+    await Promise.all(confirming.map((pending) => pending.done));
     await this.returnIdleSlack(0).catch(() => undefined);
     await this.redis.quit().catch(() => undefined);
   }
