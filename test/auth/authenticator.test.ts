@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Authenticator } from '../../src/auth/authenticator.js';
 import { generateKey, hashKey, keyHint } from '../../src/auth/keys.js';
@@ -6,7 +7,6 @@ import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 
 const SECRET = 'authenticator-test-secret';
 const TTL_MS = 300;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('Authenticator: cached key lookups', () => {
   let database: TestDatabase;
@@ -40,7 +40,7 @@ describe('Authenticator: cached key lookups', () => {
       const key = await auth.authenticate(`Bearer ${presented}`);
       return { key, ms: performance.now() - started };
     };
-    return { auth, timed, lookups };
+    return { timed, lookups };
   }
 
   it('keeps a key in steady use fresh in the background: after the first request, none waits for the database', async () => {
