@@ -42,7 +42,11 @@ export interface AppOptions {
 
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
   const logger = options.logger ?? createLogger(config.log_level);
-  const storage = await openStorage({ dataDir: config.storage.data_dir, databaseUrl: config.storage.database_url });
+  const storage = await openStorage({
+    dataDir: config.storage.data_dir,
+    databaseUrl: config.storage.database_url,
+    onCheckpointError: (error) => logger.warn({ err: error }, 'the SQLite checkpoint worker failed; commits checkpoint the WAL themselves'),
+  });
   const secret = await keySecret(storage, config);
   const metrics = new Metrics();
   const limitsFor = planLimits(config);

@@ -10,6 +10,7 @@ import { KeyStore } from './keys.js';
 import { LedgerStore } from './ledger.js';
 import { PgWriter } from './pg-writer.js';
 import { MetaStore } from './meta.js';
+import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { migrateToLatest, pendingMigrations } from './migrate.js';
 import { UsageStore } from './usage.js';
@@ -70,8 +71,15 @@ export async function inspectStorage(options: ConnectOptions): Promise<{ dialect
   }
 }
 
-export async function openStorage(options: ConnectOptions & { migrate?: boolean }): Promise<Storage> {
+export interface OpenOptions extends ConnectOptions {
+  migrate?: boolean;
+  /** SQLite: the WAL checkpoint worker failed (the writer's own checkpoints go on). */
+  onCheckpointError?: (error: unknown) => void;
+}
+
+export async function openStorage(options: OpenOptions): Promise<Storage> {
   const { db, dialect, sqlite, pool } = connect(options);
+  const checkpointer = sqlite && new SqliteCheckpointer(sqlite.name, options.onCheckpointError);
   try {
     if (options.migrate !== false) await migrateToLatest(db);
   } catch (error) {
@@ -82,14 +90,17 @@ export async function openStorage(options: ConnectOptions & { migrate?: boolean 
     dialect,
     accounts: new AccountStore(db),
     keys: new KeyStore(db),
-    ledger: new LedgerStore(db, sqlite ? new SqliteWriter(sqlite) : new PgWriter(pool!)),
+    ledger: new LedgerStore(db, sqlite ? new SqliteWriter(sqlite, () => checkpointer!.written()) : new PgWriter(pool!)),
     usage: new UsageStore(db),
     meta: new MetaStore(db),
     users: new UserStore(db),
     webhooks: new WebhookStore(db, dialect),
     idempotency: new IdempotencyStore(db),
     ping: () => withTimeout(sql`select 1`.execute(db), PING_TIMEOUT_MS),
-    close: () => db.destroy(),
+    close: async () => {
+      await checkpointer?.stop();
+      await db.destroy();
+    },
   };
 }
 

@@ -22,7 +22,11 @@ export class SqliteWriter {
   private readonly commitTransaction: (batch: WriteBatch) => CommitResult;
   private readonly createAccountTransaction: (account: NewAccount) => void;
 
-  constructor(sqlite: SqliteDatabase) {
+  /** `afterCommit` runs after each committed transaction (the WAL checkpointer's cue). */
+  constructor(
+    sqlite: SqliteDatabase,
+    private readonly afterCommit: () => void = () => {},
+  ) {
     this.selectBalance = sqlite.prepare('SELECT balance_nano, version FROM accounts WHERE id = ?');
     this.selectDebit = sqlite.prepare("SELECT amount_nano FROM ledger WHERE request_id = ? AND kind = 'debit'");
     this.updateBalance = sqlite.prepare('UPDATE accounts SET balance_nano = ?, version = ? WHERE id = ?');
@@ -57,11 +61,14 @@ export class SqliteWriter {
   }
 
   commit(batch: WriteBatch): CommitResult {
-    return this.commitTransaction(batch);
+    const result = this.commitTransaction(batch);
+    this.afterCommit();
+    return result;
   }
 
   createAccount(account: NewAccount): void {
     this.createAccountTransaction(account);
+    this.afterCommit();
   }
 
   private apply(batch: WriteBatch): CommitResult {
