@@ -11,8 +11,12 @@ export const MIN_FREE_REQUESTS = 256;
 export const LEASE_SHARE = 16;
 /** The script leases only up to this millisecond of a second: a later lease would expire almost at once. */
 export const LEASE_LATEST_MS = 950;
-/** Admissions in the current or previous second from which this replica asks for a lease... */
-const MIN_RATE = 4;
+/**
+ * Admissions in the current or previous second from which this replica asks for a lease (so a client at two or
+ * three requests a second, a chat UI's streams, skips most Redis round trips; one a second would only add a
+ * give-back call)...
+ */
+const MIN_RATE = 2;
 /** ...of at least this many requests, or GROWTH times the busier of those seconds. */
 const MIN_LEASE = 8;
 const GROWTH = 1.5;

@@ -171,14 +171,27 @@ describe('Redis rate limiter', () => {
       });
     });
 
-    it('does not lease for an account with few requests', async () => {
+    it('does not lease for an account with one request a second', async () => {
       const prefix = newPrefix();
       const l = limiter(prefix);
       const [, calls] = await scriptCalls(prefix, async () => {
-        for (let i = 0; i < 3; i++) await l.admit('calm', big, 10);
+        for (let i = 0; i < 2; i++) await l.admit('calm', big, 10);
       });
-      expect(calls).toEqual({ admit: 3, settle: 0 });
-      await withRedis(async (client) => expect(await hashSum(client, `${prefix}rl:{calm}:req`)).toBe(3));
+      expect(calls).toEqual({ admit: 2, settle: 0 });
+      await withRedis(async (client) => expect(await hashSum(client, `${prefix}rl:{calm}:req`)).toBe(2));
+    });
+
+    it('leases from the third request within two seconds, so a client at a few requests a second skips Redis', async () => {
+      const prefix = newPrefix();
+      const l = limiter(prefix);
+      const [, calls] = await scriptCalls(prefix, async () => {
+        for (let i = 0; i < 6; i++) await l.admit('steady', big, 10);
+      });
+      // Two admissions through Redis, the third asks for a lease of 8 and the rest come out of it (unless a Redis
+      // second ended in between, which needs one more call).
+      expect(calls.admit).toBeGreaterThanOrEqual(3);
+      expect(calls.admit).toBeLessThanOrEqual(4);
+      await withRedis(async (client) => expect(await hashSum(client, `${prefix}rl:{steady}:req`)).toBeGreaterThanOrEqual(6 + 5));
     });
 
     it('stops using a lease when its Redis second ends and gives back what is unused', async () => {
