@@ -148,6 +148,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       await router.close();
       await limiter.close?.();
       await changes.close();
+      auth.close();
       await storage.close();
     },
   };

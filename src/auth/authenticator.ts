@@ -1,8 +1,9 @@
 /**
  * Turns an Authorization header into a key record. Lookups are cached for at most `ttlMs` (1 s) so the
- * database stays off the hot path while a revocation made anywhere takes effect within a second. A key in use is
- * looked up again in the background once its entry is half-way to expiry, so a steady client never waits for the
- * database; only a key unused for a while does.
+ * database stays off the hot path while a revocation made anywhere takes effect within a second. Keys in use are
+ * looked up again by a timer, in one query per REFRESH_BATCH keys, once their entry is half-way to expiry: a
+ * steady client never waits for the database, and no request pays for another's refresh. Only a key unused for
+ * a while is looked up on the request's path.
  */
 import { hash as digest } from 'node:crypto';
 import { GatewayError } from '../errors/index.js';
@@ -14,8 +15,12 @@ interface CacheEntry {
   hash: string;
   key: KeyRecord | undefined;
   expires: number;
-  refreshing?: boolean;
+  /** Presented since the entry was filled: the timer refreshes it. */
+  used: boolean;
 }
+
+/** Keys per refresh query (an `IN` list). */
+const REFRESH_BATCH = 500;
 
 export interface AuthenticatorOptions {
   storage: Storage;
@@ -32,6 +37,10 @@ export class Authenticator {
   private readonly maxEntries: number;
   /** Bumped by `invalidate`: a lookup started before it must not put its answer back. */
   private generation = 0;
+  /** Fingerprints of entries presented since they were filled. */
+  private readonly inUse = new Set<string>();
+  private refreshTimer: NodeJS.Timeout | undefined;
+  private refreshing = false;
 
   constructor(private readonly options: AuthenticatorOptions) {
     this.pattern = keyPattern(options.prefix);
@@ -46,14 +55,12 @@ export class Authenticator {
     // The cache is keyed by a plain SHA-256 of the key (a one-shot hash, several times cheaper than the HMAC),
     // so no key is kept in memory; the database is looked up by the key's HMAC, an index lookup on a hash.
     const fingerprint = digest('sha256', presented, 'base64');
-    const now = Date.now();
     let entry = this.cache.get(fingerprint);
-    if (!entry || entry.expires <= now) {
+    if (!entry || entry.expires <= Date.now()) {
       entry = await this.lookUp(fingerprint, entry?.hash ?? hashKey(this.options.secret, presented));
-    } else if (entry.expires - now < this.ttlMs / 2 && !entry.refreshing) {
-      const stale = entry;
-      stale.refreshing = true;
-      this.lookUp(fingerprint, stale.hash).catch(() => (stale.refreshing = false));
+    } else if (!entry.used) {
+      entry.used = true;
+      this.inUse.add(fingerprint);
     }
     const key = entry.key;
     if (!key || key.revokedAt !== null) throw new GatewayError('invalid_api_key');
@@ -64,15 +71,55 @@ export class Authenticator {
   invalidate(): void {
     this.generation++;
     this.cache.clear();
+    this.inUse.clear();
+  }
+
+  close(): void {
+    clearInterval(this.refreshTimer);
+    this.refreshTimer = undefined;
   }
 
   /** The entry is good until `ttlMs` after the lookup started, so what it says is never older than that. */
   private async lookUp(fingerprint: string, hash: string): Promise<CacheEntry> {
     const started = Date.now();
     const generation = this.generation;
-    const entry: CacheEntry = { hash, key: await this.options.storage.keys.getByHash(hash), expires: started + this.ttlMs };
+    const entry: CacheEntry = { hash, key: await this.options.storage.keys.getByHash(hash), expires: started + this.ttlMs, used: false };
     if (generation === this.generation) this.remember(fingerprint, entry);
+    if (!this.refreshTimer) {
+      this.refreshTimer = setInterval(() => void this.refreshInUse(), this.ttlMs / 4);
+      this.refreshTimer.unref();
+    }
     return entry;
+  }
+
+  /** Looks up again, in batches, the keys presented since their entry was filled and now half-way to expiry. */
+  private async refreshInUse(): Promise<void> {
+    if (this.refreshing) return;
+    const now = Date.now();
+    const due: Array<[fingerprint: string, hash: string]> = [];
+    for (const fingerprint of this.inUse) {
+      const entry = this.cache.get(fingerprint);
+      if (!entry || entry.expires <= now) this.inUse.delete(fingerprint);
+      else if (entry.expires - now < this.ttlMs / 2) {
+        this.inUse.delete(fingerprint);
+        due.push([fingerprint, entry.hash]);
+      }
+    }
+    this.refreshing = true;
+    try {
+      for (let i = 0; i < due.length; i += REFRESH_BATCH) {
+        const batch = due.slice(i, i + REFRESH_BATCH);
+        const started = Date.now();
+        const generation = this.generation;
+        const found = await this.options.storage.keys.getByHashes(batch.map(([, hash]) => hash));
+        if (generation !== this.generation) continue;
+        for (const [fingerprint, hash] of batch) this.remember(fingerprint, { hash, key: found.get(hash), expires: started + this.ttlMs, used: false });
+      }
+    } catch {
+      // Unrefreshed entries expire; the next request for such a key looks it up itself.
+    } finally {
+      this.refreshing = false;
+    }
   }
 
   private remember(fingerprint: string, entry: CacheEntry): void {

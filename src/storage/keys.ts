@@ -66,6 +66,13 @@ export class KeyStore {
     return row && toKey(row);
   }
 
+  /** Many keys by HMAC in one query, keyed by HMAC; hashes with no key are absent. */
+  async getByHashes(keyHashes: readonly string[]): Promise<Map<string, KeyRecord>> {
+    if (keyHashes.length === 0) return new Map();
+    const rows = await this.db.selectFrom('api_keys').selectAll().where('key_hash', 'in', keyHashes).execute();
+    return new Map(rows.map((row) => [row.key_hash, toKey(row)]));
+  }
+
   async listByAccount(accountId: string): Promise<KeyRecord[]> {
     const rows = await this.db
       .selectFrom('api_keys')

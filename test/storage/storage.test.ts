@@ -94,6 +94,10 @@ describe.each(DIALECTS)('storage on %s', (dialect) => {
     const revoked = await storage.keys.revoke('key_1', 42);
     expect(revoked?.revokedAt).toBe(42);
     expect((await storage.keys.revoke('key_1', 99))?.revokedAt).toBe(42);
+    const found = await storage.keys.getByHashes(['h1', 'no-such-hash']);
+    expect([...found.keys()]).toEqual(['h1']);
+    expect(found.get('h1')).toMatchObject({ id: 'key_1', revokedAt: 42 });
+    expect((await storage.keys.getByHashes([])).size).toBe(0);
   });
 
   it('lets only one of several concurrent starters claim the first-start bootstrap', async () => {
