@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { HttpDeps } from './deps.js';
+import { chatEndpoint, isChatRequest } from './chat-endpoint.js';
 import { adminRoutes } from './routes/admin.js';
-import { chatRoutes } from './routes/chat.js';
 import { creditRoutes } from './routes/credits.js';
 import { modelRoutes } from './routes/models.js';
 import { opsRoutes } from './routes/ops.js';
@@ -11,9 +11,10 @@ import { createServer, type ServerOptions } from './server.js';
 export type { HttpDeps } from './deps.js';
 
 export function buildHttpServer(options: ServerOptions, deps: HttpDeps): FastifyInstance {
-  const server = createServer(options);
+  // POST /v1/chat/completions is answered ahead of Fastify (see chat-endpoint.ts); every other route by Fastify.
+  const chat = chatEndpoint({ deps, metrics: options.metrics, bodyLimitBytes: options.bodyLimitBytes, corsOrigins: options.corsOrigins, logger: options.logger });
+  const server = createServer({ ...options, ahead: { matches: isChatRequest, handle: chat } });
   opsRoutes(server, deps);
-  chatRoutes(server, deps);
   modelRoutes(server, deps);
   creditRoutes(server, deps);
   adminRoutes(server, deps);

@@ -2,14 +2,14 @@
  * The Fastify instance: request ids, strict JSON validation, CORS (off unless configured), and the one place
  * where every error becomes the contract's envelope.
  */
-import { randomBytes } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import { GatewayError, errorEnvelope } from '../errors/index.js';
-import { pointerToParam } from '../gateway/schema.js';
 import { endSpan, runInContext, startServerSpan, tracingEnabled, type Metrics } from '../observability/index.js';
-import { isStorageUnavailable } from '../storage/index.js';
+import { corsHeaders } from './cors.js';
+import { errorResponse, toGatewayError } from './errors.js';
+import { requestIdFor } from './request-id.js';
 
 export interface ServerOptions {
   metrics: Metrics;
@@ -19,33 +19,37 @@ export interface ServerOptions {
   corsOrigins: string[];
   trustProxy: boolean;
   logger: FastifyBaseLogger;
+  /** A route answered from Node's request event ahead of Fastify (the chat endpoint); `closing` once the server stops accepting. */
+  ahead?: { matches(req: IncomingMessage): boolean; handle(req: IncomingMessage, res: ServerResponse, closing: boolean): void };
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const PROCESS_PREFIX = randomBytes(6).toString('hex');
-let requestCounter = 0;
-
-/** Unique across replicas (random per process) and cheap (no random bytes per request). */
-function newRequestId(): string {
-  return `req_${PROCESS_PREFIX}${(requestCounter++).toString(36).padStart(8, '0')}`;
-}
+/** Fastify's default for idle keep-alive connections, kept for the server this module now creates. */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 export function createServer(options: ServerOptions): FastifyInstance {
   const server = Fastify({
     loggerInstance: options.logger,
     bodyLimit: options.bodyLimitBytes,
-    // A client that trickles its body (or stops half-way) gets 408 instead of holding a connection forever.
-    requestTimeout: options.requestTimeoutMs,
-    http: { headersTimeout: options.requestTimeoutMs, connectionsCheckingInterval: Math.min(1_000, options.requestTimeoutMs) },
+    serverFactory: (fastifyHandler) => {
+      const { ahead } = options;
+      const server: Server = createHttpServer(
+        {
+          // A client that trickles its body (or stops half-way) gets 408 instead of holding a connection forever.
+          requestTimeout: options.requestTimeoutMs,
+          headersTimeout: options.requestTimeoutMs,
+          connectionsCheckingInterval: Math.min(1_000, options.requestTimeoutMs),
+        },
+        ahead ? (req, res) => (ahead.matches(req) ? ahead.handle(req, res, !server.listening) : fastifyHandler(req, res)) : fastifyHandler,
+      );
+      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+      return server;
+    },
     clientErrorHandler: answerClientError,
     trustProxy: options.trustProxy,
     // Chat requests get one access-log line from the gateway with ids, model and cost; no per-request noise.
     logController: new LogController({ disableRequestLogging: true }),
     requestIdHeader: false,
-    genReqId: (req) => {
-      const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newRequestId();
-    },
+    genReqId: (req) => requestIdFor(req.headers),
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
     return503OnClosing: true,
     // Errors Fastify raises before routing (a path with broken %-escapes, an over-long path parameter) get the
@@ -70,7 +74,8 @@ export function createServer(options: ServerOptions): FastifyInstance {
     reply.raw.once('close', () => {
       options.metrics.recordRequest(request.routeOptions.url ?? 'unmatched', reply.raw.statusCode, (performance.now() - started) / 1000);
     });
-    applyCors(options.corsOrigins, request.headers.origin, request.url, reply);
+    const cors = corsHeaders(options.corsOrigins, request.headers.origin, request.url);
+    if (cors) reply.headers(cors);
     // A preflight is answered here; the request goes no further (done is not called).
     if (request.method === 'OPTIONS' && reply.hasHeader('access-control-allow-origin')) reply.code(204).send();
     else done();
@@ -114,66 +119,9 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   socket.destroy();
 }
 
-/**
- * 429s that an automatic retry cannot fix within any sensible wait: `daily_limit_exceeded` says "retry after
- * midnight UTC" (hours), and the openai SDKs sleep for whatever Retry-After says unless `x-should-retry: false`.
- */
-const DO_NOT_RETRY: ReadonlySet<string> = new Set(['daily_limit_exceeded']);
-
 export function sendError(reply: FastifyReply, error: GatewayError): FastifyReply {
-  const headers = DO_NOT_RETRY.has(error.code) ? { ...error.headers, 'x-should-retry': 'false' } : error.headers;
-  return reply.code(error.status).headers(headers).send(errorEnvelope(error));
-}
-
-function toGatewayError(error: FastifyError | GatewayError): GatewayError {
-  if (error instanceof GatewayError) return error;
-  if (error.validation && error.validation.length > 0) {
-    const first = error.validation[0]!;
-    const { missingProperty: missing, additionalProperty: unknown } = first.params as { missingProperty?: string; additionalProperty?: string };
-    const base = pointerToParam(first.instancePath);
-    const child = missing ?? unknown;
-    const path = child ? (base ? `${base}.${child}` : child) : base;
-    const param = path || null;
-    const where = error.validationContext === 'querystring' ? 'query parameter' : 'field';
-    let message: string;
-    if (missing) message = `Missing required ${where} '${path}'`;
-    else if (unknown) message = `Unknown ${where} '${path}'`;
-    else if (!path && error.validationContext === 'body') message = 'The request body must be a JSON object';
-    else message = `Invalid ${where} '${path}': ${first.message ?? 'invalid value'}`;
-    return new GatewayError('invalid_request', { message, param });
-  }
-  switch (error.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new GatewayError('request_too_large', { message: 'Request body is larger than the configured limit' });
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new GatewayError('invalid_request', { message: `We could not parse the JSON body of your request: ${error.message}` });
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new GatewayError('invalid_request', { message: 'Content-Type must be application/json' });
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new GatewayError('invalid_request', { message: 'Content-Length does not match the body' });
-  }
-  if (error instanceof SyntaxError || error.statusCode === 400) {
-    return new GatewayError('invalid_request', { message: `Invalid request: ${error.message}` });
-  }
-  if (error.statusCode === 413) return new GatewayError('request_too_large');
-  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
-    return new GatewayError('invalid_request', { message: error.message });
-  }
-  if (isStorageUnavailable(error)) {
-    return new GatewayError('service_unavailable', { message: 'The database is unavailable; try again shortly', cause: error });
-  }
-  return new GatewayError('internal_error', { cause: error });
-}
-
-function applyCors(allowed: string[], origin: string | undefined, url: string, reply: FastifyReply): void {
-  if (!origin || allowed.length === 0 || url.startsWith('/admin')) return;
-  if (!allowed.includes('*') && !allowed.includes(origin)) return;
-  reply.header('access-control-allow-origin', allowed.includes('*') ? '*' : origin);
-  reply.header('vary', 'Origin');
-  reply.header('access-control-allow-headers', 'authorization, content-type, x-request-id, idempotency-key');
-  reply.header('access-control-allow-methods', 'GET, POST, OPTIONS');
-  reply.header('access-control-expose-headers', 'x-request-id, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens, retry-after');
+  const { status, headers, body } = errorResponse(error);
+  return reply.code(status).headers(headers).send(body);
 }
 
 /**

@@ -1,0 +1,100 @@
+/**
+ * POST /v1/chat/completions, answered from Node's request event ahead of Fastify. It is the route every metered
+ * request takes, and Fastify's work per request (its Request and Reply objects, hooks, a child logger, the
+ * content-type parser, reply serialisation) was ~6 % of a request's CPU here (docs/performance.md). Everything
+ * Fastify did for this route is done here with the same helpers: request ids, CORS, the request metrics, the
+ * server span, the body's rules, and the contract's error envelope.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyBaseLogger, FastifyError } from 'fastify';
+import { GatewayError } from '../errors/index.js';
+import { createChatCompletion, type GatewayDeps } from '../gateway/index.js';
+import { accessLogger, endSpan, runInContext, startServerSpan, type Metrics } from '../observability/index.js';
+import { ClientSignal } from './client-signal.js';
+import { corsHeaders } from './cors.js';
+import { errorResponse, toGatewayError } from './errors.js';
+import { writeEventStream } from './event-stream.js';
+import { readJsonBody } from './json-body.js';
+import { requestIdFor } from './request-id.js';
+
+export const CHAT_PATH = '/v1/chat/completions';
+
+export interface ChatEndpointOptions {
+  deps: GatewayDeps;
+  metrics: Metrics;
+  bodyLimitBytes: number;
+  corsOrigins: string[];
+  logger: FastifyBaseLogger;
+}
+
+/** A request this endpoint answers (any other goes to Fastify). */
+export function isChatRequest(req: IncomingMessage): boolean {
+  return req.method === 'POST' && (req.url === CHAT_PATH || req.url!.startsWith(`${CHAT_PATH}?`));
+}
+
+/** The request listener; `closing` is true once the server has stopped accepting connections. */
+export function chatEndpoint(options: ChatEndpointOptions): (req: IncomingMessage, res: ServerResponse, closing: boolean) => void {
+  const access = accessLogger(options.logger);
+  return (req, res, closing) => {
+    const requestId = requestIdFor(req.headers);
+    const started = performance.now();
+    res.setHeader('x-request-id', requestId);
+    res.once('close', () => options.metrics.recordRequest(CHAT_PATH, res.statusCode, (performance.now() - started) / 1000));
+    const cors = corsHeaders(options.corsOrigins, req.headers.origin, CHAT_PATH);
+    if (cors) for (const [name, value] of Object.entries(cors)) res.setHeader(name, value);
+    if (closing) {
+      // Fastify's return503OnClosing for this route: a keep-alive connection must not start new work.
+      res.setHeader('connection', 'close');
+      return sendError(res, new GatewayError('service_unavailable', { message: 'The server is shutting down; try again' }));
+    }
+    const span = startServerSpan(`POST ${CHAT_PATH}`, req.headers, { 'http.request.method': 'POST', 'http.route': CHAT_PATH, 'url.path': CHAT_PATH, 'tollgate.request_id': requestId });
+    if (!span) return void serve(req, res, requestId, options, access);
+    res.once('close', () => endSpan(span.span, res.statusCode));
+    runInContext(span.context, () => void serve(req, res, requestId, options, access));
+  };
+}
+
+async function serve(req: IncomingMessage, res: ServerResponse, requestId: string, options: ChatEndpointOptions, access: FastifyBaseLogger): Promise<void> {
+  const log = () => options.logger.child({ reqId: requestId });
+  try {
+    const body = await readJsonBody(req, options.bodyLimitBytes);
+    const client = new ClientSignal();
+    res.once('close', () => {
+      if (!res.writableFinished) client.abort();
+    });
+    const result = await createChatCompletion(
+      {
+        authorization: req.headers.authorization,
+        body,
+        idempotencyKey: singleHeader(req.headers['idempotency-key']),
+        requestId,
+        signal: client,
+        log: (fields) => access.info({ reqId: requestId, ...fields }, 'chat completion'),
+      },
+      options.deps,
+    );
+    if (result.kind === 'json') return sendJson(res, 200, result.headers, result.body);
+    await writeEventStream(res, result, client, (error) => log().error({ err: error }, 'stream failed'));
+  } catch (error) {
+    const gatewayError = toGatewayError(error as FastifyError);
+    if (gatewayError.status >= 500) log().error({ err: error }, 'request failed');
+    if (res.headersSent) return void res.destroy();
+    sendError(res, gatewayError);
+  }
+}
+
+/** A header sent twice arrives as a list: its first value (the key's shape is checked by the gateway). */
+function singleHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function sendError(res: ServerResponse, error: GatewayError): void {
+  const { status, headers, body } = errorResponse(error);
+  sendJson(res, status, headers, body);
+}
+
+function sendJson(res: ServerResponse, status: number, headers: Record<string, string>, body: unknown): void {
+  const payload = JSON.stringify(body);
+  res.writeHead(status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(payload) });
+  res.end(payload);
+}
