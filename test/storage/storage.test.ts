@@ -47,6 +47,19 @@ describe.each(DIALECTS)('storage on %s', (dialect) => {
     expect(totals).toEqual({ requests: 2, promptTokens: 20, completionTokens: 10, creditsNano: 1000n });
   });
 
+  it('stores text with quotes, backslashes and other characters exactly as given', async () => {
+    await setup();
+    const email = "o'brien\\ops@example.com";
+    await storage.ledger.createAccount({ id: "acct_'q", email, plan: 'free', settings: '{"note":"a\\\\b \'c\'"}', grantNano: 1000n });
+    const notes = ["it's", 'C:\\path\\x', "both ' and \\", 'plain', 'ünïcödé 😀 $$ -- /* */ ;', "'", '\\'];
+    for (const note of notes) await storage.ledger.commit({ entries: [{ accountId: "acct_'q", kind: 'grant', amountNano: 1n, note }] });
+    const account = await storage.accounts.get("acct_'q");
+    expect(account?.email).toBe(email);
+    const stored = (await storage.ledger.list("acct_'q", { limit: 20 })).map((entry) => entry.note);
+    for (const note of notes) expect(stored).toContain(note);
+    expect(account?.balanceNano).toBe(1000n + BigInt(notes.length));
+  });
+
   it('holds money exactly beyond 2^53 nano-USD', async () => {
     await setup();
     const huge = 2n ** 60n + 7n;
