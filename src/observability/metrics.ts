@@ -8,6 +8,7 @@ export class Metrics {
     help: 'HTTP requests by route and status',
     labelNames: ['route', 'status'] as const,
     registers: [this.registry],
+    collect: () => this.handOver(),
   });
   readonly requestDuration = new Histogram({
     name: 'tollgate_request_duration_seconds',
@@ -28,12 +29,14 @@ export class Metrics {
     help: 'Tokens metered by model and kind (prompt, completion)',
     labelNames: ['model', 'kind'] as const,
     registers: [this.registry],
+    collect: () => this.handOver(),
   });
   readonly creditsDebited = new Counter({
     name: 'tollgate_credits_debited_usd_total',
     help: 'USD debited from balances (display only; the ledger holds the exact figures)',
     labelNames: ['model'] as const,
     registers: [this.registry],
+    collect: () => this.handOver(),
   });
   readonly rateLimited = new Counter({
     name: 'tollgate_rate_limit_rejections_total',
@@ -62,6 +65,8 @@ export class Metrics {
   }
 
   private readonly bound = new Map<string, { inc(value?: number): void } | { observe(value: number): void }>();
+  /** Counts of the hot path's labelled counters not yet handed to prom-client (see `counter`). */
+  private readonly uncounted: Array<{ metric: Counter<string>; labels: Partial<Record<string, string>>; value: number }> = [];
 
   /** One HTTP response (by route pattern and status). */
   recordRequest(route: string, status: number, seconds: number): void {
@@ -79,11 +84,25 @@ export class Metrics {
     this.counter(this.creditsDebited, `usd|${model}`, { model }).inc(usage.usd);
   }
 
-  // prom-client hashes the label object on every call; the hot path keeps the labelled children instead.
+  // prom-client hashes and validates the label object on every `inc`, even through a labelled child (~1.5 % of
+  // the CPU samples at 50 connections): the hot path adds to plain numbers, handed over when the metrics are read.
   private counter<T extends string>(metric: Counter<T>, key: string, labels: Partial<Record<T, string>>): { inc(value?: number): void } {
     let child = this.bound.get(key) as { inc(value?: number): void } | undefined;
-    if (!child) this.bound.set(key, (child = metric.labels(labels)));
+    if (!child) {
+      const entry = { metric: metric as Counter<string>, labels: labels as Partial<Record<string, string>>, value: 0 };
+      this.uncounted.push(entry);
+      this.bound.set(key, (child = { inc: (value = 1) => void (entry.value += value) }));
+    }
     return child;
+  }
+
+  /** Called by prom-client before it reads any of the hot path's counters. */
+  private handOver(): void {
+    for (const entry of this.uncounted) {
+      if (entry.value === 0) continue;
+      entry.metric.inc(entry.labels, entry.value);
+      entry.value = 0;
+    }
   }
 
   private histogram<T extends string>(metric: Histogram<T>, key: string, labels: Partial<Record<T, string>>): { observe(value: number): void } {
