@@ -32,17 +32,17 @@ export function createServer(options: ServerOptions): FastifyInstance {
     bodyLimit: options.bodyLimitBytes,
     serverFactory: (fastifyHandler) => {
       const { ahead } = options;
-      const server: Server = createHttpServer(
+      const http: Server = createHttpServer(
         {
           // A client that trickles its body (or stops half-way) gets 408 instead of holding a connection forever.
           requestTimeout: options.requestTimeoutMs,
           headersTimeout: options.requestTimeoutMs,
           connectionsCheckingInterval: Math.min(1_000, options.requestTimeoutMs),
         },
-        ahead ? (req, res) => (ahead.matches(req) ? ahead.handle(req, res, !server.listening) : fastifyHandler(req, res)) : fastifyHandler,
+        ahead ? (req, res) => (ahead.matches(req) ? ahead.handle(req, res, !http.listening) : fastifyHandler(req, res)) : fastifyHandler,
       );
-      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-      return server;
+      http.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+      return http;
     },
     clientErrorHandler: answerClientError,
     trustProxy: options.trustProxy,
