@@ -46,7 +46,7 @@ export interface ConfigResult {
   failures: string[];
   tollgateExitCode?: number | null;
   /** PostgreSQL + Redis: the same throughput run with TOLLGATE_WORKERS (processes: the primary and its workers). */
-  workers?: { workers: number; processes: number; rps: number; cpuSPer1k: number; overOneProcess: number };
+  workers?: { workers: number; processes: number; rps: number; baselineRps: number; cpuSPer1k: number; overOneProcess: number };
   error?: string;
 }
 
@@ -190,7 +190,7 @@ export function printConfig(config: ConfigResult, write: (line: string) => void)
   const w = config.workers;
   if (w) {
     write(
-      `   TOLLGATE_WORKERS=${w.workers} (${w.processes} processes): ${int(w.rps)} req/s @50 = ${fmt(w.overOneProcess, 2)}x one process; CPU ${fmt(w.cpuSPer1k, 3)} s/1k req over all of them`,
+      `   TOLLGATE_WORKERS=${w.workers} (${w.processes} processes): ${int(w.rps)} req/s @50 (the baseline beside it: ${int(w.baselineRps)}) = ${fmt(w.overOneProcess, 2)}x one process, each as a share of its baseline; CPU ${fmt(w.cpuSPer1k, 3)} s/1k req over all of them`,
     );
   }
   for (const check of config.checks) write(`   [${check.status}] ${check.name}: ${check.value} (target ${check.target})`);
