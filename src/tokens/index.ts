@@ -63,6 +63,31 @@ function exactCount(text: string): number {
   return tokens;
 }
 
+/**
+ * Prompt texts counted lately. A conversation sends its system prompt and its whole history again with every turn,
+ * and an agent its tool definitions with every call: tokenizing runs at 0.1 to 10 MB/s, looking a text up hashes it
+ * at about 1 GB/s, so a text that keeps coming back is tokenized once. Bounded by characters held, oldest out first.
+ */
+const recentCounts = new Map<string, number>();
+let recentChars = 0;
+const RECENT_CHARS_MAX = 2 * 1024 * 1024;
+
+function promptTextTokens(text: string): number {
+  const known = recentCounts.get(text);
+  if (known !== undefined) return known;
+  const tokens = countTextTokens(text);
+  if (text.length <= RECENT_CHARS_MAX / 16) {
+    recentChars += text.length;
+    for (const oldest of recentCounts.keys()) {
+      if (recentChars <= RECENT_CHARS_MAX) break;
+      recentCounts.delete(oldest);
+      recentChars -= oldest.length;
+    }
+    recentCounts.set(text, tokens);
+  }
+  return tokens;
+}
+
 /** Roles are a handful of words: counted once each (one tokenizer call fewer per message). */
 const roleTokens = new Map<string, number>();
 
@@ -78,16 +103,16 @@ function roleCount(role: string): number {
 function messageTokens(message: CountableMessage): number {
   let tokens = TOKENS_PER_MESSAGE + roleCount(message.role);
   const { content } = message;
-  if (typeof content === 'string') tokens += countTextTokens(content);
+  if (typeof content === 'string') tokens += promptTextTokens(content);
   else if (Array.isArray(content)) {
     for (const part of content) {
-      if (part.type === 'text' && typeof part.text === 'string') tokens += countTextTokens(part.text);
+      if (part.type === 'text' && typeof part.text === 'string') tokens += promptTextTokens(part.text);
       else if (part.type === 'image_url' || part.type === 'input_image') tokens += TOKENS_PER_IMAGE;
       else tokens += countTextTokens(JSON.stringify(part));
     }
   }
   if (message.name) tokens += 1 + countTextTokens(message.name);
-  if (message.tool_calls) tokens += countTextTokens(JSON.stringify(message.tool_calls));
+  if (message.tool_calls) tokens += promptTextTokens(JSON.stringify(message.tool_calls));
   if (message.tool_call_id) tokens += countTextTokens(message.tool_call_id);
   return tokens;
 }
@@ -96,6 +121,6 @@ function messageTokens(message: CountableMessage): number {
 export function countPromptTokens(request: { messages: readonly CountableMessage[]; tools?: unknown[] | undefined }): number {
   let tokens = TOKENS_PER_REPLY;
   for (const message of request.messages) tokens += messageTokens(message);
-  if (request.tools && request.tools.length > 0) tokens += countTextTokens(JSON.stringify(request.tools));
+  if (request.tools && request.tools.length > 0) tokens += promptTextTokens(JSON.stringify(request.tools));
   return tokens;
 }
