@@ -111,10 +111,18 @@ function emitOutcome(context: ChatContext, outcome: Outcome, durationMs: number)
   else events.emit(llmEvent('llm.error', account.id, key.id, { ...data, error: outcome.error ?? { code: 'upstream_error', message: `Failed with status ${outcome.status}` } }));
 }
 
-/** Metrics, live model figures and the access-log line of one finished request. */
+/**
+ * Metrics, live model figures and the access-log line of one finished request. They are recorded just after the
+ * answer's last bytes are handed to the socket (the next check phase of the event loop), not before: the client is
+ * not kept waiting for the log line's serialisation and the metrics.
+ */
 export function finish(context: ChatContext, outcome: Outcome): void {
-  const { deps, model } = context;
   const durationMs = performance.now() - context.started;
+  setImmediate(record, context, outcome, durationMs);
+}
+
+function record(context: ChatContext, outcome: Outcome, durationMs: number): void {
+  const { deps, model } = context;
   deps.metrics.reservationsOpen.set(deps.wallet.reservationsOpen);
   deps.metrics.recordChat(
     context.providerId,
