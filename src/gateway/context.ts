@@ -121,7 +121,20 @@ export function finish(context: ChatContext, outcome: Outcome): void {
   setImmediate(record, context, outcome, durationMs);
 }
 
+/** Off the request's path, a failure here has no request left to fail: it is logged, never an uncaught exception. */
 function record(context: ChatContext, outcome: Outcome, durationMs: number): void {
+  try {
+    recordOutcome(context, outcome, durationMs);
+  } catch (error) {
+    try {
+      context.log({ status: outcome.ok ? 200 : outcome.status, record_error: (error as Error).message });
+    } catch {
+      // the log itself failed: nothing is left to report to
+    }
+  }
+}
+
+function recordOutcome(context: ChatContext, outcome: Outcome, durationMs: number): void {
   const { deps, model } = context;
   deps.metrics.reservationsOpen.set(deps.wallet.reservationsOpen);
   deps.metrics.recordChat(
