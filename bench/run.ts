@@ -206,12 +206,13 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
   // Throughput at 50 connections: a warm-up each, then the measured seconds in slices taken in turn, each round in
   // a rotated order, so that a machine that speeds up or slows down during the run (seen here: the baseline at 4,500
   // and 7,700 req/s minutes apart) moves every target's figure alike and the ratios stay fair. Then latency.
+  const warmups = new Map<TargetName, LoadResult>();
   for (const target of order) {
     process.stdout.write(`   ${name}/${target}: warm-up...`);
     const warmup = await runLoad(options.tool, servers[target].json, settings.connections, settings.warmupS);
     noteErrors(target, 'warm-up', warmup);
     process.stdout.write(` ${Math.round(warmup.rps)} req/s\n`);
-    result.targets.push({ name: target, pid: servers[target].server.pid, warmup, throughput: warmup, cpuSPer1k: NaN, upstreamCpuSPer1k: NaN, latency: warmup, peakRssMb: NaN, otherCores: { throughput: NaN, latency: NaN } });
+    warmups.set(target, warmup);
   }
   const redisPids = database ? pidsByName('redis-server') : [];
   // With PostgreSQL + Redis, their processes (backends, WAL writer, redis-server) work for tollgate: not "other" load.
@@ -242,21 +243,26 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
     const sums = slices.get(target)!;
     const throughput = combineLoads(sums.loads);
     noteErrors(target, 'throughput', throughput);
-    const entry = result.targets.find((t) => t.name === target)!;
     const perK = (seconds: number) => (1000 * seconds) / Math.max(1, throughput.requests);
-    entry.throughput = throughput;
-    entry.cpuSPer1k = perK(sums.cpu);
-    entry.upstreamCpuSPer1k = perK(sums.upstream);
-    if (target === 'tollgate' && database && sums.pg !== undefined) entry.databaseCpuSPer1k = perK(sums.pg);
-    if (target === 'tollgate' && redisPids.length && sums.redis !== undefined) entry.redisCpuSPer1k = perK(sums.redis);
-    entry.otherCores.throughput = sums.other / Math.max(1e-9, throughput.durationS);
     process.stdout.write(`   ${name}/${target}: ${Math.round(throughput.rps)} req/s; latency...`);
     const latencyWindow = cpuWindow(benchPids);
     const latency = await runLatency(options.tool, servers[target].json, settings.latencyS);
-    entry.otherCores.latency = latencyWindow().otherCores;
-    entry.latency = latency;
+    const latencyOther = latencyWindow().otherCores;
     noteErrors(target, 'latency', latency);
     process.stdout.write(` p50 ${latency.latencyMs.p50.toFixed(3)} ms\n`);
+    result.targets.push({
+      name: target,
+      pid: servers[target].server.pid,
+      warmup: warmups.get(target)!,
+      throughput,
+      cpuSPer1k: perK(sums.cpu),
+      upstreamCpuSPer1k: perK(sums.upstream),
+      ...(target === 'tollgate' && database && sums.pg !== undefined ? { databaseCpuSPer1k: perK(sums.pg) } : {}),
+      ...(target === 'tollgate' && redisPids.length && sums.redis !== undefined ? { redisCpuSPer1k: perK(sums.redis) } : {}),
+      latency,
+      peakRssMb: NaN,
+      otherCores: { throughput: sums.other / Math.max(1e-9, throughput.durationS), latency: latencyOther },
+    });
   }
 
   // Streaming, one stream at a time: time to first chunk and total time.
