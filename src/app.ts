@@ -79,6 +79,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       logger.error({ err: error }, 'credit write failed; retrying');
     },
   });
+  metrics.countReservations(() => wallet.reservationsOpen);
   // Key revocations and account changes, made by this replica or another: every replica drops its cached copies.
   const changes: ChangeBus = config.redis_url
     ? new RedisChangeBus({ url: config.redis_url, prefix: config.redis_prefix, onError: () => metrics.redisErrors.inc() })

@@ -85,7 +85,6 @@ async function answer({ input, key, body, model, fallbacks, started }: Authentic
     modelMaxTokens: model.maxTokens,
     contextLength: model.contextLength,
   });
-  deps.metrics.reservationsOpen.set(deps.wallet.reservationsOpen);
 
   // 3. Route: the router sets each deployment's model name; a lower completion bound when the budget demands it.
   const upstreamBody: ChatRequest = { ...body };

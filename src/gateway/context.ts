@@ -136,7 +136,6 @@ function record(context: ChatContext, outcome: Outcome, durationMs: number): voi
 
 function recordOutcome(context: ChatContext, outcome: Outcome, durationMs: number): void {
   const { deps, model } = context;
-  deps.metrics.reservationsOpen.set(deps.wallet.reservationsOpen);
   deps.metrics.recordChat(
     context.providerId,
     model.id,

@@ -48,7 +48,12 @@ export class Metrics {
     name: 'tollgate_reservations_open',
     help: 'Credit reservations held by requests in flight',
     registers: [this.registry],
+    collect: () => {
+      if (this.openReservations) this.reservationsOpen.set(this.openReservations());
+    },
   });
+  /** Read when the metrics are read: the count is the wallet's own, never a copy a request left behind. */
+  private openReservations: (() => number) | undefined;
   readonly storageErrors = new Counter({
     name: 'tollgate_storage_errors_total',
     help: 'Failed database writes (retried)',
@@ -62,6 +67,11 @@ export class Metrics {
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Where `tollgate_reservations_open` comes from (the wallet, built after the metrics). */
+  countReservations(source: () => number): void {
+    this.openReservations = source;
   }
 
   private readonly bound = new Map<string, { inc(value?: number): void } | { observe(value: number): void }>();

@@ -33,4 +33,13 @@ describe('metrics', () => {
     expect(value(text, 'tollgate_credits_debited_usd_total{model="gpt-x"}')).toBe(1.25);
     expect(value(text, 'tollgate_requests_total{route="/v1/chat/completions",status="200"}')).toBe(3);
   });
+
+  it('reads open reservations from their source at every scrape', async () => {
+    const metrics = new Metrics({ defaultMetrics: false });
+    let open = 3;
+    metrics.countReservations(() => open);
+    expect(value(await metrics.registry.metrics(), 'tollgate_reservations_open')).toBe(3);
+    open = 0;
+    expect(value(await metrics.registry.metrics(), 'tollgate_reservations_open')).toBe(0);
+  });
 });
