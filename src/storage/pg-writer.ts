@@ -1,30 +1,32 @@
 /**
  * PostgreSQL's money writer: a batch in one round trip, or two. Under load every round trip waits for a turn of a
  * busy event loop, so a nine-statement transaction held the account's row lock for nine turns and capped
- * throughput (docs/performance.md). Multi-statement queries use PostgreSQL's simple protocol, which takes no
- * parameters: every value is rendered by `literal`, strings through pg's `escapeLiteral`, so the SQL is built from
- * typed values only. The arithmetic is `planBatch`, as for SQLite.
+ * throughput (docs/performance.md). The arithmetic is `planBatch`, as for SQLite.
  *
- * - One round trip when this writer knows the accounts' balances from its own last commit. The batch is planned
- *   on them, and its balance updates apply only to a row that still holds exactly the balance and version they
- *   were planned on: the plan's arithmetic depends on nothing else. If another writer (a replica, the CLI, a plan
- *   change) moved an account, the update finds no row, a division by zero aborts the transaction, and the batch is
- *   rolled back and written the two-round-trip way; so is that account's next second of batches, since a
- *   balance that other writers move keeps going stale.
- * - Two round trips otherwise (and for retried batches, which look for debits already written): lock and read the
- *   accounts, then write and COMMIT.
+ * - One round trip when this writer knows the accounts' balances from its own last commit: one prepared statement
+ *   (`COMMIT_ON_KNOWN`, planned once per connection), its rows passed as arrays, in its own implicit transaction.
+ *   Its balance updates apply only to a row that still holds exactly the balance and version they were planned
+ *   on: the plan's arithmetic depends on nothing else. If another writer (a replica, the CLI, a plan change) moved
+ *   an account, the update finds no row, a division by zero aborts the statement, and the batch is written the
+ *   two-round-trip way; so is that account's next second of batches, since a balance that other writers move keeps
+ *   going stale.
+ * - Two round trips otherwise (and for retried batches, which look for debits already written, and batches with
+ *   invoices): lock and read the accounts, then write and COMMIT. Multi-statement queries use PostgreSQL's simple
+ *   protocol, which takes no parameters: every value is rendered by `literal`, strings through pg's
+ *   `escapeLiteral`, so the SQL is built from typed values only.
  *
  * Row locks are taken in one global order (accounts, then usage rows, then keys, each sorted), so two writers
  * (replicas, the CLI) can wait for each other but never deadlock.
  */
 import type pg from 'pg';
-import { accountsOf, planBatch, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type UsageDelta, type WriteBatch } from './batch.js';
+import { accountsOf, planBatch, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type WriteBatch } from './batch.js';
+import { COMMIT_ON_KNOWN, byUsageRow, knownBalanceValues } from './pg-known-batch.js';
 import { big } from './values.js';
 
 type Literal = string | number | bigint | null | undefined;
 type Lit = (value: Literal) => string;
 
-/** SQLSTATE of the division by zero that marks a balance planned on a stale version. */
+/** SQLSTATE of the division by zero that marks a balance planned on a stale version (pg-known-batch.ts). */
 const STALE_BALANCE = '22012';
 /** After a stale plan, an account's batches lock and read first for this long. */
 const CONTENDED_MS = 1_000;
@@ -54,7 +56,7 @@ export class PgWriter {
     try {
       const lit: Lit = (value) => literal(client, value);
       const accounts = accountsOf(batch);
-      const result = (!first && (await this.commitOnKnownBalances(client, lit, batch, accounts))) || (await this.commitLocked(client, lit, batch, accounts, first));
+      const result = (!first && (await this.commitOnKnownBalances(client, batch, accounts))) || (await this.commitLocked(client, lit, batch, accounts, first));
       client.release();
       return result;
     } catch (error) {
@@ -66,8 +68,8 @@ export class PgWriter {
   }
 
   /** One round trip, or undefined (rolled back) when an account moved since this writer last saw it. */
-  private async commitOnKnownBalances(client: pg.PoolClient, lit: Lit, batch: WriteBatch, accounts: string[]): Promise<CommitResult | undefined> {
-    if (batch.retried || accounts.length === 0) return undefined;
+  private async commitOnKnownBalances(client: pg.PoolClient, batch: WriteBatch, accounts: string[]): Promise<CommitResult | undefined> {
+    if (batch.retried || accounts.length === 0 || batch.invoices?.length) return undefined;
     const current = new Map<string, AccountBalance>();
     for (const id of accounts) {
       const balance = this.known.get(id);
@@ -75,22 +77,12 @@ export class PgWriter {
       current.set(id, balance);
     }
     const plan = planBatch(batch, current);
-    const statements = ['BEGIN'];
-    for (const [id, balance] of plan.result.balances) {
-      const from = current.get(id)!;
-      statements.push(
-        `WITH moved AS (UPDATE accounts SET balance_nano = ${lit(balance.balanceNano)}, version = ${lit(balance.version)} ` +
-          `WHERE id = ${lit(id)} AND balance_nano = ${lit(from.balanceNano)} AND version = ${lit(from.version)} RETURNING 1) ` +
-          'SELECT 1 / count(*)::int FROM moved',
-      );
-      this.known.set(id, balance);
-    }
+    for (const [id, balance] of plan.result.balances) this.known.set(id, balance);
     try {
-      await client.query(statements.concat(writesOf(plan, lit), 'COMMIT').join('; '));
+      await client.query({ name: COMMIT_ON_KNOWN.name, text: COMMIT_ON_KNOWN.text, values: knownBalanceValues(plan, current) });
       return plan.result;
     } catch (error) {
       if ((error as { code?: string }).code !== STALE_BALANCE) throw error;
-      await client.query('ROLLBACK');
       const until = Date.now() + CONTENDED_MS;
       for (const id of accounts) {
         this.known.delete(id);
@@ -177,10 +169,4 @@ const NEEDS_ESCAPING = /['\\]/;
 
 function asArray(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult[] {
   return Array.isArray(result) ? result : [result];
-}
-
-function byUsageRow(a: UsageDelta, b: UsageDelta): number {
-  const left = `${a.accountId}\u0000${a.day}\u0000${a.environment}\u0000${a.model}`;
-  const right = `${b.accountId}\u0000${b.day}\u0000${b.environment}\u0000${b.model}`;
-  return left < right ? -1 : left > right ? 1 : 0;
 }

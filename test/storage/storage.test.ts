@@ -113,6 +113,49 @@ describe.each(DIALECTS)('storage on %s', (dialect) => {
     expect((await storage.keys.getByHashes([])).size).toBe(0);
   });
 
+  it('writes a batch over several accounts (ledger, balances, daily usage, key spend and last use), and two writers committing the same accounts at once lose nothing', async () => {
+    await setup();
+    const other = await open();
+    try {
+      const accounts = ['acct_a', 'acct_b', 'acct_c'];
+      for (const [i, id] of accounts.entries()) {
+        await storage.ledger.createAccount({ id, email: `${id}@example.com`, plan: 'free', settings: '{}', grantNano: 1_000_000n });
+        await storage.keys.insert({ id: `key_${i}`, accountId: id, name: 'k', keyHash: `h${i}`, hint: 'tg-live-...', environment: 'live', permissions: 'project', models: [], spendLimitNano: null, createdAt: 1 });
+      }
+      const slot = { day: '2026-11-23', environment: 'live', model: 'm' };
+      let n = 0;
+      // Each writer's batches name the accounts in a different order; both keep planning on balances the other moves.
+      const batch = (order: number[], at: number) => ({
+        entries: order.map((i) => ({
+          accountId: accounts[i]!, kind: 'debit' as const, amountNano: -(BigInt(i) + 1n), requestId: `r${++n}`, keyId: `key_${i}`,
+          model: 'm', promptTokens: 3, completionTokens: 2, note: "it's", usage: slot,
+        })),
+        keysUsed: order.map((i) => ({ keyId: `key_${i}`, at })),
+      });
+      const rounds = 40;
+      const run = (writer: Storage, order: number[]) => (async () => {
+        for (let r = 0; r < rounds; r++) await writer.ledger.commit(batch(order, 1_000 + r));
+      })();
+      await Promise.all([run(storage, [0, 1, 2]), run(other, [2, 1, 0]), run(storage, [1, 0, 2]), run(other, [2, 0, 1])]);
+
+      for (const [i, id] of accounts.entries()) {
+        const spent = BigInt(4 * rounds) * (BigInt(i) + 1n);
+        expect((await storage.accounts.get(id))?.balanceNano).toBe(1_000_000n - spent);
+        expect(await storage.ledger.sum(id)).toBe(1_000_000n - spent);
+        const key = await storage.keys.get(`key_${i}`);
+        expect(key?.spentNano).toBe(spent);
+        expect(key?.lastUsedAt).toBe(1_000 + rounds - 1);
+        expect(await storage.usage.totals(id, 'live', slot.day, slot.day)).toEqual({ requests: 4 * rounds, promptTokens: 12 * rounds, completionTokens: 8 * rounds, creditsNano: spent });
+        const rows = (await storage.ledger.list(id, { limit: 500 })).reverse();
+        expect(rows).toHaveLength(1 + 4 * rounds);
+        expect(rows[1]).toMatchObject({ kind: 'debit', keyId: `key_${i}`, model: 'm', promptTokens: 3, completionTokens: 2, note: "it's" });
+        rows.slice(1).forEach((row, k) => expect(row.balanceAfterNano).toBe(rows[k]!.balanceAfterNano + row.amountNano));
+      }
+    } finally {
+      await other.close();
+    }
+  });
+
   it('lets only one of several concurrent starters claim the first-start bootstrap', async () => {
     await setup();
     const others = await Promise.all([open(), open(), open()]);
