@@ -51,7 +51,8 @@ describe.each(DIALECTS)('storage on %s', (dialect) => {
     await setup();
     const email = "o'brien\\ops@example.com";
     await storage.ledger.createAccount({ id: "acct_'q", email, plan: 'free', settings: '{"note":"a\\\\b \'c\'"}', grantNano: 1000n });
-    const notes = ["it's", 'C:\\path\\x', "both ' and \\", 'plain', 'ünïcödé 😀 $$ -- /* */ ;', "'", '\\'];
+    // Also what an array literal treats specially (PostgreSQL's one-round-trip batch sends its rows as arrays).
+    const notes = ["it's", 'C:\\path\\x', "both ' and \\", 'plain', 'ünïcödé 😀 $$ -- /* */ ;', "'", '\\', 'a "quoted", {braced} note', 'NULL', '', ' padded ', '"', '\\"'];
     for (const note of notes) await storage.ledger.commit({ entries: [{ accountId: "acct_'q", kind: 'grant', amountNano: 1n, note }] });
     const account = await storage.accounts.get("acct_'q");
     expect(account?.email).toBe(email);
