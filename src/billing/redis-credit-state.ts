@@ -72,6 +72,7 @@ export interface RedisCreditStateOptions {
 export class RedisCreditState implements CreditState {
   private readonly redis: Redis;
   private readonly replicaId = newId('replica');
+  /** Each key's lease, by key id. */
   private readonly leases = new Map<string, Lease>();
   private timers: NodeJS.Timeout[] = [];
   /** Give-backs that failed after the response: retried by the sweep timer, never dropped. */
@@ -229,12 +230,12 @@ export class RedisCreditState implements CreditState {
   }
 
   private leaseFor(account: AccountState, key: KeyRecord, limits?: PlanLimits): Lease {
-    const id = `${account.id}|${key.id}`;
-    let lease = this.leases.get(id);
+    // By key id alone (a key belongs to one account): no string built on every call.
+    let lease = this.leases.get(key.id);
     if (!lease) {
       const field = `${this.replicaId}|${key.id}`;
       lease = { account, key, field, limits: limits ?? NO_DAILY_LIMIT, leasedNano: 0n, usedNano: 0n, roomy: false, known: undefined, lastTake: Date.now() };
-      this.leases.set(id, lease);
+      this.leases.set(key.id, lease);
     }
     lease.account = account;
     lease.key = key;
