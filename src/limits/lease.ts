@@ -65,6 +65,8 @@ export interface Settlement {
 export class AccountLease {
   /** A call in flight that asks for a lease: admissions finding no lease wait for it instead of calling too. */
   inflight: Promise<unknown> | undefined;
+  /** The timer that asks for the next second's lease (redis.ts). */
+  renewal: NodeJS.Timeout | undefined;
   private lease: Lease | undefined;
   private pendingTokens = 0;
   private flushed: { promise: Promise<void>; resolve: () => void } | undefined;
@@ -108,8 +110,18 @@ export class AccountLease {
     return [requests, Math.ceil(requests * averagePrompt)];
   }
 
-  /** Takes in the script's reply to an admission and turns it into the decision. */
-  record(reply: AdmitReply, limits: RateLimits, prompt: number, arrivedAt: number): RateDecision {
+  /** When the Redis second of the last reply ends, by this process's clock (late by up to half a round trip). */
+  get nextSecondAt(): number {
+    return this.secondEndsAt;
+  }
+
+  /** A lease is held and still usable. */
+  leased(now: number): boolean {
+    return this.lease !== undefined && now < this.lease.expiresAt;
+  }
+
+  /** Takes in the script's reply to an admission (or, `admission` false, to a renewal) and turns it into the decision. */
+  record(reply: AdmitReply, limits: RateLimits, prompt: number, arrivedAt: number, admission = true): RateDecision {
     this.lastUsed = arrivedAt;
     const [allowed, requestsUsed, tokensUsed, requestWait, tokenWait, requestReset, tokenReset, leaseRequests, leaseTokens, second, ms] = reply;
     if (second > this.second) {
@@ -119,7 +131,7 @@ export class AccountLease {
       this.secondEndsAt = arrivedAt + 1000 - ms;
     }
     this.freeRequests = limits.requestsPerMinute - requestsUsed;
-    if (allowed === 1) this.count(prompt);
+    if (allowed === 1 && admission) this.count(prompt);
     if (leaseRequests > 0) {
       this.install({
         second,

@@ -18,6 +18,11 @@
  * `addTokens` gathers per account and sends at most every FLUSH_MS. Until given back, leases held by other
  * replicas make Redis refuse a little early near the limit: stricter, never looser.
  *
+ * An account that is still leasing when its lease's second ends gets the next second's lease by a timer, just
+ * after that second starts ('lease': counts no request of its own), so a client at a few requests a second (a
+ * chat UI's streams) does not wait for Redis on the first request of every second. The timer is set by an
+ * admission, so it stops one second after the account does.
+ *
  * Failure policy: FAIL OPEN. When Redis is unreachable, or a command errors or takes longer than
  * `commandTimeoutMs` (200 ms by default), the request is admitted with a decision showing the full limit as
  * remaining, `onError` is called (the app counts it in `tollgate_redis_errors_total`), and serving goes on;
@@ -33,10 +38,13 @@ import type { RateDecision, RateLimiter, RateLimits } from './types.js';
 
 const BUCKETS = 61;
 const FLUSH_MS = 50;
+/** A renewal is sent this long after the local estimate of the second's end (which is already late by half a round trip). */
+const RENEW_AFTER_MS = 2;
 
 /**
- * KEYS: requests hash, tokens hash. ARGV: 'settle', settlement (lease.ts) -> {}; or 'admit', requests per
- * minute, tokens per minute, prompt tokens, lease requests wanted, lease tokens wanted, settlement ->
+ * KEYS: requests hash, tokens hash. ARGV: 'settle', settlement (lease.ts) -> {}; or 'admit' (or 'lease': the same
+ * with no request of its own to count), requests per minute, tokens per minute, prompt tokens, lease requests
+ * wanted, lease tokens wanted, settlement ->
  * {allowed, requests used, tokens used, request wait ms, token wait ms, request reset ms, token reset ms,
  * lease requests, lease tokens, second, ms within the second}. Used counts include the lease.
  */
@@ -104,23 +112,24 @@ end
 
 local rpm, tpm, prompt = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local wantRequests, wantTokens = tonumber(ARGV[5]), tonumber(ARGV[6])
+local own = ARGV[1] == 'lease' and 0 or 1
 local requests, tokens = load(KEYS[1]), load(KEYS[2])
-local requestWait, tokenWait = waitFor(requests, rpm, 1), waitFor(tokens, tpm, prompt)
+local requestWait, tokenWait = waitFor(requests, rpm, own), waitFor(tokens, tpm, prompt)
 local allowed = requestWait == 0 and tokenWait == 0
 local leaseRequests, leaseTokens = 0, 0
 if allowed then
-  local freeRequests, freeTokens = rpm - requests.used - 1, tpm - tokens.used - prompt
+  local freeRequests, freeTokens = rpm - requests.used - own, tpm - tokens.used - prompt
   if wantRequests > 0 and msInSecond <= ${LEASE_LATEST_MS} and freeRequests >= ${MIN_FREE_REQUESTS} and freeTokens > 0 then
     leaseRequests = math.min(wantRequests, math.floor(freeRequests / ${LEASE_SHARE}))
     leaseTokens = math.min(wantTokens, math.floor(freeTokens / ${LEASE_SHARE}))
     if leaseTokens < wantTokens then leaseRequests = math.floor(leaseRequests * leaseTokens / wantTokens) end
     if leaseRequests == 0 then leaseTokens = 0 end
   end
-  count(KEYS[1], 1 + leaseRequests)
+  count(KEYS[1], own + leaseRequests)
   count(KEYS[2], prompt + leaseTokens)
   -- The current second is the newest bucket, so appending keeps the order.
-  table.insert(requests.buckets, { now, 1 + leaseRequests })
-  requests.used = requests.used + 1 + leaseRequests
+  table.insert(requests.buckets, { now, own + leaseRequests })
+  requests.used = requests.used + own + leaseRequests
   table.insert(tokens.buckets, { now, prompt + leaseTokens })
   tokens.used = tokens.used + prompt + leaseTokens
 end
@@ -147,6 +156,8 @@ export class RedisRateLimiter implements RateLimiter {
   /** Settles on the first connection or after one command timeout, so calls made right at startup do not fail open needlessly. */
   private readonly started: Promise<void>;
   private readonly accounts = new Map<string, AccountLease>();
+  /** Renewals in flight, awaited by close (a lease installed after close would never be given back). */
+  private readonly renewals = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -170,11 +181,11 @@ export class RedisRateLimiter implements RateLimiter {
     await this.started;
     const account = this.account(accountId);
     const local = account.take(limits, prompt, performance.now());
-    if (local) return local;
+    if (local) return this.renewing(accountId, account, limits, local);
     if (account.inflight) {
       await account.inflight;
       const leased = account.take(limits, prompt, performance.now());
-      if (leased) return leased;
+      if (leased) return this.renewing(accountId, account, limits, leased);
     }
     const now = performance.now();
     const [wantRequests, wantTokens] = account.want(now);
@@ -184,7 +195,7 @@ export class RedisRateLimiter implements RateLimiter {
       const args = [limits.requestsPerMinute, limits.tokensPerMinute, prompt, wantRequests, wantTokens, ...(settlement?.args ?? [0, 0])];
       const decided = this.run(...this.keys(accountId), 'admit', ...args).then((reply) => account.record(reply as AdmitReply, limits, prompt, performance.now()));
       if (wantRequests > 0) account.inflight = flight = decided.then(noop, noop);
-      return await decided;
+      return this.renewing(accountId, account, limits, await decided);
     } catch (error) {
       this.onError(error);
       return {
@@ -212,7 +223,9 @@ export class RedisRateLimiter implements RateLimiter {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
+    for (const account of this.accounts.values()) clearTimeout(account.renewal);
     await this.started;
+    await Promise.all(this.renewals);
     await this.settleDue(true);
     if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis.disconnect());
     else this.redis.disconnect();
@@ -237,6 +250,38 @@ export class RedisRateLimiter implements RateLimiter {
       this.onError(error);
     } finally {
       settlement.done();
+    }
+  }
+
+  /** Passes `decision` through, first setting the timer that renews a leasing account's lease next second. */
+  private renewing(accountId: string, account: AccountLease, limits: RateLimits, decision: RateDecision): RateDecision {
+    if (account.renewal || this.closed) return decision;
+    const now = performance.now();
+    if (account.want(now)[0] === 0) return decision;
+    account.renewal = setTimeout(() => {
+      account.renewal = undefined;
+      const renewal = this.renew(accountId, account, limits).finally(() => this.renewals.delete(renewal));
+      this.renewals.add(renewal);
+    }, Math.max(0, account.nextSecondAt - now + RENEW_AFTER_MS));
+    account.renewal.unref();
+    return decision;
+  }
+
+  /** The next second's lease, asked for without a request of its own; skipped if one is held or being asked for. */
+  private async renew(accountId: string, account: AccountLease, limits: RateLimits): Promise<void> {
+    const now = performance.now();
+    if (this.closed || account.inflight || account.leased(now)) return;
+    const [wantRequests, wantTokens] = account.want(now);
+    if (wantRequests === 0) return;
+    const settlement = account.settle(now, true);
+    const call = this.run(...this.keys(accountId), 'lease', limits.requestsPerMinute, limits.tokensPerMinute, 0, wantRequests, wantTokens, ...(settlement?.args ?? [0, 0]));
+    const flight = call.then((reply) => void account.record(reply as AdmitReply, limits, 0, performance.now(), false)).catch((error: unknown) => this.onError(error));
+    account.inflight = flight;
+    try {
+      await flight;
+    } finally {
+      settlement?.done();
+      if (account.inflight === flight) account.inflight = undefined;
     }
   }
 

@@ -28,12 +28,27 @@ async function hashSum(client: Redis, key: string): Promise<number> {
   return Object.values(await client.hgetall(key)).reduce((sum, value) => sum + Number(value), 0);
 }
 
-/** Runs `body` and counts the script calls it made on keys under `prefix`, by mode ('admit' or 'settle'). */
-async function scriptCalls<T>(prefix: string, body: () => Promise<T>): Promise<[T, { admit: number; settle: number }]> {
+/** Runs `body` and counts the script calls it made on keys under `prefix`, by mode ('admit', 'lease' or 'settle'). */
+async function scriptCalls<T>(prefix: string, body: () => Promise<T>): Promise<[T, { admit: number; settle: number; lease?: number }]> {
   const [result, commands] = await commandsDuring(prefix, body);
-  const calls = { admit: 0, settle: 0 };
-  for (const args of commands) if (/^eval/i.test(args[0] ?? '') && args[3]?.startsWith(prefix)) calls[args[5] === 'admit' ? 'admit' : 'settle']++;
+  const calls: { admit: number; settle: number; lease?: number } = { admit: 0, settle: 0 };
+  for (const args of commands) {
+    if (!/^eval/i.test(args[0] ?? '') || !args[3]?.startsWith(prefix)) continue;
+    if (args[5] === 'lease') calls.lease = (calls.lease ?? 0) + 1;
+    else calls[args[5] === 'admit' ? 'admit' : 'settle']++;
+  }
   return [result, calls];
+}
+
+/** Waits until the Redis clock is between `from` and `to` ms into a second. */
+async function redisMsBetween(from: number, to: number): Promise<void> {
+  await withRedis(async (client) => {
+    for (;;) {
+      const ms = Number((await client.time())[1]) / 1000;
+      if (ms >= from && ms <= to) return;
+      await sleep(ms < from ? Math.max(1, (from - ms) / 2) : 5);
+    }
+  });
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -174,10 +189,13 @@ describe('Redis rate limiter', () => {
     it('does not lease for an account with one request a second', async () => {
       const prefix = newPrefix();
       const l = limiter(prefix);
+      // Early in a Redis second: the next second's renewal (two requests in this one) comes after the count.
+      await redisMsBetween(0, 300);
       const [, calls] = await scriptCalls(prefix, async () => {
         for (let i = 0; i < 2; i++) await l.admit('calm', big, 10);
       });
       expect(calls).toEqual({ admit: 2, settle: 0 });
+      await l.close();
       await withRedis(async (client) => expect(await hashSum(client, `${prefix}rl:{calm}:req`)).toBe(2));
     });
 
@@ -185,14 +203,33 @@ describe('Redis rate limiter', () => {
       const prefix = newPrefix();
       const l = limiter(prefix);
       // Start early in a Redis second, so that the run (a few ms) does not cross into the next one.
-      await withRedis(async (client) => {
-        while (Number((await client.time())[1]) > 300_000) await sleep(10);
-      });
+      await redisMsBetween(0, 300);
       const [, calls] = await scriptCalls(prefix, async () => {
         for (let i = 0; i < 8; i++) await l.admit('steady', big, 10);
       });
       // Two admissions through Redis; the third asks for a lease of 8, and the next five come out of it.
       expect(calls.admit).toBe(3);
+    });
+
+    it('renews a leasing account\'s lease as each second begins: a client at five requests a second waits for Redis only while its rate is unknown', async () => {
+      const prefix = newPrefix();
+      const l = limiter(prefix);
+      // Admissions 200 ms apart, 100 ms away from every second's start (a renewal is sent just after it).
+      await redisMsBetween(100, 140);
+      const [, calls] = await scriptCalls(prefix, async () => {
+        for (let i = 0; i < 15; i++) {
+          await l.admit('chat', big, 10);
+          if (i < 14) await sleep(200);
+        }
+      });
+      // The first two go to Redis, the third asks for a lease; the next two seconds' leases come from renewals.
+      expect(calls.admit).toBe(3);
+      expect(calls.lease).toBeGreaterThanOrEqual(2);
+      await l.close();
+      await withRedis(async (client) => {
+        expect(await hashSum(client, `${prefix}rl:{chat}:req`)).toBe(15);
+        expect(await hashSum(client, `${prefix}rl:{chat}:tok`)).toBe(150);
+      });
     });
 
     it('stops using a lease when its Redis second ends and gives back what is unused', async () => {
@@ -209,8 +246,8 @@ describe('Redis rate limiter', () => {
         expect(await hashSum(client, key)).toBeGreaterThan(admitted);
         const leasedIn = Math.max(...Object.keys(await client.hgetall(key)).map(Number));
         while (Number((await client.time())[0]) <= leasedIn) await sleep(5);
-        const [decision, calls] = await scriptCalls(prefix, () => l.admit('a', big, 1));
-        expect(calls.admit).toBe(1);
+        // Into the next second: this admission comes from Redis, or from the lease renewed as that second began.
+        const decision = await l.admit('a', big, 1);
         expect(decision.requests.remaining).toBe(100_000 - admitted - 1);
         const buckets = await client.hgetall(key);
         const upToLease = Object.entries(buckets).filter(([second]) => Number(second) <= leasedIn);
