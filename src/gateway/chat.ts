@@ -8,7 +8,7 @@ import { usdNumber } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
 import type { ChatCompletion, ChatRequest } from '../providers/types.js';
 import { countPromptTokens } from '../tokens/index.js';
-import { completionText, completionTokensOf, finish, settleOrFail, type ChatContext, type GatewayDeps } from './context.js';
+import { completionText, completionTokensOf, finish, settleOrFail, upstreamCount, type ChatContext, type GatewayDeps } from './context.js';
 import { rateLimitHeaders } from './headers.js';
 import { relayStream } from './relay.js';
 import { validateChatRequest } from './schema.js';
@@ -127,8 +127,8 @@ async function answer({ input, key, body, model, fallbacks, started }: Authentic
   answeredBy(context, route, headers);
 
   // 5. Settle at the actual usage (durable before the response leaves), then 6. emit.
-  const usedPrompt = completion.usage?.prompt_tokens ?? promptTokens;
-  const usedCompletion = completion.usage?.completion_tokens ?? completionTokensOf(completion);
+  const usedPrompt = upstreamCount(completion.usage?.prompt_tokens) ?? promptTokens;
+  const usedCompletion = upstreamCount(completion.usage?.completion_tokens) ?? completionTokensOf(completion);
   const settlement = await settleOrFail(context, usedPrompt, usedCompletion);
   completion.model = context.model.id;
   completion.usage = {

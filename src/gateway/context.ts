@@ -41,6 +41,15 @@ export interface ChatContext {
   log(fields: Record<string, unknown>): void;
 }
 
+/**
+ * A token count from an upstream's usage, if it is one: a non-negative safe integer. Anything else (a fraction, a
+ * string, a negative or enormous number) is ignored and tollgate counts instead: such a value cannot be priced
+ * (BigInt throws) nor stored, and a settlement that fails after the answer would leave its hold unreleased.
+ */
+export function upstreamCount(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+}
+
 /** Completion tokens of an answer whose upstream reported no usage. */
 export function completionTokensOf(completion: ChatCompletion): number {
   let tokens = 0;

@@ -9,7 +9,7 @@ import { MAX_ANSWER_BYTES, tooLarge } from '../providers/body.js';
 import type { ChatCompletionChunk, ChatRequest, Usage } from '../providers/types.js';
 import { countTextTokens } from '../tokens/index.js';
 import { llmEvent } from '../events/index.js';
-import { finish, requestData, settleOrFail, type ChatContext } from './context.js';
+import { finish, requestData, settleOrFail, upstreamCount, type ChatContext } from './context.js';
 import { toGatewayError } from './upstream-errors.js';
 
 export async function* relayStream(
@@ -88,8 +88,8 @@ export async function* relayStream(
     }
     if (signal.aborted) return;
 
-    const promptTokens = upstreamUsage?.prompt_tokens ?? context.promptTokens;
-    const completionTokens = upstreamUsage?.completion_tokens ?? deliveredTokens();
+    const promptTokens = upstreamCount(upstreamUsage?.prompt_tokens) ?? context.promptTokens;
+    const completionTokens = upstreamCount(upstreamUsage?.completion_tokens) ?? deliveredTokens();
     let chargedNano: bigint;
     try {
       chargedNano = await settle(promptTokens, completionTokens);
