@@ -119,16 +119,19 @@ async function answer({ input, key, body, model, fallbacks, started }: Authentic
   }
 
   let completion: ChatCompletion;
+  let usedPrompt: number;
+  let usedCompletion: number;
   try {
     completion = await deps.router.complete(route, call);
+    // Counted here too: whatever fails before the settlement releases the hold (a 502, not a hold left open).
+    usedPrompt = upstreamCount(completion.usage?.prompt_tokens) ?? promptTokens;
+    usedCompletion = upstreamCount(completion.usage?.completion_tokens) ?? completionTokensOf(completion);
   } catch (error) {
     throw fail(answeredBy(context, route, headers), error, input.signal);
   }
   answeredBy(context, route, headers);
 
   // 5. Settle at the actual usage (durable before the response leaves), then 6. emit.
-  const usedPrompt = upstreamCount(completion.usage?.prompt_tokens) ?? promptTokens;
-  const usedCompletion = upstreamCount(completion.usage?.completion_tokens) ?? completionTokensOf(completion);
   const settlement = await settleOrFail(context, usedPrompt, usedCompletion);
   completion.model = context.model.id;
   completion.usage = {

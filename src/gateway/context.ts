@@ -50,12 +50,14 @@ export function upstreamCount(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 }
 
+const textOf = (value: unknown): string => (typeof value === 'string' ? value : '');
+
 /** Completion tokens of an answer whose upstream reported no usage. */
 export function completionTokensOf(completion: ChatCompletion): number {
   let tokens = 0;
   for (const choice of completion.choices) {
     if (typeof choice.message.content === 'string') tokens += countTextTokens(choice.message.content);
-    for (const call of choice.message.tool_calls ?? []) tokens += countTextTokens(call.function.name + call.function.arguments);
+    for (const { function: fn } of choice.message.tool_calls ?? []) tokens += countTextTokens(textOf(fn.name) + textOf(fn.arguments));
   }
   return tokens;
 }

@@ -92,7 +92,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     }
     const completion = json as Partial<ChatCompletion> | null;
     if (completion && typeof completion === 'object' && 'error' in completion) throw inBandError(id, completion);
-    if (!Array.isArray(completion?.choices)) {
+    if (!Array.isArray(completion?.choices) || !completion.choices.every(isChoice)) {
       throw new UpstreamError(id, 'protocol', `${id} answered with JSON that is not a chat completion`);
     }
     return completion as ChatCompletion;
@@ -130,4 +130,13 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
   }
 
   return { id, complete, stream, probe, close: () => pool.close() };
+}
+
+/** A choice the gateway can meter and relay: a message object, and tool calls (if any) that are function calls. */
+function isChoice(choice: unknown): boolean {
+  const message = (choice as { message?: unknown } | null)?.message;
+  if (!message || typeof message !== 'object') return false;
+  const calls = (message as { tool_calls?: unknown }).tool_calls;
+  if (calls === undefined || calls === null) return true;
+  return Array.isArray(calls) && calls.every((call) => !!call && typeof call === 'object' && !!call.function && typeof call.function === 'object');
 }

@@ -1,9 +1,15 @@
 /**
+ * Answers tollgate cannot take as they are.
+ *
  * An upstream whose usage block is not token counts (a fraction, a string, a negative or enormous number): the
  * request is answered and charged on tollgate's own count, exactly as when the upstream reports no usage, and the
  * account is left as it should be (no hold left open, balance = grant - what the clients were told). Before, such a
  * request was a 503 after the upstream had answered, and its hold stayed open: three of them and a new account's
  * next request was refused for insufficient credits.
+ *
+ * A chat completion whose choices are not messages (no message, a null one, tool calls that are not function
+ * calls): a 502 naming the provider, not charged, its hold released. Before, a 500 after the upstream had answered,
+ * with the hold left open.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../support/databases.js';
@@ -34,7 +40,7 @@ function streamBody(usage: unknown): string {
   );
 }
 
-describe.each(DIALECTS)('usage an upstream gets wrong, on %s', (dialect) => {
+describe.each(DIALECTS)('answers an upstream gets wrong, on %s', (dialect) => {
   let gw: TestGateway;
   let mock: MockOpenAI;
   let model: string;
@@ -49,6 +55,11 @@ describe.each(DIALECTS)('usage an upstream gets wrong, on %s', (dialect) => {
     await gw?.close();
     await mock?.close();
   });
+
+  async function reservationsOpen(): Promise<string | undefined> {
+    const metrics = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+    return /^tollgate_reservations_open(?:\{[^}]*\})? (\S+)$/m.exec(metrics)?.[1];
+  }
 
   /** One request answered by the upstream with `usage` (undefined: none); its status, usage and reported cost. */
   async function ask(key: string, stream: boolean, usage: unknown): Promise<{ status: number; usage: any; body: string }> {
@@ -91,9 +102,45 @@ describe.each(DIALECTS)('usage an upstream gets wrong, on %s', (dialect) => {
     }
     const after = await gw.admin('GET', `/admin/accounts/${account.id}`);
     expect(nano(after.body.balance.credits)).toBe(start - told);
-    const metrics = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
-    expect(/^tollgate_reservations_open(?:\{[^}]*\})? (\S+)$/m.exec(metrics)?.[1]).toBe('0');
+    expect(await reservationsOpen()).toBe('0');
     const credits = (await (await fetch(`${gw.baseURL}/credits`, { headers: { authorization: `Bearer ${account.key}` } })).json()) as any;
     expect(credits.usage.daily.requests).toBe(2 * (1 + 2 * BAD_COUNTS.length));
+  });
+
+  it('a completion whose choices are not messages is a 502, not charged, and its hold is released', async () => {
+    const account = await gw.account();
+    const start = nano((await gw.admin('GET', `/admin/accounts/${account.id}`)).body.balance.credits);
+    let told = 0n;
+    const malformed = [
+      [{ index: 0, finish_reason: 'stop' }],
+      [{ index: 0, message: null }],
+      [null],
+      [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{}] } }],
+      [{ index: 0, message: { role: 'assistant', content: 'ok', tool_calls: 'x' } }],
+    ];
+    try {
+      for (const choices of malformed) {
+        // Every attempt (the router retries a protocol error) gets the same answer.
+        mock.setBehavior({ kind: 'raw', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'x', object: 'chat.completion', created: 1, model: 'm', choices }) });
+        const res = await fetch(`${gw.baseURL}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello.' }] }),
+        });
+        const body = (await res.json()) as any;
+        expect(res.status, JSON.stringify(choices)).toBe(502);
+        expect(body.error.code).toBe('upstream_error');
+        expect(body.error.message).toMatch(/not a chat completion/);
+        expect(await reservationsOpen()).toBe('0');
+        // The account goes on being served (and the success closes the deployment's failure count again).
+        const next = await ask(account.key, false, undefined);
+        expect(next.status).toBe(200);
+        told += nano(next.usage.cost);
+      }
+    } finally {
+      mock.setBehavior({ kind: 'ok' });
+    }
+    // Only the good answers were charged.
+    expect(nano((await gw.admin('GET', `/admin/accounts/${account.id}`)).body.balance.credits)).toBe(start - told);
   });
 });
