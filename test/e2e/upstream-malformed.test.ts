@@ -143,4 +143,34 @@ describe.each(DIALECTS)('answers an upstream gets wrong, on %s', (dialect) => {
     // Only the good answers were charged.
     expect(nano((await gw.admin('GET', `/admin/accounts/${account.id}`)).body.balance.credits)).toBe(start - told);
   });
+
+  it('a stream choice without a delta (as some servers finish) is an empty delta; a choice that is not one ends the stream with an error event', async () => {
+    const account = await gw.account();
+    const chunk = (fields: object) => `data: ${JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1, model: 'm', ...fields })}\n\n`;
+    const hello = chunk({ choices: [{ index: 0, delta: { role: 'assistant', content: 'hello' }, finish_reason: null }] });
+    const stream = async (body: string) => {
+      mock.enqueue({ kind: 'raw', headers: { 'content-type': 'text/event-stream' }, body });
+      const res = await fetch(`${gw.baseURL}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: 'Say hello.' }] }),
+      });
+      expect(res.status).toBe(200);
+      return (await res.text()).split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+    };
+
+    const finished = await stream(hello + chunk({ choices: [{ index: 0, finish_reason: 'stop' }] }) + 'data: [DONE]\n\n');
+    expect(finished.at(-1)).toBe('[DONE]');
+    expect(JSON.parse(finished.at(-2)!).choices[0]).toMatchObject({ delta: {}, finish_reason: 'stop' });
+
+    for (const choices of [[null], [{ index: 0, delta: 'x' }], [{ index: 0, delta: { tool_calls: 5 } }]]) {
+      const events = await stream(hello + chunk({ choices }) + 'data: [DONE]\n\n');
+      expect(events).not.toContain('[DONE]');
+      expect(JSON.parse(events[0]!).choices[0].delta.content).toBe('hello');
+      const last = JSON.parse(events.at(-1)!);
+      expect(last.error.code).toBe('upstream_error');
+      expect(last.error.message).toMatch(/not deltas/);
+      expect(await reservationsOpen()).toBe('0');
+    }
+  });
 });
