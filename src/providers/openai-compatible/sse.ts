@@ -46,21 +46,18 @@ export function parseStreamEvent(provider: string, event: EventSourceMessage): C
     throw new UpstreamError(provider, 'protocol', `${provider} sent a stream chunk without a choices array`);
   }
   for (const choice of chunk.choices as unknown[]) {
+    // Some servers leave `delta` out of the finishing chunk.
+    if (typeof choice === 'object' && choice !== null) (choice as { delta?: unknown }).delta ??= {};
     if (!isDeltaChoice(choice)) throw new UpstreamError(provider, 'protocol', `${provider} sent a stream chunk whose choices are not deltas`);
   }
   return chunk as ChatCompletionChunk;
 }
 
-/**
- * A choice of a stream chunk the relay can read: an object whose `delta` is an object (filled in as `{}` when a
- * server leaves it out of a finishing chunk) and whose tool calls, if any, are a list of objects.
- */
+/** A choice of a stream chunk the relay can read: a `delta` object, and tool calls (if any) that are a list of objects. */
 function isDeltaChoice(choice: unknown): boolean {
-  if (typeof choice !== 'object' || choice === null) return false;
-  const entry = choice as { delta?: unknown };
-  if (entry.delta === undefined || entry.delta === null) entry.delta = {};
-  if (typeof entry.delta !== 'object') return false;
-  const calls = (entry.delta as { tool_calls?: unknown }).tool_calls;
+  const delta = (choice as { delta?: unknown } | null)?.delta;
+  if (typeof delta !== 'object' || delta === null) return false;
+  const calls = (delta as { tool_calls?: unknown }).tool_calls;
   return calls === undefined || calls === null || (Array.isArray(calls) && calls.every((call) => typeof call === 'object' && call !== null));
 }
 
