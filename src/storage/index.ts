@@ -10,7 +10,7 @@ import { KeyStore } from './keys.js';
 import { LedgerStore } from './ledger.js';
 import { PgWriter } from './pg-writer.js';
 import { MetaStore } from './meta.js';
-import { SqliteCheckpointer } from './sqlite-checkpointer.js';
+import { SqliteCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { migrateToLatest, pendingMigrations } from './migrate.js';
 import { UsageStore } from './usage.js';
@@ -80,6 +80,7 @@ export interface OpenOptions extends ConnectOptions {
 export async function openStorage(options: OpenOptions): Promise<Storage> {
   const { db, dialect, sqlite, pool } = connect(options);
   const checkpointer = sqlite && new SqliteCheckpointer(sqlite.name, options.onCheckpointError);
+  sqlite?.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
   try {
     if (options.migrate !== false) await migrateToLatest(db);
   } catch (error) {

@@ -4,15 +4,29 @@
  * With `synchronous = NORMAL` a commit only appends to the WAL; the fsync comes with the checkpoint, which
  * SQLite runs inside the commit that crosses 1,000 WAL pages: about 8 ms (4 MB flushed to disk) on the main
  * thread, for every request in flight. Here a second connection, in a worker, runs a PASSIVE checkpoint (it never
- * blocks the writer) at most every CHECKPOINT_MS while commits come in, so each flush is small and off the
- * event loop. The writer's own automatic checkpoint stays on as the fallback if the worker is gone or behind.
- * The worker sleeps in `Atomics.wait` until told of a commit: an idle gateway costs no wake-ups.
+ * blocks the writer) CHECKPOINT_MS after a commit, so each flush is small and off the event loop. The worker
+ * sleeps in `Atomics.wait` until told of a commit: an idle gateway costs no wake-ups.
+ *
+ * The WAL is restarted only once per RESTART_COMMITS commits. The first commit after a checkpoint that caught up
+ * with the whole WAL restarts it, and SQLite fsyncs the new header inside that commit, on the event loop (0.2-1 ms
+ * here): with a checkpoint 10 ms after any commit, that was every commit of a gateway whose requests come more
+ * than 10 ms apart, and ~25 commits a second under load (docs/performance.md). A third connection holds a read
+ * transaction begun just before each checkpoint: a writer cannot restart the WAL while a reader uses it, and the
+ * checkpoint still copies everything up to that reader's snapshot. The worker lets go of it once
+ * RESTART_COMMITS commits have been written since the last restart, until the WAL has been restarted.
  */
+import type { closeSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
 /** Measured here: 10 ms kept p99 at one connection near its no-checkpoint floor; 50 ms did not (docs/performance.md). */
 export const CHECKPOINT_MS = 10;
+/** Commits between WAL restarts (each one fsync on the event loop), at most about this many pages each. */
+export const RESTART_COMMITS = 100;
+/** After this long without a commit the worker ends its read transaction (no reader holds the WAL while idle). */
+export const IDLE_RELEASE_MS = 1_000;
+/** The writer's own `wal_autocheckpoint` (SQLite's default is 1,000 pages): far above what the worker lets the WAL reach. */
+export const WRITER_AUTOCHECKPOINT_PAGES = 10_000;
 
 /** Slots of the shared Int32Array (checkpointLoop names them again: it cannot see this scope). */
 const WRITTEN = 0;
@@ -24,28 +38,73 @@ interface WorkerData {
   /** better-sqlite3, resolved by the main thread (the worker runs from a string and has no module path). */
   driver: string;
   intervalMs: number;
+  restartCommits: number;
+  idleMs: number;
   flags: Int32Array;
+}
+
+interface Connection {
+  pragma(source: string): unknown;
+  prepare(source: string): { run(): unknown; get(): unknown };
+  readonly inTransaction: boolean;
+  close(): void;
 }
 
 /** Runs in the worker, from its source text: it must not use anything from this module's scope. */
 function checkpointLoop(data: WorkerData, load: (id: string) => unknown): void {
-  const { flags, intervalMs } = data;
+  const { flags, intervalMs, restartCommits, idleMs } = data;
   const [written, stop, done] = [0, 1, 2];
-  const Database = load(data.driver) as new (file: string) => { pragma(source: string): unknown; close(): void };
+  const fs = load('node:fs') as { openSync: typeof openSync; readSync: typeof readSync; closeSync: typeof closeSync };
+  const Database = load(data.driver) as new (file: string) => Connection;
   const db = new Database(data.file);
   db.pragma('busy_timeout = 0');
+  const reader = new Database(data.file);
+  const [begin, read, end] = ['BEGIN', 'SELECT 1 FROM sqlite_schema LIMIT 1', 'COMMIT'].map((sql) => reader.prepare(sql));
+  const hold = () => {
+    begin!.run();
+    read!.get();
+  };
+  const release = () => {
+    if (reader.inTransaction) end!.run();
+  };
+  // The WAL header's checkpoint sequence number, which each restart increments (undefined if unreadable).
+  const header = Buffer.alloc(32);
+  const restarts = (): number | undefined => {
+    try {
+      const fd = fs.openSync(`${data.file}-wal`, 'r');
+      try {
+        return fs.readSync(fd, header, 0, 32, 0) === 32 ? header.readUInt32BE(12) : undefined;
+      } finally {
+        fs.closeSync(fd);
+      }
+    } catch {
+      return undefined;
+    }
+  };
+  let lastRestart: number | undefined;
+  let sinceRestart = 0;
   while (Atomics.load(flags, stop) === 0) {
-    Atomics.wait(flags, written, 0);
+    // Idle for a while: let go of the WAL, so that the next commit may restart it.
+    if (Atomics.wait(flags, written, 0, idleMs) === 'timed-out') {
+      release();
+      Atomics.wait(flags, written, 0);
+    }
     // Gather the commits of one interval; a stop request wakes this wait early.
     Atomics.wait(flags, stop, 0, intervalMs);
-    Atomics.store(flags, written, 0);
+    const restart = restarts();
+    if (restart !== lastRestart) [lastRestart, sinceRestart] = [restart, 0];
+    sinceRestart += Atomics.exchange(flags, written, 0);
     try {
+      release();
+      if (sinceRestart < restartCommits) hold();
       db.pragma('wal_checkpoint(PASSIVE)');
       Atomics.add(flags, done, 1);
     } catch {
       // Busy or failing: the next commit asks again, and the writer's automatic checkpoint is still there.
     }
   }
+  release();
+  reader.close();
   db.close();
 }
 
@@ -58,13 +117,14 @@ export class SqliteCheckpointer {
   constructor(
     private readonly file: string,
     private readonly onError: (error: unknown) => void = () => {},
+    private readonly policy = { intervalMs: CHECKPOINT_MS, restartCommits: RESTART_COMMITS, idleMs: IDLE_RELEASE_MS },
   ) {}
 
-  /** Called after each commit: wakes the worker (started on the first call) unless it is already due to run. */
+  /** Called after each commit: counts it, and wakes the worker (started on the first call) unless it is already due to run. */
   written(): void {
     if (this.stopped) return;
     if (!this.worker) this.worker = this.startWorker();
-    if (Atomics.compareExchange(this.flags, WRITTEN, 0, 1) === 0) Atomics.notify(this.flags, WRITTEN);
+    if (Atomics.add(this.flags, WRITTEN, 1) === 0) Atomics.notify(this.flags, WRITTEN);
   }
 
   /** Checkpoints the worker has run so far. */
@@ -89,7 +149,7 @@ export class SqliteCheckpointer {
     const data: WorkerData = {
       file: this.file,
       driver: createRequire(import.meta.url).resolve('better-sqlite3'),
-      intervalMs: CHECKPOINT_MS,
+      ...this.policy,
       flags: this.flags,
     };
     const source = `const { workerData } = require('node:worker_threads');\n(${checkpointLoop.toString()})(workerData, require);`;
