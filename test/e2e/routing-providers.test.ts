@@ -4,13 +4,13 @@
  */
 import { APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { defaultConfig } from '../../src/config/index.js';
 import { DEFAULT_MODELS } from '../../src/config/default-catalog.js';
 import type { ChatRequest } from '../../src/providers/types.js';
 import { countPromptTokens, countTextTokens } from '../../src/tokens/index.js';
-import { startGateway, type TestGateway } from '../support/gateway.js';
-import { ANTHROPIC_TEXT, startMockAnthropic, type MockAnthropic } from '../support/mock-anthropic.js';
-import { GEMINI_TEXT, startMockGemini, type MockGemini } from '../support/mock-gemini.js';
+import type { TestGateway } from '../support/gateway.js';
+import { ANTHROPIC_TEXT, type MockAnthropic } from '../support/mock-anthropic.js';
+import { GEMINI_TEXT, type MockGemini } from '../support/mock-gemini.js';
+import { startWithNativeProviders, type NativeProviders } from '../support/native-providers.js';
 
 const CLAUDE = 'claude-haiku-5-5';
 const GEMINI = 'gemini-3.5-flash-lite';
@@ -35,19 +35,13 @@ async function apiError(promise: Promise<unknown>): Promise<APIError> {
 }
 const user = (text = 'Hello?') => [{ role: 'user' as const, content: text }];
 
+let providers: NativeProviders | undefined;
 beforeAll(async () => {
-  anthropic = await startMockAnthropic({ apiKey: 'sk-ant-e2e' });
-  gemini = await startMockGemini({ apiKey: 'gm-e2e' });
-  gw = await startGateway({
-    env: { ANTHROPIC_API_KEY: 'sk-ant-e2e', ANTHROPIC_BASE_URL: anthropic.url, GEMINI_API_KEY: 'gm-e2e', GEMINI_BASE_URL: gemini.url },
-    // Error mapping is under test here: no circuit opens, retries come quickly.
-    overrides: { routing: { ...defaultConfig().routing, backoff_ms: 5, breaker_failures: 1_000 } },
-  });
+  providers = await startWithNativeProviders();
+  ({ gw, anthropic, gemini } = providers);
 });
 afterAll(async () => {
-  await gw?.close();
-  await anthropic?.close();
-  await gemini?.close();
+  await providers?.close();
 });
 beforeEach(() => {
   anthropic.setBehavior({ kind: 'ok' });

@@ -26,7 +26,9 @@ export type AnthropicBehavior =
   | { kind: 'cut'; afterDeltas?: number }
   | { kind: 'malformed'; afterDeltas?: number }
   | { kind: 'stream-error'; afterDeltas?: number; type?: string; message?: string }
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /** Sends exactly this response (an answer the API would never give, to see what tollgate makes of it). */
+  | { kind: 'raw'; status?: number; headers?: Record<string, string>; body: string };
 
 export interface MockAnthropic {
   /** Base URL ending in `/v1`. */
@@ -168,6 +170,7 @@ function answer(b: Extract<AnthropicBehavior, { kind: 'ok' }>, request: any) {
 
 async function serve(b: AnthropicBehavior, request: any, res: ServerResponse, record: RecordedRequest): Promise<void> {
   if (b.kind === 'hang') return;
+  if (b.kind === 'raw') return void res.writeHead(b.status ?? 200, b.headers ?? { 'content-type': 'application/json' }).end(b.body);
   if (b.kind === 'error') return error(res, b.status, b.message ?? `Mock error ${b.status}`, b.type);
   if (b.kind === 'ok' && b.latencyMs) await sleep(b.latencyMs);
   const ok = b.kind === 'ok' ? b : { kind: 'ok' as const, text: Array.from({ length: 10 }, (_, i) => `part${i} `).join('') };

@@ -26,7 +26,9 @@ export type GeminiBehavior =
   | { kind: 'malformed'; afterChunks?: number }
   /** An error object as an SSE event mid-stream (what Google sends when a stream fails after its 200). */
   | { kind: 'stream-error'; afterChunks?: number; status?: number; message?: string }
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /** Sends exactly this response (an answer the API would never give, to see what tollgate makes of it). */
+  | { kind: 'raw'; status?: number; headers?: Record<string, string>; body: string };
 
 export interface MockGemini {
   /** Base URL ending in `/v1beta`. */
@@ -152,6 +154,7 @@ export function checkSignatures(body: any, model: string, issued: ReadonlySet<st
 
 async function serve(b: GeminiBehavior, request: any, model: string, streaming: boolean, res: ServerResponse, record: RecordedRequest, signatures: Set<string>): Promise<void> {
   if (b.kind === 'hang') return;
+  if (b.kind === 'raw') return void res.writeHead(b.status ?? 200, b.headers ?? { 'content-type': 'application/json' }).end(b.body);
   if (b.kind === 'error') return error(res, b.status, b.message ?? `Mock error ${b.status}`);
   if (b.kind === 'ok' && b.latencyMs) await sleep(b.latencyMs);
   const ok = b.kind === 'ok' ? b : { kind: 'ok' as const, text: Array.from({ length: 10 }, (_, i) => `part${i} `).join('') };

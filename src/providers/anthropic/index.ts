@@ -45,7 +45,8 @@ export function createAnthropicProvider(options: AnthropicOptions): AnthropicPro
     }
     if (!translator.finished) throw new UpstreamError(id, 'protocol', `${id} stream ended early`);
     // The answer was complete (message_delta said why it stopped) but message_stop never came: usage is known.
-    yield translator.usageChunk();
+    const usage = translator.usageChunk();
+    if (usage) yield usage;
   }
 
   return {

@@ -56,18 +56,38 @@ function finishReason(stop: string | null | undefined, jsonTool: boolean): Finis
   return FINISH[stop] ?? 'stop';
 }
 
-export function toUsage(usage: AnthropicUsage | undefined): Usage {
+/**
+ * Usage as OpenAI counts it, or undefined when Anthropic did not report both counts (the gateway then counts
+ * itself rather than charge an answer as zero tokens). Counts that are not numbers are passed on for the gateway
+ * to refuse.
+ */
+export function toUsage(usage: AnthropicUsage | undefined): Usage | undefined {
+  if (!isObject(usage) || usage.input_tokens === undefined || usage.output_tokens === undefined) return undefined;
   // Cached prompt tokens are prompt tokens too: Anthropic reports them apart from input_tokens.
-  const cached = (usage?.cache_creation_input_tokens ?? 0) + (usage?.cache_read_input_tokens ?? 0);
-  const prompt = (usage?.input_tokens ?? 0) + cached;
-  const completion = usage?.output_tokens ?? 0;
+  const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+  const prompt = usage.input_tokens + cached;
+  const completion = usage.output_tokens;
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+const isObject = (value: unknown): value is Record<string, any> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isString = (value: unknown): value is string => typeof value === 'string';
+
+/** A content block tollgate can read: text with a string text (or none), tool_use with its id and name; other types are skipped. */
+function isBlock(block: unknown): block is AnthropicBlock {
+  if (!isObject(block) || !isString(block.type)) return false;
+  if (block.type === 'text') return block.text === undefined || isString(block.text);
+  if (block.type === 'tool_use') return isString(block.id) && isString(block.name);
+  return true;
 }
 
 export function fromAnthropicMessage(provider: string, json: unknown, jsonTool: boolean): ChatCompletion {
   const message = json as AnthropicMessage | null;
   if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
     throw new UpstreamError(provider, 'protocol', `${provider} answered with JSON that is not a message`);
+  }
+  if (!message.content.every(isBlock)) {
+    throw new UpstreamError(provider, 'protocol', `${provider} answered with a message whose content blocks are malformed`);
   }
   let text = '';
   const toolCalls: ToolCall[] = [];
@@ -76,7 +96,7 @@ export function fromAnthropicMessage(provider: string, json: unknown, jsonTool: 
     else if (block.type === 'tool_use') {
       const args = JSON.stringify(block.input ?? {});
       if (jsonTool && block.name === JSON_TOOL) text += args;
-      else toolCalls.push({ id: block.id ?? '', type: 'function', function: { name: block.name ?? '', arguments: args } });
+      else toolCalls.push({ id: block.id!, type: 'function', function: { name: block.name!, arguments: args } });
     }
   }
   return {
@@ -92,9 +112,11 @@ export function fromAnthropicMessage(provider: string, json: unknown, jsonTool: 
         finish_reason: finishReason(message.stop_reason, jsonTool),
       },
     ],
-    usage: toUsage(message.usage),
+    ...withUsage(toUsage(message.usage)),
   };
 }
+
+const withUsage = (usage: Usage | undefined) => (usage ? { usage } : {});
 
 /** An `error` event (or an error body): the status its type stands for, so routing and mapping treat it alike. */
 export function anthropicError(provider: string, json: unknown): UpstreamError {
@@ -124,20 +146,26 @@ export class StreamTranslator {
   ) {}
 
   translate(type: string, data: string): ChatCompletionChunk | null {
-    let event: Record<string, any>;
+    let event: unknown;
     try {
       event = JSON.parse(data);
     } catch (cause) {
       throw new UpstreamError(this.provider, 'protocol', `${this.provider} sent a malformed stream event: ${data.slice(0, 200)}`, { cause });
     }
+    if (!isObject(event)) throw this.malformed(data);
+    return this.translateEvent(type, event, data);
+  }
+
+  private translateEvent(type: string, event: Record<string, any>, data: string): ChatCompletionChunk | null {
     switch (event.type ?? type) {
       case 'message_start':
         this.id = event.message?.id ?? '';
         this.model = event.message?.model ?? '';
-        Object.assign(this.usage, event.message?.usage);
+        Object.assign(this.usage, isObject(event.message?.usage) ? event.message.usage : {});
         return this.chunk({ role: 'assistant', content: '' });
       case 'content_block_start': {
-        const block = event.content_block ?? {};
+        const block: unknown = event.content_block ?? {};
+        if (!isBlock(block)) throw this.malformed(data);
         if (block.type === 'text' && block.text) return this.chunk({ content: block.text });
         if (block.type !== 'tool_use') return null;
         if (this.jsonTool && block.name === JSON_TOOL) {
@@ -149,16 +177,21 @@ export class StreamTranslator {
         return this.chunk({ tool_calls: [{ index, id: block.id, type: 'function', function: { name: block.name, arguments: '' } }] });
       }
       case 'content_block_delta': {
-        const delta = event.delta ?? {};
-        if (delta.type === 'text_delta') return this.chunk({ content: delta.text ?? '' });
+        const delta: unknown = event.delta ?? {};
+        if (!isObject(delta)) throw this.malformed(data);
+        if (delta.type === 'text_delta') {
+          if (!isString(delta.text)) throw this.malformed(data);
+          return this.chunk({ content: delta.text });
+        }
         if (delta.type !== 'input_json_delta') return null; // thinking and signature deltas stay upstream
+        if (!isString(delta.partial_json)) throw this.malformed(data);
         const index = this.tools.get(event.index);
         if (index === undefined) return null;
-        if (index === -1) return this.chunk({ content: delta.partial_json ?? '' });
-        return this.chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json ?? '' } }] });
+        if (index === -1) return this.chunk({ content: delta.partial_json });
+        return this.chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] });
       }
       case 'message_delta': {
-        Object.assign(this.usage, stripNulls(event.usage));
+        Object.assign(this.usage, stripNulls(isObject(event.usage) ? event.usage : undefined));
         const reason = finishReason(event.delta?.stop_reason, this.jsonTool);
         if (!reason) return null;
         this.finished = true;
@@ -174,9 +207,14 @@ export class StreamTranslator {
     }
   }
 
-  /** The closing chunk: usage from message_start and message_delta, choices empty. */
-  usageChunk(): ChatCompletionChunk {
-    return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage: toUsage(this.usage) };
+  /** The closing chunk: usage from message_start and message_delta, choices empty (null if they reported none). */
+  usageChunk(): ChatCompletionChunk | null {
+    const usage = toUsage(this.usage);
+    return usage ? { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage } : null;
+  }
+
+  private malformed(data: string): UpstreamError {
+    return new UpstreamError(this.provider, 'protocol', `${this.provider} sent a stream event tollgate cannot read: ${data.slice(0, 200)}`);
   }
 
   private chunk(delta: ChatCompletionChunk['choices'][number]['delta'], reason: FinishReason | null = null): ChatCompletionChunk {

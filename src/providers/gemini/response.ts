@@ -34,17 +34,37 @@ export function finishReason(reason: string | undefined, hasCalls: boolean): Fin
   return hasCalls ? 'tool_calls' : 'stop';
 }
 
+/** Usage as OpenAI counts it, or undefined when Gemini reported no prompt count (the gateway then counts itself). */
 export function toUsage(meta: GeminiResponse['usageMetadata']): Usage | undefined {
-  if (!meta) return undefined;
+  if (!isObject(meta) || meta.promptTokenCount === undefined) return undefined;
   const prompt = (meta.promptTokenCount ?? 0) + (meta.toolUsePromptTokenCount ?? 0);
   // Thinking tokens are billed as output.
   const completion = (meta.candidatesTokenCount ?? 0) + (meta.thoughtsTokenCount ?? 0);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
+const isObject = (value: unknown): value is Record<string, any> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A part tollgate can read: its text a string, its function call one with a name. */
+function isPart(part: unknown): part is GeminiPart {
+  if (!isObject(part)) return false;
+  if (part.text !== undefined && typeof part.text !== 'string') return false;
+  return part.functionCall === undefined || (isObject(part.functionCall) && typeof part.functionCall.name === 'string');
+}
+
+function isCandidate(candidate: unknown): candidate is GeminiCandidate {
+  if (!isObject(candidate)) return false;
+  const { content } = candidate;
+  if (content === undefined) return true;
+  return isObject(content) && (content.parts === undefined || (Array.isArray(content.parts) && content.parts.every(isPart)));
+}
+
 function read(provider: string, json: unknown): GeminiResponse {
-  if (!json || typeof json !== 'object' || Array.isArray(json)) {
+  if (!isObject(json)) {
     throw new UpstreamError(provider, 'protocol', `${provider} answered with JSON that is not a GenerateContentResponse`);
+  }
+  if (json.candidates !== undefined && !(Array.isArray(json.candidates) && json.candidates.every(isCandidate))) {
+    throw new UpstreamError(provider, 'protocol', `${provider} answered with candidates tollgate cannot read`);
   }
   return json as GeminiResponse;
 }
