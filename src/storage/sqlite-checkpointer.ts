@@ -13,7 +13,8 @@
  * than 10 ms apart, and ~25 commits a second under load (docs/performance.md). A third connection holds a read
  * transaction begun just before each checkpoint: a writer cannot restart the WAL while a reader uses it, and the
  * checkpoint still copies everything up to that reader's snapshot. The worker lets go of it once
- * RESTART_COMMITS commits have been written since the last restart, until the WAL has been restarted.
+ * RESTART_COMMITS commits have been written since the last restart, or the WAL holds RESTART_PAGES pages (large
+ * batches), until the WAL has been restarted.
  */
 import type { closeSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -23,6 +24,8 @@ import { Worker } from 'node:worker_threads';
 export const CHECKPOINT_MS = 10;
 /** Commits between WAL restarts (each one fsync on the event loop), at most about this many pages each. */
 export const RESTART_COMMITS = 100;
+/** Or once the WAL holds this many pages, whatever the commits (~16 MB; the writer's own checkpoint is far above). */
+export const RESTART_PAGES = 4_000;
 /** After this long without a commit the worker ends its read transaction (no reader holds the WAL while idle). */
 export const IDLE_RELEASE_MS = 1_000;
 /** The writer's own `wal_autocheckpoint` (SQLite's default is 1,000 pages): far above what the worker lets the WAL reach. */
@@ -33,13 +36,17 @@ const WRITTEN = 0;
 const STOP = 1;
 const DONE = 2;
 
-interface WorkerData {
+export interface CheckpointPolicy {
+  intervalMs: number;
+  restartCommits: number;
+  restartPages: number;
+  idleMs: number;
+}
+
+interface WorkerData extends CheckpointPolicy {
   file: string;
   /** better-sqlite3, resolved by the main thread (the worker runs from a string and has no module path). */
   driver: string;
-  intervalMs: number;
-  restartCommits: number;
-  idleMs: number;
   flags: Int32Array;
 }
 
@@ -52,7 +59,7 @@ interface Connection {
 
 /** Runs in the worker, from its source text: it must not use anything from this module's scope. */
 function checkpointLoop(data: WorkerData, load: (id: string) => unknown): void {
-  const { flags, intervalMs, restartCommits, idleMs } = data;
+  const { flags, intervalMs, restartCommits, restartPages, idleMs } = data;
   const [written, stop, done] = [0, 1, 2];
   const fs = load('node:fs') as { openSync: typeof openSync; readSync: typeof readSync; closeSync: typeof closeSync };
   const Database = load(data.driver) as new (file: string) => Connection;
@@ -83,6 +90,8 @@ function checkpointLoop(data: WorkerData, load: (id: string) => unknown): void {
   };
   let lastRestart: number | undefined;
   let sinceRestart = 0;
+  // Pages in the WAL at the last checkpoint.
+  let walPages = 0;
   while (Atomics.load(flags, stop) === 0) {
     // Idle for a while: let go of the WAL, so that the next commit may restart it.
     if (Atomics.wait(flags, written, 0, idleMs) === 'timed-out') {
@@ -96,8 +105,9 @@ function checkpointLoop(data: WorkerData, load: (id: string) => unknown): void {
     sinceRestart += Atomics.exchange(flags, written, 0);
     try {
       release();
-      if (sinceRestart < restartCommits) hold();
-      db.pragma('wal_checkpoint(PASSIVE)');
+      if (sinceRestart < restartCommits && walPages < restartPages) hold();
+      const [result] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number }>;
+      walPages = result?.log ?? 0;
       Atomics.add(flags, done, 1);
     } catch {
       // Busy or failing: the next commit asks again, and the writer's automatic checkpoint is still there.
@@ -113,12 +123,15 @@ export class SqliteCheckpointer {
   private worker: Worker | undefined;
   private exited: Promise<unknown> | undefined;
   private stopped = false;
+  private readonly policy: CheckpointPolicy;
 
   constructor(
     private readonly file: string,
     private readonly onError: (error: unknown) => void = () => {},
-    private readonly policy = { intervalMs: CHECKPOINT_MS, restartCommits: RESTART_COMMITS, idleMs: IDLE_RELEASE_MS },
-  ) {}
+    policy: Partial<CheckpointPolicy> = {},
+  ) {
+    this.policy = { intervalMs: CHECKPOINT_MS, restartCommits: RESTART_COMMITS, restartPages: RESTART_PAGES, idleMs: IDLE_RELEASE_MS, ...policy };
+  }
 
   /** Called after each commit: counts it, and wakes the worker (started on the first call) unless it is already due to run. */
   written(): void {

@@ -104,6 +104,24 @@ describe('SQLite WAL checkpoints in a worker thread', () => {
     expect(db.prepare('SELECT count(*) AS n FROM rows').get()).toEqual({ n: 121 });
   });
 
+  it('restarts the WAL once it holds the set number of pages, however few commits wrote them', async () => {
+    const { db, file } = database();
+    const checkpointer = new SqliteCheckpointer(file, undefined, { intervalMs: 10, restartCommits: 1_000, restartPages: 50 });
+    cleanups.push(() => checkpointer.stop());
+    const insert = db.prepare('INSERT INTO rows (payload) VALUES (?)');
+    insert.run('x');
+    const start = walRestarts(file);
+    // 40 commits of ~20 pages each, 15 ms apart: far fewer commits than the set number, many more pages.
+    for (let i = 0; i < 40; i++) {
+      db.transaction(() => {
+        for (let row = 0; row < 20; row++) insert.run('x'.repeat(3000));
+      })();
+      checkpointer.written();
+      await sleep(15);
+    }
+    expect(walRestarts(file) - start).toBeGreaterThanOrEqual(3);
+  });
+
   it('holds no read transaction on the WAL once commits stop, so a full checkpoint by another connection goes through', async () => {
     const { db, file } = database();
     const checkpointer = new SqliteCheckpointer(file, undefined, { intervalMs: 10, restartCommits: 100, idleMs: 100 });
