@@ -5,7 +5,8 @@
  * SQLite runs inside the commit that crosses 1,000 WAL pages: about 8 ms (4 MB flushed to disk) on the main
  * thread, for every request in flight. Here a second connection, in a worker, runs a PASSIVE checkpoint (it never
  * blocks the writer) CHECKPOINT_MS after a commit, so each flush is small and off the event loop. The worker
- * sleeps in `Atomics.wait` until told of a commit: an idle gateway costs no wake-ups.
+ * sleeps in `Atomics.wait` until told of a commit: an idle gateway costs it one wake-up, IDLE_RELEASE_MS after the
+ * last commit.
  *
  * The WAL is restarted only once per RESTART_COMMITS commits. The first commit after a checkpoint that caught up
  * with the whole WAL restarts it, and SQLite fsyncs the new header inside that commit, on the event loop (0.2-1 ms
