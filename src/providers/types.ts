@@ -168,3 +168,8 @@ export class UpstreamError extends Error {
     this.param = options.param ?? null;
   }
 }
+
+/** A JSON object (not null, not an array): what an answer's fields must be before an adapter reads into them. */
+export function isObject(value: unknown): value is Record<string, any> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

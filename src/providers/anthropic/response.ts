@@ -1,5 +1,5 @@
 /** Anthropic Messages answers -> OpenAI chat completions: the JSON message, the stream events and the errors. */
-import { UpstreamError, type ChatCompletion, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '../types.js';
+import { UpstreamError, isObject, type ChatCompletion, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '../types.js';
 import { JSON_TOOL } from './request.js';
 
 interface AnthropicUsage {
@@ -70,7 +70,6 @@ export function toUsage(usage: AnthropicUsage | undefined): Usage | undefined {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-const isObject = (value: unknown): value is Record<string, any> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const isString = (value: unknown): value is string => typeof value === 'string';
 
 /** A content block tollgate can read: text with a string text (or none), tool_use with its id and name; other types are skipped. */

@@ -1,5 +1,5 @@
 /** Gemini GenerateContentResponse (one JSON body, or one per SSE event) -> OpenAI completions and chunks. */
-import { UpstreamError, type ChatCompletion, type ChatCompletionChunk, type ChunkToolCallDelta, type FinishReason, type ToolCall, type Usage } from '../types.js';
+import { UpstreamError, isObject, type ChatCompletion, type ChatCompletionChunk, type ChunkToolCallDelta, type FinishReason, type ToolCall, type Usage } from '../types.js';
 import { withSignature } from './signature.js';
 
 interface GeminiPart {
@@ -43,7 +43,6 @@ export function toUsage(meta: GeminiResponse['usageMetadata']): Usage | undefine
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-const isObject = (value: unknown): value is Record<string, any> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A part tollgate can read: its text a string, its function call one with a name. */
 function isPart(part: unknown): part is GeminiPart {

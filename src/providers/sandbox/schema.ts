@@ -1,12 +1,9 @@
 /** Deterministic sample values for a JSON schema: the arguments of sandbox tool calls and json_schema replies. */
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+import { isObject } from '../types.js';
 
 /** A value of the schema's type: strings become `text`, numbers 1, booleans true, enums their first value. */
 export function sampleValue(schema: unknown, text: string): unknown {
-  if (!isRecord(schema)) return {};
+  if (!isObject(schema)) return {};
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
   if ('const' in schema) return schema.const;
   const variants = schema.anyOf ?? schema.oneOf;
@@ -25,7 +22,7 @@ export function sampleValue(schema: unknown, text: string): unknown {
     case 'null':
       return null;
     default: {
-      const properties = isRecord(schema.properties) ? schema.properties : {};
+      const properties = isObject(schema.properties) ? schema.properties : {};
       return Object.fromEntries(Object.entries(properties).map(([name, value]) => [name, sampleValue(value, text)]));
     }
   }
