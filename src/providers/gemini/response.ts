@@ -43,7 +43,6 @@ export function toUsage(meta: GeminiResponse['usageMetadata']): Usage | undefine
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-
 /** A part tollgate can read: its text a string, its function call one with a name. */
 function isPart(part: unknown): part is GeminiPart {
   if (!isObject(part)) return false;
