@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStorage } from '../../src/storage/index.js';
-import { SqliteCheckpointer } from '../../src/storage/sqlite-checkpointer.js';
+import { SqliteCheckpointer, type CheckpointPolicy } from '../../src/storage/sqlite-checkpointer.js';
 import { tempDir } from '../support/databases.js';
 
 describe('SQLite WAL checkpoints in a worker thread', () => {
@@ -45,6 +45,13 @@ describe('SQLite WAL checkpoints in a worker thread', () => {
     return largest;
   }
 
+  /** A checkpointer for `file` with the given policy (the rest the defaults), stopped after the test. */
+  function startCheckpointer(file: string, policy: Partial<CheckpointPolicy>): SqliteCheckpointer {
+    const checkpointer = new SqliteCheckpointer(file, undefined, policy);
+    cleanups.push(() => checkpointer.stop());
+    return checkpointer;
+  }
+
   /** The WAL header's checkpoint sequence number: SQLite increments it each time a writer restarts the WAL. */
   function walRestarts(file: string): number {
     return readFileSync(`${file}-wal`).readUInt32BE(12);
@@ -63,8 +70,7 @@ describe('SQLite WAL checkpoints in a worker thread', () => {
 
     const { db, file } = database();
     db.pragma('wal_autocheckpoint = 0');
-    const checkpointer = new SqliteCheckpointer(file, undefined, { intervalMs: 10, restartCommits: 50, idleMs: 1_000 });
-    cleanups.push(() => checkpointer.stop());
+    const checkpointer = startCheckpointer(file, { intervalMs: 10, restartCommits: 50, idleMs: 1_000 });
     const withWorker = await write(db, file, 1500, () => checkpointer.written());
     expect(withWorker).toBeLessThan(withoutWorker / 4);
     expect(checkpointer.checkpoints).toBeGreaterThan(10);
@@ -74,8 +80,7 @@ describe('SQLite WAL checkpoints in a worker thread', () => {
 
   it('sleeps while nothing is written', async () => {
     const { db, file } = database();
-    const checkpointer = new SqliteCheckpointer(file, undefined, { intervalMs: 10, restartCommits: 100, idleMs: 1_000 });
-    cleanups.push(() => checkpointer.stop());
+    const checkpointer = startCheckpointer(file, { intervalMs: 10, restartCommits: 100, idleMs: 1_000 });
     await write(db, file, 1, () => checkpointer.written());
     await firstCheckpoint(checkpointer);
     const before = checkpointer.checkpoints;
@@ -87,8 +92,7 @@ describe('SQLite WAL checkpoints in a worker thread', () => {
   // header inside that commit, on the event loop. Commits further apart than the interval each paid that.
   it('restarts the WAL once per set number of commits, not after every commit of a light load', async () => {
     const { db, file } = database();
-    const checkpointer = new SqliteCheckpointer(file, undefined, { intervalMs: 10, restartCommits: 40, idleMs: 1_000 });
-    cleanups.push(() => checkpointer.stop());
+    const checkpointer = startCheckpointer(file, { intervalMs: 10, restartCommits: 40, idleMs: 1_000 });
     const insert = db.prepare('INSERT INTO rows (payload) VALUES (?)');
     insert.run('x');
     const start = walRestarts(file);
@@ -106,8 +110,7 @@ describe('SQLite WAL checkpoints in a worker thread', () => {
 
   it('restarts the WAL once it holds the set number of pages, however few commits wrote them', async () => {
     const { db, file } = database();
-    const checkpointer = new SqliteCheckpointer(file, undefined, { intervalMs: 10, restartCommits: 1_000, restartPages: 50 });
-    cleanups.push(() => checkpointer.stop());
+    const checkpointer = startCheckpointer(file, { intervalMs: 10, restartCommits: 1_000, restartPages: 50 });
     const insert = db.prepare('INSERT INTO rows (payload) VALUES (?)');
     insert.run('x');
     const start = walRestarts(file);
@@ -124,8 +127,7 @@ describe('SQLite WAL checkpoints in a worker thread', () => {
 
   it('holds no read transaction on the WAL once commits stop, so a full checkpoint by another connection goes through', async () => {
     const { db, file } = database();
-    const checkpointer = new SqliteCheckpointer(file, undefined, { intervalMs: 10, restartCommits: 100, idleMs: 100 });
-    cleanups.push(() => checkpointer.stop());
+    const checkpointer = startCheckpointer(file, { intervalMs: 10, restartCommits: 100, idleMs: 100 });
     const insert = db.prepare('INSERT INTO rows (payload) VALUES (?)');
     insert.run('x');
     checkpointer.written();
