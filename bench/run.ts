@@ -239,6 +239,8 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
     }
   }
   process.stdout.write(' done\n');
+  const rounds = (target: TargetName) => slices.get(target)!.loads.map((load) => load.rps);
+  result.throughputRounds = rounds('tollgate').map((rps, i) => rps / rounds('baseline')[i]!);
   for (const target of order) {
     const sums = slices.get(target)!;
     const throughput = combineLoads(sums.loads);

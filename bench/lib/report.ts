@@ -42,6 +42,8 @@ export interface ConfigResult {
   targets: TargetResult[];
   concurrent?: ConcurrentStats & { upstreamOpenPeak: number; chunks: number; delayMs: number };
   ratios?: Record<string, number>;
+  /** tollgate / baseline throughput of each round of slices (each round runs the targets back to back). */
+  throughputRounds?: number[];
   checks: Check[];
   failures: string[];
   tollgateExitCode?: number | null;
@@ -161,8 +163,9 @@ export function printConfig(config: ConfigResult, write: (line: string) => void)
   }
   if (config.ratios) {
     const r = config.ratios;
+    const rounds = config.throughputRounds?.length ? ` (rounds of slices: ${config.throughputRounds.map((x) => fmt(100 * x, 1)).join(', ')} %)` : '';
     write(
-      `   tollgate / baseline: throughput ${fmt(100 * r.throughput_tollgate_over_baseline!, 1)} %, CPU per request ${fmt(r.cpu_per_request_tollgate_over_baseline, 2)}x, peak RSS ${fmt(r.peak_rss_tollgate_over_baseline, 2)}x`,
+      `   tollgate / baseline: throughput ${fmt(100 * r.throughput_tollgate_over_baseline!, 1)} %${rounds}, CPU per request ${fmt(r.cpu_per_request_tollgate_over_baseline, 2)}x, peak RSS ${fmt(r.peak_rss_tollgate_over_baseline, 2)}x`,
     );
     write(
       `   added over direct @1: tollgate p50 ${fmt(r.added_latency_p50_ms, 3)} ms, p99 ${fmt(r.added_latency_p99_ms, 3)} ms; baseline p50 ${fmt(r.baseline_added_latency_p50_ms, 3)} ms, p99 ${fmt(r.baseline_added_latency_p99_ms, 3)} ms`,
