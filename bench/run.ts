@@ -239,8 +239,8 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
     }
   }
   process.stdout.write(' done\n');
-  const rounds = (target: TargetName) => slices.get(target)!.loads.map((load) => load.rps);
-  result.throughputRounds = rounds('tollgate').map((rps, i) => rps / rounds('baseline')[i]!);
+  const baselineRounds = slices.get('baseline')!.loads;
+  result.throughputRounds = slices.get('tollgate')!.loads.map((load, i) => load.rps / baselineRounds[i]!.rps);
   for (const target of order) {
     const sums = slices.get(target)!;
     const throughput = combineLoads(sums.loads);
