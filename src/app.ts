@@ -17,7 +17,7 @@ import { buildHttpServer, type HttpDeps } from './http/index.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './limits/index.js';
 import { Metrics, createLogger } from './observability/index.js';
 import { Router } from './routing/index.js';
-import { openStorage, type Storage } from './storage/index.js';
+import { JournalInUseError, openStorage, type Storage } from './storage/index.js';
 import { Webhooks } from './webhooks/index.js';
 
 export interface App {
@@ -46,6 +46,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     dataDir: config.storage.data_dir,
     databaseUrl: config.storage.database_url,
     onCheckpointError: (error) => logger.warn({ err: error }, 'the SQLite checkpoint worker failed; commits checkpoint the WAL themselves'),
+    ledgerJournal: true,
+    onJournalError: (error) =>
+      error instanceof JournalInUseError
+        ? logger.warn({ err: error }, 'another process holds the ledger journal of this data directory; this one writes each charge to SQLite directly')
+        : logger.error({ err: error }, 'writing the ledger journal to SQLite failed; its charges stay in the journal and are written again'),
   });
   const secret = await keySecret(storage, config);
   const metrics = new Metrics();

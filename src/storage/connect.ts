@@ -13,6 +13,8 @@ export interface Connection {
   dialect: Dialect;
   /** The raw SQLite handle (SQLite only), for the synchronous money writer. */
   sqlite?: SQLite.Database;
+  /** SQLite only: runs before every statement Kysely prepares (the ledger journal applies what is pending). */
+  beforeQuery?: { run: () => void };
   /** The PostgreSQL pool (PostgreSQL only), for the money writer's multi-statement queries. */
   pool?: pg.Pool;
 }
@@ -59,5 +61,13 @@ export function connect(options: ConnectOptions): Connection {
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
   sqlite.defaultSafeIntegers(true);
-  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }), dialect: 'sqlite', sqlite };
+  const beforeQuery = { run: () => {} };
+  const database = {
+    close: () => sqlite.close(),
+    prepare: (source: string) => {
+      beforeQuery.run();
+      return sqlite.prepare(source);
+    },
+  };
+  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), dialect: 'sqlite', sqlite, beforeQuery };
 }

@@ -2,6 +2,7 @@
  * Storage's public face: one Kysely database (SQLite or PostgreSQL) and the stores over it. Dialect
  * differences stay inside this folder.
  */
+import { dirname, join } from 'node:path';
 import { sql } from 'kysely';
 import { AccountStore } from './accounts.js';
 import { CONNECT_TIMEOUT_MS, connect, type ConnectOptions, type Dialect } from './connect.js';
@@ -12,6 +13,8 @@ import { PgWriter } from './pg-writer.js';
 import { MetaStore } from './meta.js';
 import { SqliteCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
+import { JOURNAL_FILE, JournalInUseError, SqliteJournal } from './sqlite-journal.js';
+import type { MoneyWriter } from './ledger.js';
 import { migrateToLatest, pendingMigrations } from './migrate.js';
 import { UsageStore } from './usage.js';
 import { UserStore } from './users.js';
@@ -28,6 +31,7 @@ export type { WebhookRecord, WebhookEventSpec, WebhookChanges, RetryConfig, Filt
 export { encodeSettings } from './accounts.js';
 export { newId } from './values.js';
 export { isStorageUnavailable } from './unavailable.js';
+export { JournalInUseError } from './sqlite-journal.js';
 
 /** How long /ready's `select 1` may take: a new connection's timeout plus a little. */
 const PING_TIMEOUT_MS = CONNECT_TIMEOUT_MS + 1_000;
@@ -75,10 +79,17 @@ export interface OpenOptions extends ConnectOptions {
   migrate?: boolean;
   /** SQLite: the WAL checkpoint worker failed (the writer's own checkpoints go on). */
   onCheckpointError?: (error: unknown) => void;
+  /**
+   * SQLite: charges are made durable by an append to `ledger.journal` and written to SQLite every few ms
+   * (`sqlite-journal.ts`). For the one gateway process that owns the data directory, not for the CLI.
+   */
+  ledgerJournal?: boolean;
+  /** SQLite with `ledgerJournal`: writing the journal to SQLite failed (it is tried again). */
+  onJournalError?: (error: unknown) => void;
 }
 
 export async function openStorage(options: OpenOptions): Promise<Storage> {
-  const { db, dialect, sqlite, pool } = connect(options);
+  const { db, dialect, sqlite, pool, beforeQuery } = connect(options);
   const checkpointer = sqlite && new SqliteCheckpointer(sqlite.name, options.onCheckpointError);
   sqlite?.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
   try {
@@ -87,11 +98,35 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
     await db.destroy();
     throw error;
   }
+  let journal: SqliteJournal | undefined;
+  let writer: MoneyWriter;
+  if (sqlite) {
+    const sqliteWriter = new SqliteWriter(sqlite, () => checkpointer!.written());
+    try {
+      if (options.ledgerJournal) journal = new SqliteJournal(sqlite, sqliteWriter, join(dirname(sqlite.name), JOURNAL_FILE), options.onJournalError);
+    } catch (error) {
+      // A second gateway on this data directory writes to SQLite directly, as the CLI does.
+      if (error instanceof JournalInUseError) options.onJournalError?.(error);
+      else {
+        await checkpointer?.stop();
+        await db.destroy();
+        throw error;
+      }
+    }
+    if (journal) {
+      const pending = journal;
+      // Reads see every confirmed charge; never inside a transaction (the writer's are synchronous).
+      beforeQuery!.run = () => {
+        if (!sqlite.inTransaction) pending.applyQuietly();
+      };
+    }
+    writer = journal ?? sqliteWriter;
+  } else writer = new PgWriter(pool!);
   return {
     dialect,
     accounts: new AccountStore(db),
     keys: new KeyStore(db),
-    ledger: new LedgerStore(db, sqlite ? new SqliteWriter(sqlite, () => checkpointer!.written()) : new PgWriter(pool!)),
+    ledger: new LedgerStore(db, writer),
     usage: new UsageStore(db),
     meta: new MetaStore(db),
     users: new UserStore(db),
@@ -99,6 +134,7 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
     idempotency: new IdempotencyStore(db),
     ping: () => withTimeout(sql`select 1`.execute(db), PING_TIMEOUT_MS),
     close: async () => {
+      journal?.close();
       await checkpointer?.stop();
       await db.destroy();
     },

@@ -9,6 +9,12 @@
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { accountsOf, planBatch, type AccountBalance, type CommitResult, type NewAccount, type WriteBatch } from './batch.js';
 
+/** A batch and the time its rows are stamped with. */
+export interface StampedBatch {
+  batch: WriteBatch;
+  at: number;
+}
+
 export class SqliteWriter {
   private readonly selectBalance: Statement<[string], { balance_nano: bigint; version: bigint }>;
   private readonly selectDebit: Statement<[string], { amount_nano: bigint }>;
@@ -20,6 +26,9 @@ export class SqliteWriter {
   private readonly touchKey: Statement<[number, string]>;
   private readonly insertInvoice: Statement<unknown[]>;
   private readonly commitTransaction: (batch: WriteBatch) => CommitResult;
+  private readonly selectMeta: Statement<[string], { value: string }>;
+  private readonly upsertMeta: Statement<[string, string]>;
+  private readonly journalTransaction: (batches: StampedBatch[], key: string, value: string) => void;
   private readonly createAccountTransaction: (account: NewAccount) => void;
 
   /** `afterCommit` runs after each committed transaction (the WAL checkpointer's cue). */
@@ -52,6 +61,12 @@ export class SqliteWriter {
       'INSERT INTO invoices (id, account_id, month, kind, amount_nano, processor, reference, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.commitTransaction = sqlite.transaction((batch: WriteBatch) => this.apply(batch));
+    this.selectMeta = sqlite.prepare('SELECT value FROM meta WHERE key = ?');
+    this.upsertMeta = sqlite.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
+    this.journalTransaction = sqlite.transaction((batches: StampedBatch[], key: string, value: string) => {
+      for (const { batch, at } of batches) this.apply(batch, at);
+      this.upsertMeta.run(key, value);
+    });
     this.createAccountTransaction = sqlite.transaction((account: NewAccount) => {
       this.insertAccount.run(account.id, account.email, account.plan, account.settings, Date.now());
       if (account.grantNano > 0n) {
@@ -71,13 +86,25 @@ export class SqliteWriter {
     this.afterCommit();
   }
 
-  private apply(batch: WriteBatch): CommitResult {
+  /** Writes batches in order in one transaction (`SqliteJournal`'s), and sets `meta` `key` to `value` in it. */
+  commitAll(batches: StampedBatch[], key: string, value: string): void {
+    if (batches.length === 0) return;
+    this.journalTransaction(batches, key, value);
+    this.afterCommit();
+  }
+
+  /** A `meta` value, read on the writer's connection. */
+  metaValue(key: string): string | undefined {
+    return this.selectMeta.get(key)?.value;
+  }
+
+  private apply(batch: WriteBatch, now = Date.now()): CommitResult {
     const current = new Map<string, AccountBalance>();
     for (const accountId of accountsOf(batch)) {
       const row = this.selectBalance.get(accountId);
       if (row) current.set(accountId, { balanceNano: BigInt(row.balance_nano), version: BigInt(row.version) });
     }
-    const plan = planBatch(batch, current, this.writtenDebits(batch));
+    const plan = planBatch(batch, current, this.writtenDebits(batch), now);
     for (const [accountId, balance] of plan.result.balances) this.updateBalance.run(balance.balanceNano, balance.version, accountId);
     for (const r of plan.ledger) {
       this.insertLedger.run(r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at);

@@ -4,10 +4,13 @@ import { DIALECTS, createTestDatabase, type TestDatabase } from '../support/data
 
 const usd = (n: number) => BigInt(Math.round(n * 1000)) * 1_000_000n;
 
-describe.each(DIALECTS)('storage on %s', (dialect) => {
+// SQLite twice: as the CLI opens it, and as the gateway does, with charges confirmed through the ledger journal.
+const CONFIGURATIONS = DIALECTS.flatMap((dialect) => (dialect === 'sqlite' ? [[dialect, false], [dialect, true]] : [[dialect, false]]) as Array<[typeof dialect, boolean]>);
+
+describe.each(CONFIGURATIONS)('storage on %s (ledger journal: %s)', (dialect, ledgerJournal) => {
   let database: TestDatabase;
   let storage: Storage;
-  const open = async () => openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl });
+  const open = async () => openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl, ledgerJournal });
 
   afterEach(async () => {
     await storage?.close();
@@ -70,7 +73,9 @@ describe.each(DIALECTS)('storage on %s', (dialect) => {
     expect(await storage.ledger.sum('acct_big')).toBe(huge - 1n);
   });
 
-  it('plans every batch on the current balance when another writer moved it in between', async () => {
+  // Two writers on one database: replicas on PostgreSQL, or SQLite without the journal. A second process cannot see
+  // the charges the journal's owner confirmed in its last 20 ms (docs/decisions.md, tenth session).
+  it.skipIf(ledgerJournal)('plans every batch on the current balance when another writer moved it in between', async () => {
     await setup();
     const other = await open();
     try {
