@@ -1,35 +1,48 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 
-/** Destinations with lines not yet written, flushed if the process exits before the end of the turn. */
-const waiting = new Set<TurnLines>();
+/** Destinations with lines not yet written, flushed if the process exits before their timer. */
+const waiting = new Set<BufferedLines>();
 process.on('exit', () => {
   for (const lines of waiting) lines.flush();
 });
 
+/** How long a log line may wait for others to share its write (measured: docs/performance.md, tenth session). */
+export const LOG_FLUSH_MS = 20;
+/** Or until this many characters are waiting. */
+const LOG_FLUSH_CHARS = 64 * 1024;
+
 /**
- * stdout for pino: the lines of one event-loop turn go out in one synchronous write at the end of the turn.
- * pino's default destination is asynchronous, and while a write is in flight it appends each line to a pending
- * string and measures it with Buffer.byteLength, which flattens it: ~5 KB of garbage per line at 7,000 lines a
- * second. A write(2) per line instead cost ~3.6 % of the CPU at 50 connections. Writing (partial writes, EAGAIN)
- * stays with pino's synchronous SonicBoom; a crash loses at most the current turn's lines.
+ * stdout for pino: lines are gathered for up to LOG_FLUSH_MS (or 64 K characters) and go out in one synchronous
+ * write. pino's default destination is asynchronous, and while a write is in flight it appends each line to a
+ * pending string and measures it with Buffer.byteLength, which flattens it: ~5 KB of garbage per line at 7,000
+ * lines a second. A write(2) per line cost ~3.6 % of the CPU at 50 connections; one per event-loop turn was still
+ * one per request at one connection, each a system call that flushes this VM's TLB. Writing (partial writes,
+ * EAGAIN) stays with pino's synchronous SonicBoom; a crash loses at most the last LOG_FLUSH_MS of lines.
  */
-class TurnLines implements DestinationStream {
+class BufferedLines implements DestinationStream {
   private lines: string[] = [];
+  private chars = 0;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly out: DestinationStream) {}
 
   write(line: string): void {
     this.lines.push(line);
-    if (this.lines.length > 1) return;
+    this.chars += line.length;
+    if (this.chars >= LOG_FLUSH_CHARS) return this.flush();
+    if (this.timer) return;
     waiting.add(this);
-    setImmediate(() => this.flush());
+    this.timer = setTimeout(() => this.flush(), LOG_FLUSH_MS).unref();
   }
 
   flush(): void {
     waiting.delete(this);
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
     if (this.lines.length === 0) return;
     const text = this.lines.length === 1 ? this.lines[0]! : this.lines.join('');
     this.lines = [];
+    this.chars = 0;
     this.out.write(text);
   }
 }
@@ -46,7 +59,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       censor: '[redacted]',
     },
   };
-  return pino(options, destination ?? new TurnLines(pino.destination({ dest: 1, sync: true })));
+  return pino(options, destination ?? new BufferedLines(pino.destination({ dest: 1, sync: true })));
 }
 
 /**

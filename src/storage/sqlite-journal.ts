@@ -10,7 +10,7 @@
  * read sees every charge that was confirmed.
  *
  * Balances for planning come from memory, seeded from the database when nothing is pending, and dropped when
- * another connection has committed (`PRAGMA data_version`: the CLI, a second gateway). The database stays the
+ * another connection has committed (`PRAGMA data_version`, asked at most every 5 ms: the CLI, a second gateway). The database stays the
  * truth: a batch is planned again against it when applied, so a change another process writes between a batch's
  * confirmation and its apply is not lost; only that batch's returned figures could then differ from what is stored.
  */
@@ -22,6 +22,8 @@ import type { SqliteWriter, StampedBatch } from './sqlite-writer.js';
 
 /** How long a confirmed charge may wait in the journal before SQLite has it (measured: docs/performance.md). */
 export const APPLY_MS = 20;
+/** How often, at most, a batch asks SQLite whether another connection has committed (`PRAGMA data_version`). */
+export const VERSION_CHECK_MS = 5;
 /** The journal's name, next to `tollgate.db`. */
 export const JOURNAL_FILE = 'ledger.journal';
 /** The `meta` key holding the sequence number of the last journaled batch SQLite has. */
@@ -49,6 +51,7 @@ export class SqliteJournal implements MoneyWriter {
   private readonly selectBalance: Statement<[string], { balance_nano: bigint; version: bigint }>;
   private readonly dataVersion: Statement<[], bigint>;
   private seenVersion: bigint;
+  private versionCheckedAt = 0;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -80,15 +83,19 @@ export class SqliteJournal implements MoneyWriter {
   /** Plans the batch against the balances in memory, journals it, and returns what it moves. */
   commit(batch: WriteBatch): CommitResult {
     if (this.closed) throw new Error('the ledger journal is closed');
+    const at = Date.now();
     // Another connection (the CLI, a second gateway) committed since: plan on SQLite's balances, not on memory's.
-    const version = this.dataVersion.get()!;
-    if (version !== this.seenVersion) {
-      this.apply();
-      this.seenVersion = version;
+    // Asked at most every VERSION_CHECK_MS: each asking is a read transaction, two `fcntl` calls.
+    if (at - this.versionCheckedAt >= VERSION_CHECK_MS) {
+      this.versionCheckedAt = at;
+      const version = this.dataVersion.get()!;
+      if (version !== this.seenVersion) {
+        this.apply();
+        this.seenVersion = version;
+      }
     }
     const current = new Map<string, AccountBalance>();
     for (const accountId of accountsOf(batch)) current.set(accountId, this.balanceOf(accountId));
-    const at = Date.now();
     const plan = planBatch(batch, current, new Map(), at);
     const record: JournalRecord = { seq: this.seq + 1, at, batch };
     this.append(`${JSON.stringify(record, encodeBig)}\n`);

@@ -1,8 +1,8 @@
 /**
- * The default log destination (stdout) writes a turn's lines together at the end of the turn: every line must
+ * The default log destination (stdout) gathers lines for LOG_FLUSH_MS and writes them together: every line must
  * still reach stdout, in order, whether the process goes on, exits at once, or dies of an uncaught exception.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -36,5 +36,20 @@ describe('stdout logs', () => {
       log.error('about to fail'); throw new Error('boom');`);
     expect(status).toBe(1);
     expect(messages(stdout)).toEqual(['about to fail']);
+  });
+
+  it('writes the lines of several turns within a few milliseconds in one write', async () => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', `import { createLogger } from ${JSON.stringify(LOGGER)};
+      const log = createLogger('info');
+      log.info('a');
+      setImmediate(() => log.info('b'));
+      setTimeout(() => log.info('c'), 5);
+      setTimeout(() => {}, 300);`]);
+    const reads: string[] = [];
+    child.stdout.on('data', (part: Buffer) => reads.push(part.toString()));
+    await new Promise((resolve) => child.once('exit', resolve));
+    expect(messages(reads.join(''))).toEqual(['a', 'b', 'c']);
+    // One write of three lines (one per turn would be three reads: 'c' comes 5 ms after the others).
+    expect(reads).toHaveLength(1);
   });
 });

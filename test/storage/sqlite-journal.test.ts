@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { JournalInUseError, openStorage, type Storage } from '../../src/storage/index.js';
-import { APPLIED_KEY, APPLY_MS, JOURNAL_FILE } from '../../src/storage/sqlite-journal.js';
+import { APPLIED_KEY, APPLY_MS, JOURNAL_FILE, VERSION_CHECK_MS } from '../../src/storage/sqlite-journal.js';
 import { tempDir } from '../support/databases.js';
 
 const slot = { day: '2026-11-24', environment: 'live', model: 'm' };
@@ -149,6 +149,23 @@ describe('the ledger journal (embedded SQLite)', () => {
     await sleep(APPLY_MS * 5);
     expect(stored(dataDir)).toMatchObject({ balance: 1_004_800n, ledger: 1_004_800n, debits: 2 });
     expect((await storage.accounts.get('acct_1'))?.balanceNano).toBe(1_004_800n);
+  });
+
+  it('plans the next batch on the balance in SQLite once another connection has committed', async () => {
+    const { storage, dataDir } = await withAccount();
+    await storage.ledger.commit({ entries: [debit('r1', 100n)] });
+    const cli = await openStorage({ dataDir });
+    await sleep(APPLY_MS * 3);
+    // r2 waits in the journal (memory: 999,800) while the CLI takes 999,700 off SQLite's 999,900.
+    await storage.ledger.commit({ entries: [debit('r2', 100n)] });
+    await cli.ledger.commit({ entries: [{ accountId: 'acct_1', kind: 'correction', amountNano: -999_700n, note: 'cli' }] });
+    await sleep(VERSION_CHECK_MS + 1);
+    // 200 - 100 leaves 100: r3 is told what it really takes, not what memory thought was there.
+    const result = await storage.ledger.commit({ entries: [debit('r3', 500n)] });
+    await cli.close();
+    expect(result.applied).toEqual([-100n]);
+    await sleep(APPLY_MS * 5);
+    expect(stored(dataDir)).toMatchObject({ balance: 0n, ledger: 0n, debits: 3 });
   });
 
   it('is held by one process at a time: a second gateway on the same directory writes to SQLite directly', async () => {
