@@ -3,6 +3,7 @@
  * differences stay inside this folder.
  */
 import { dirname, join } from 'node:path';
+import type { Database as SQLiteDatabase } from 'better-sqlite3';
 import { sql } from 'kysely';
 import { AccountStore } from './accounts.js';
 import { CONNECT_TIMEOUT_MS, connect, type ConnectOptions, type Dialect } from './connect.js';
@@ -103,22 +104,11 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
   if (sqlite) {
     const sqliteWriter = new SqliteWriter(sqlite, () => checkpointer!.written());
     try {
-      if (options.ledgerJournal) journal = new SqliteJournal(sqlite, sqliteWriter, join(dirname(sqlite.name), JOURNAL_FILE), options.onJournalError);
+      journal = options.ledgerJournal ? openJournal(sqlite, sqliteWriter, beforeQuery!, options.onJournalError) : undefined;
     } catch (error) {
-      // A second gateway on this data directory writes to SQLite directly, as the CLI does.
-      if (error instanceof JournalInUseError) options.onJournalError?.(error);
-      else {
-        await checkpointer?.stop();
-        await db.destroy();
-        throw error;
-      }
-    }
-    if (journal) {
-      const pending = journal;
-      // Reads see every confirmed charge; never inside a transaction (the writer's are synchronous).
-      beforeQuery!.run = () => {
-        if (!sqlite.inTransaction) pending.applyQuietly();
-      };
+      await checkpointer?.stop();
+      await db.destroy();
+      throw error;
     }
     writer = journal ?? sqliteWriter;
   } else writer = new PgWriter(pool!);
@@ -139,6 +129,26 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
       await db.destroy();
     },
   };
+}
+
+/**
+ * The ledger journal of `sqlite`'s directory, applied before every Kysely statement so that reads see every
+ * confirmed charge. Undefined when another process holds it: this one then writes to SQLite directly, as the CLI does.
+ */
+function openJournal(sqlite: SQLiteDatabase, writer: SqliteWriter, beforeQuery: { run: () => void }, onError?: (error: unknown) => void): SqliteJournal | undefined {
+  let journal: SqliteJournal;
+  try {
+    journal = new SqliteJournal(sqlite, writer, join(dirname(sqlite.name), JOURNAL_FILE), onError);
+  } catch (error) {
+    if (!(error instanceof JournalInUseError)) throw error;
+    onError?.(error);
+    return undefined;
+  }
+  // Never inside a transaction: the writer's own are synchronous and nest badly.
+  beforeQuery.run = () => {
+    if (!sqlite.inTransaction) journal.applyQuietly();
+  };
+  return journal;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<void> {
