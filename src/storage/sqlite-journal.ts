@@ -184,6 +184,8 @@ function lockJournal(file: string): SqliteDatabase {
   const lock = new SQLite(`${file}.lock`);
   try {
     lock.pragma('busy_timeout = 0');
+    // No `-journal` file of its own next to the lock; it never writes anything.
+    lock.pragma('journal_mode = MEMORY');
     lock.pragma('locking_mode = EXCLUSIVE');
     lock.exec('BEGIN EXCLUSIVE');
     return lock;

@@ -3,7 +3,7 @@
  * before SQLite had it loses nothing, and no batch is written twice.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
@@ -62,6 +62,8 @@ describe('the ledger journal (embedded SQLite)', () => {
     // Confirmed: in the journal, not yet in SQLite.
     expect(readFileSync(journal, 'utf8')).toContain('"requestId":"r2"');
     expect(stored(dataDir).debits).toBe(0);
+    // The journal and its lock, and nothing else of theirs, next to the database.
+    expect(readdirSync(dataDir).filter((name) => name.startsWith(JOURNAL_FILE)).sort()).toEqual([JOURNAL_FILE, `${JOURNAL_FILE}.lock`]);
     await sleep(APPLY_MS * 5);
     expect(stored(dataDir)).toMatchObject({ balance: 999_500n, ledger: 999_500n, debits: 2 });
     expect(statSync(journal).size).toBe(0);
