@@ -10,9 +10,10 @@
  * read sees every charge that was confirmed.
  *
  * Balances for planning come from memory, seeded from the database when nothing is pending, and dropped when
- * another connection has committed (`PRAGMA data_version`, asked at most every 5 ms: the CLI, a second gateway). The database stays the
- * truth: a batch is planned again against it when applied, so a change another process writes between a batch's
- * confirmation and its apply is not lost; only that batch's returned figures could then differ from what is stored.
+ * another connection (the CLI, a second gateway) has committed: `PRAGMA data_version`, asked at most every 5 ms.
+ * The database stays the truth: a batch is planned again against it when applied, so a change another process
+ * writes between a batch's confirmation and its apply is not lost; only that batch's returned figures could then
+ * differ from what is stored.
  */
 import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import SQLite, { type Database as SqliteDatabase, type Statement } from 'better-sqlite3';
