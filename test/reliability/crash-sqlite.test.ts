@@ -1,7 +1,8 @@
 /**
  * Crash, embedded database: SIGKILL with 100 requests in flight (half streaming), then a restart on the same
  * files. Holds live in the process's memory, so none survives it; every answer a client received in full was
- * debited exactly what it was told (from SQLite and the ledger journal the killed process left); usage, keys and ledger agree; SQLite's integrity check is `ok`.
+ * debited exactly what it was told (from SQLite and the ledger journal the killed process left); usage, keys and
+ * ledger agree; SQLite's integrity check is `ok`.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
