@@ -49,7 +49,6 @@ export class SqliteJournal implements MoneyWriter {
   private seq: number;
   private pending: JournalRecord[] = [];
   private readonly balances = new Map<string, AccountBalance>();
-  private readonly selectBalance: Statement<[string], { balance_nano: bigint; version: bigint }>;
   private readonly dataVersion: Statement<[], bigint>;
   private seenVersion: bigint;
   private versionCheckedAt = 0;
@@ -68,7 +67,6 @@ export class SqliteJournal implements MoneyWriter {
     private readonly applyMs = APPLY_MS,
   ) {
     this.lock = lockJournal(file);
-    this.selectBalance = sqlite.prepare('SELECT balance_nano, version FROM accounts WHERE id = ?');
     this.dataVersion = sqlite.prepare<[], bigint>('PRAGMA data_version').pluck();
     this.seenVersion = this.dataVersion.get()!;
     const applied = Number(writer.metaValue(APPLIED_KEY) ?? 0);
@@ -152,9 +150,8 @@ export class SqliteJournal implements MoneyWriter {
     if (known) return known;
     // Only SQLite's figure plus nothing pending is a sound start.
     this.apply();
-    const row = this.selectBalance.get(accountId);
-    if (!row) throw new Error(`ledger entry for unknown account ${accountId}`);
-    const balance = { balanceNano: BigInt(row.balance_nano), version: BigInt(row.version) };
+    const balance = this.writer.balance(accountId);
+    if (!balance) throw new Error(`ledger entry for unknown account ${accountId}`);
     this.balances.set(accountId, balance);
     return balance;
   }

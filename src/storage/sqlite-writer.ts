@@ -98,11 +98,17 @@ export class SqliteWriter {
     return this.selectMeta.get(key)?.value;
   }
 
+  /** An account's stored balance and version (undefined if there is no such account). */
+  balance(accountId: string): AccountBalance | undefined {
+    const row = this.selectBalance.get(accountId);
+    return row && { balanceNano: BigInt(row.balance_nano), version: BigInt(row.version) };
+  }
+
   private apply(batch: WriteBatch, now = Date.now()): CommitResult {
     const current = new Map<string, AccountBalance>();
     for (const accountId of accountsOf(batch)) {
-      const row = this.selectBalance.get(accountId);
-      if (row) current.set(accountId, { balanceNano: BigInt(row.balance_nano), version: BigInt(row.version) });
+      const balance = this.balance(accountId);
+      if (balance) current.set(accountId, balance);
     }
     const plan = planBatch(batch, current, this.writtenDebits(batch), now);
     for (const [accountId, balance] of plan.result.balances) this.updateBalance.run(balance.balanceNano, balance.version, accountId);
