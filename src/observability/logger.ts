@@ -7,7 +7,7 @@ process.on('exit', () => {
 });
 
 /** How long a log line may wait for others to share its write (measured: docs/performance.md, tenth session). */
-export const LOG_FLUSH_MS = 20;
+const LOG_FLUSH_MS = 20;
 /** Or until this many characters are waiting. */
 const LOG_FLUSH_CHARS = 64 * 1024;
 

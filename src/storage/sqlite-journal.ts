@@ -62,7 +62,7 @@ export class SqliteJournal implements MoneyWriter {
   constructor(
     sqlite: SqliteDatabase,
     private readonly writer: SqliteWriter,
-    private readonly file: string,
+    file: string,
     private readonly onError: (error: unknown) => void = () => {},
     private readonly applyMs = APPLY_MS,
   ) {
@@ -95,7 +95,7 @@ export class SqliteJournal implements MoneyWriter {
     }
     const current = new Map<string, AccountBalance>();
     for (const accountId of accountsOf(batch)) current.set(accountId, this.balanceOf(accountId));
-    const plan = planBatch(batch, current, new Map(), at);
+    const plan = planBatch(batch, current, undefined, at);
     const record: JournalRecord = { seq: this.seq + 1, at, batch };
     this.append(`${JSON.stringify(record, encodeBig)}\n`);
     this.seq = record.seq;
