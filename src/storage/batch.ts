@@ -190,7 +190,8 @@ export function planBatch(batch: WriteBatch, current: Map<string, AccountBalance
   return { result: { applied, balancesAfter, balances }, ledger, usage: [...usage.values()], keySpend, keysUsed, invoices };
 }
 
-function addUsage(map: Map<string, UsageDelta>, delta: UsageDelta): void {
+/** Adds `delta` to its row of `map` (one row per account, day, environment and model). */
+export function addUsage(map: Map<string, UsageDelta>, delta: UsageDelta): void {
   const id = `${delta.accountId}\u0000${delta.day}\u0000${delta.environment}\u0000${delta.model}`;
   const current = map.get(id);
   if (!current) {

@@ -7,7 +7,7 @@
  * while a Kysely transaction is open on the same connection (better-sqlite3 would nest it as a savepoint).
  */
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
-import { accountsOf, planBatch, type AccountBalance, type CommitResult, type NewAccount, type WriteBatch } from './batch.js';
+import { accountsOf, addUsage, planBatch, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type UsageDelta, type WriteBatch } from './batch.js';
 
 /** A batch and the time its rows are stamped with. */
 export interface StampedBatch {
@@ -64,7 +64,7 @@ export class SqliteWriter {
     this.selectMeta = sqlite.prepare('SELECT value FROM meta WHERE key = ?');
     this.upsertMeta = sqlite.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
     this.journalTransaction = sqlite.transaction((batches: StampedBatch[], key: string, value: string) => {
-      for (const { batch, at } of batches) this.apply(batch, at);
+      this.applyAll(batches);
       this.upsertMeta.run(key, value);
     });
     this.createAccountTransaction = sqlite.transaction((account: NewAccount) => {
@@ -105,23 +105,55 @@ export class SqliteWriter {
   }
 
   private apply(batch: WriteBatch, now = Date.now()): CommitResult {
-    const current = new Map<string, AccountBalance>();
-    for (const accountId of accountsOf(batch)) {
-      const balance = this.balance(accountId);
-      if (balance) current.set(accountId, balance);
+    return this.applyAll([{ batch, at: now }]);
+  }
+
+  /**
+   * Batches in order, each planned on the balances the ones before it left, as `apply` one by one would; but
+   * an account's balance, a usage row and a key are written once for them all. An account, its usage row and its
+   * key are in nearly every batch, so this writes a few rows where one by one wrote a few per batch. Returns what
+   * the last batch moved.
+   */
+  private applyAll(batches: StampedBatch[]): CommitResult {
+    let result: CommitResult = { applied: [], balancesAfter: [], balances: new Map() };
+    const balances = new Map<string, AccountBalance>();
+    const usage = new Map<string, UsageDelta>();
+    const keySpend = new Map<string, bigint>();
+    const keysUsed = new Map<string, number>();
+    for (const { batch, at } of batches) {
+      const current = new Map<string, AccountBalance>();
+      for (const accountId of accountsOf(batch)) {
+        const balance = balances.get(accountId) ?? this.balance(accountId);
+        if (balance) current.set(accountId, balance);
+      }
+      // Ledger rows are written batch by batch: a retried batch looks for its debits among them.
+      const plan = planBatch(batch, current, this.writtenDebits(batch), at);
+      this.insertRows(plan);
+      for (const [accountId, balance] of plan.result.balances) balances.set(accountId, balance);
+      for (const delta of plan.usage) addUsage(usage, delta);
+      for (const [keyId, spent] of plan.keySpend) keySpend.set(keyId, (keySpend.get(keyId) ?? 0n) + spent);
+      // The last batch's time, as writing the batches one by one leaves it.
+      for (const [keyId, used] of plan.keysUsed) keysUsed.set(keyId, used);
+      result = plan.result;
     }
-    const plan = planBatch(batch, current, this.writtenDebits(batch), now);
-    for (const [accountId, balance] of plan.result.balances) this.updateBalance.run(balance.balanceNano, balance.version, accountId);
+    this.writeTotals(balances, [...usage.values()], keySpend, keysUsed);
+    return result;
+  }
+
+  private insertRows(plan: BatchPlan): void {
     for (const r of plan.ledger) {
       this.insertLedger.run(r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at);
     }
-    for (const u of plan.usage) {
+    for (const i of plan.invoices) this.insertInvoice.run(i.id, i.account_id, i.month, i.kind, i.amount_nano, i.processor, i.reference, i.created_at);
+  }
+
+  private writeTotals(balances: Map<string, AccountBalance>, usage: UsageDelta[], keySpend: Map<string, bigint>, keysUsed: Map<string, number>): void {
+    for (const [accountId, balance] of balances) this.updateBalance.run(balance.balanceNano, balance.version, accountId);
+    for (const u of usage) {
       this.upsertUsage.run(u.accountId, u.day, u.environment, u.model, u.requests, u.promptTokens, u.completionTokens, u.creditsNano);
     }
-    for (const [keyId, spent] of plan.keySpend) this.addKeySpend.run(spent, keyId);
-    for (const [keyId, at] of plan.keysUsed) this.touchKey.run(at, keyId);
-    for (const i of plan.invoices) this.insertInvoice.run(i.id, i.account_id, i.month, i.kind, i.amount_nano, i.processor, i.reference, i.created_at);
-    return plan.result;
+    for (const [keyId, spent] of keySpend) this.addKeySpend.run(spent, keyId);
+    for (const [keyId, at] of keysUsed) this.touchKey.run(at, keyId);
   }
 
   /**

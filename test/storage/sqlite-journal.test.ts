@@ -170,6 +170,59 @@ describe('the ledger journal (embedded SQLite)', () => {
     expect(stored(dataDir)).toMatchObject({ balance: 0n, ledger: 0n, debits: 3 });
   });
 
+  it('writes the batches of one apply as writing them one by one would: balances, ledger, daily usage, keys', async () => {
+    // The same batches through the journal (applied in one transaction, each row written once) and straight to SQLite.
+    const slotOf = (model: string) => ({ ...slot, model });
+    const charge = (accountId: string, keyId: string, model: string, requestId: string, amountNano: bigint) => ({
+      accountId, kind: 'debit' as const, amountNano: -amountNano, requestId, keyId, model, promptTokens: 4, completionTokens: 1, usage: slotOf(model),
+    });
+    const batches = [
+      { entries: [charge('acct_1', 'key_1', 'm1', 'r1', 300n), charge('acct_2', 'key_2', 'm1', 'r2', 50n)], keysUsed: [{ keyId: 'key_1', at: 5 }] },
+      { entries: [charge('acct_1', 'key_1', 'm2', 'r3', 200n)], keysUsed: [{ keyId: 'key_1', at: 9 }, { keyId: 'key_2', at: 7 }] },
+      { entries: [{ accountId: 'acct_2', kind: 'grant' as const, amountNano: 1_000n, note: 'top-up' }] },
+      { entries: [charge('acct_2', 'key_2', 'm1', 'r4', 5_000n), charge('acct_1', 'key_1', 'm1', 'r5', 100n)], keysUsed: [{ keyId: 'key_1', at: 8 }] },
+      { entries: [], usage: [{ accountId: 'acct_1', ...slotOf('m2'), requests: 1, promptTokens: 7, completionTokens: 0, creditsNano: 0n }] },
+    ];
+    const rowsAfter = async (ledgerJournal: boolean) => {
+      const dataDir = tempDir();
+      dirs.push(dataDir);
+      const storage = await openStorage({ dataDir, ledgerJournal });
+      for (const [i, grantNano] of [1_000n, 500n].entries()) {
+        await storage.ledger.createAccount({ id: `acct_${i + 1}`, email: `${i}@example.com`, plan: 'free', settings: '{}', grantNano });
+        await storage.keys.insert({ id: `key_${i + 1}`, accountId: `acct_${i + 1}`, name: 'k', keyHash: `h${i}`, hint: 'tg-live-...', environment: 'live', permissions: 'project', models: [], spendLimitNano: null, createdAt: 1 });
+      }
+      for (const batch of batches) await storage.ledger.commit(batch);
+      await storage.close();
+      const db = new Database(join(dataDir, 'tollgate.db'), { readonly: true });
+      try {
+        return {
+          accounts: db.prepare('SELECT id, balance_nano, version FROM accounts ORDER BY id').all(),
+          ledger: db.prepare('SELECT account_id, kind, amount_nano, balance_after_nano, request_id, key_id FROM ledger ORDER BY rowid').all(),
+          usage: db.prepare('SELECT account_id, model, requests, prompt_tokens, completion_tokens, credits_nano FROM usage_daily ORDER BY account_id, model').all(),
+          keys: db.prepare('SELECT id, spent_nano, last_used_at FROM api_keys ORDER BY id').all(),
+        };
+      } finally {
+        db.close();
+      }
+    };
+    const journaled = await rowsAfter(true);
+    expect(journaled).toEqual(await rowsAfter(false));
+    // And the figures themselves: acct_2's 5,000 debit is clamped at the 1,450 it then holds.
+    expect(journaled.accounts).toEqual([
+      { id: 'acct_1', balance_nano: 400, version: 4 },
+      { id: 'acct_2', balance_nano: 0, version: 4 },
+    ]);
+    expect(journaled.keys).toEqual([
+      { id: 'key_1', spent_nano: 600, last_used_at: 8 },
+      { id: 'key_2', spent_nano: 1_500, last_used_at: 7 },
+    ]);
+    expect(journaled.usage).toEqual([
+      { account_id: 'acct_1', model: 'm1', requests: 2, prompt_tokens: 8, completion_tokens: 2, credits_nano: 400 },
+      { account_id: 'acct_1', model: 'm2', requests: 2, prompt_tokens: 11, completion_tokens: 1, credits_nano: 200 },
+      { account_id: 'acct_2', model: 'm1', requests: 2, prompt_tokens: 8, completion_tokens: 2, credits_nano: 1_500 },
+    ]);
+  });
+
   it('is held by one process at a time: a second gateway on the same directory writes to SQLite directly', async () => {
     const { storage, dataDir } = await withAccount();
     await storage.ledger.commit({ entries: [debit('r1', 100n)] });
