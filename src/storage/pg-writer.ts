@@ -3,40 +3,32 @@
  * busy event loop, so a nine-statement transaction held the account's row lock for nine turns and capped
  * throughput (docs/performance.md). The arithmetic is `planBatch`, as for SQLite.
  *
- * - One round trip when this writer knows the accounts' balances from its own last commit: one prepared statement
- *   (`COMMIT_ON_KNOWN`, planned once per connection), its rows passed as arrays, in its own implicit transaction.
- *   Its balance updates apply only to a row that still holds exactly the balance and version they were planned
- *   on: the plan's arithmetic depends on nothing else. If another writer (a replica, the CLI, a plan change) moved
- *   an account, the update finds no row, a division by zero aborts the statement, and the batch is written the
- *   two-round-trip way; so is that account's next second of batches, since a balance that other writers move keeps
- *   going stale.
- * - Two round trips otherwise (and for retried batches, which look for debits already written, and batches with
- *   invoices): lock and read the accounts, then write and COMMIT. Multi-statement queries use PostgreSQL's simple
- *   protocol, which takes no parameters: every value is rendered by `literal`, strings through pg's
- *   `escapeLiteral`, so the SQL is built from typed values only.
+ * - One round trip for a batch that takes no balance below zero: one prepared statement (`COMMIT_IN_ONE_TRIP`,
+ *   planned once per connection) moves each balance by the batch's sum, its rows passed as arrays, in its own
+ *   implicit transaction. It reads no balance first, so replicas charging the same account never make each
+ *   other's batches take the slower way (docs/decisions.md, eleventh session).
+ * - Two round trips otherwise (a debit to clamp at the balance, retried batches, which look for debits already
+ *   written, and batches with invoices): lock and read the accounts, then write and COMMIT. Multi-statement
+ *   queries use PostgreSQL's simple protocol, which takes no parameters: every value is rendered by `literal`,
+ *   strings through pg's `escapeLiteral`, so the SQL is built from typed values only.
  *
- * Row locks are taken in one global order (accounts, then usage rows, then keys, each sorted), so two writers
- * (replicas, the CLI) can wait for each other but never deadlock.
+ * Either way a ledger id takes the database's time once the batch holds its locks (pg-ledger-ids.ts). Row locks
+ * are taken in one global order (accounts, then usage rows, then keys, each sorted), so two writers (replicas,
+ * the CLI) can wait for each other but never deadlock.
  */
 import type pg from 'pg';
 import { accountsOf, planBatch, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type WriteBatch } from './batch.js';
-import { COMMIT_ON_KNOWN, byUsageRow, knownBalanceValues } from './pg-known-batch.js';
+import { NOW_MICROSECONDS_SQL, ledgerIdSuffix, nextBatchTag, pgLedgerId } from './pg-ledger-ids.js';
+import { COMMIT_IN_ONE_TRIP, byUsageRow, planOneTrip } from './pg-one-trip-batch.js';
 import { big } from './values.js';
 
 type Literal = string | number | bigint | null | undefined;
 type Lit = (value: Literal) => string;
 
-/** SQLSTATE of the division by zero that marks a balance planned on a stale version (pg-known-batch.ts). */
-const STALE_BALANCE = '22012';
-/** After a stale plan, an account's batches lock and read first for this long. */
-const CONTENDED_MS = 1_000;
+/** SQLSTATE of the division by zero that marks a batch that would take a balance below zero (pg-one-trip-batch.ts). */
+const WOULD_CLAMP = '22012';
 
 export class PgWriter {
-  /** Each account's balance and version as this writer's last commit left them (possibly stale: checked). */
-  private readonly known = new Map<string, AccountBalance>();
-  /** Accounts another writer moved lately, and until when their batches skip the one-round-trip path. */
-  private readonly contended = new Map<string, number>();
-
   constructor(private readonly pool: pg.Pool) {}
 
   commit(batch: WriteBatch): Promise<CommitResult> {
@@ -56,40 +48,31 @@ export class PgWriter {
     try {
       const lit: Lit = (value) => literal(client, value);
       const accounts = accountsOf(batch);
-      const result = (!first && (await this.commitOnKnownBalances(client, batch, accounts))) || (await this.commitLocked(client, lit, batch, accounts, first));
+      const result = (!first && (await this.commitInOneTrip(client, batch, accounts))) || (await this.commitLocked(client, lit, batch, accounts, first));
       client.release();
       return result;
     } catch (error) {
-      for (const id of accountsOf(batch)) this.known.delete(id);
       // Whatever state the connection is in, it is not reused: the pool opens a fresh one.
       client.release(true);
       throw error;
     }
   }
 
-  /** One round trip, or undefined (rolled back) when an account moved since this writer last saw it. */
-  private async commitOnKnownBalances(client: pg.PoolClient, batch: WriteBatch, accounts: string[]): Promise<CommitResult | undefined> {
+  /** One round trip, or undefined (rolled back) when a debit would have to be clamped at the balance. */
+  private async commitInOneTrip(client: pg.PoolClient, batch: WriteBatch, accounts: string[]): Promise<CommitResult | undefined> {
     if (batch.retried || accounts.length === 0 || batch.invoices?.length) return undefined;
-    const current = new Map<string, AccountBalance>();
-    for (const id of accounts) {
-      const balance = this.known.get(id);
-      if (!balance || (this.contended.get(id) ?? 0) > Date.now()) return undefined;
-      current.set(id, balance);
-    }
-    const plan = planBatch(batch, current);
-    for (const [id, balance] of plan.result.balances) this.known.set(id, balance);
+    const plan = planOneTrip(batch, accounts);
+    let answer: pg.QueryResult<{ ids: string[]; balances: Array<string | bigint>; versions: Array<string | bigint> }>;
     try {
-      await client.query({ name: COMMIT_ON_KNOWN.name, text: COMMIT_ON_KNOWN.text, values: knownBalanceValues(plan, current) });
-      return plan.result;
+      answer = await client.query({ name: COMMIT_IN_ONE_TRIP.name, text: COMMIT_IN_ONE_TRIP.text, values: plan.values });
     } catch (error) {
-      if ((error as { code?: string }).code !== STALE_BALANCE) throw error;
-      const until = Date.now() + CONTENDED_MS;
-      for (const id of accounts) {
-        this.known.delete(id);
-        this.contended.set(id, until);
-      }
+      if ((error as { code?: string }).code !== WOULD_CLAMP) throw error;
       return undefined;
     }
+    const row = answer.rows[0]!;
+    const moved = new Map<string, AccountBalance>();
+    row.ids.forEach((id, i) => moved.set(id, { balanceNano: big(row.balances[i]), version: big(row.versions[i]) }));
+    return plan.result(moved);
   }
 
   /** Two round trips: lock and read the accounts (and debits already written), then write and COMMIT. */
@@ -101,23 +84,24 @@ export class PgWriter {
     const firstAnswer = reads.length;
     if (accounts.length) reads.push(`SELECT id, balance_nano, version FROM accounts WHERE id IN (${list(accounts)}) ORDER BY id FOR UPDATE`);
     if (requestIds.length) reads.push(`SELECT request_id, amount_nano FROM ledger WHERE kind = 'debit' AND request_id IN (${list(requestIds)})`);
+    // After the row locks: ledger ids sort in the order commits take effect (pg-ledger-ids.ts).
+    reads.push(`SELECT ${NOW_MICROSECONDS_SQL} AS us`);
     const answers = asArray(await client.query(reads.join('; ')));
     const current = new Map<string, AccountBalance>();
     const written = new Map<string, bigint>();
     let next = firstAnswer;
     if (accounts.length) for (const row of answers[next++]!.rows) current.set(row.id, { balanceNano: big(row.balance_nano), version: big(row.version) });
-    if (requestIds.length) for (const row of answers[next]!.rows) written.set(row.request_id, big(row.amount_nano));
+    if (requestIds.length) for (const row of answers[next++]!.rows) written.set(row.request_id, big(row.amount_nano));
+    const stamp = big(answers[next]!.rows[0].us);
 
     const plan = planBatch(batch, current, written);
+    const batchTag = nextBatchTag();
+    plan.ledger.forEach((row, i) => (row.id = pgLedgerId(stamp, ledgerIdSuffix(batchTag, i))));
     const writes: string[] = [];
     for (const [id, balance] of plan.result.balances) {
       writes.push(`UPDATE accounts SET balance_nano = ${lit(balance.balanceNano)}, version = ${lit(balance.version)} WHERE id = ${lit(id)}`);
     }
     await client.query(writes.concat(writesOf(plan, lit), 'COMMIT').join('; '));
-    for (const [id, balance] of plan.result.balances) {
-      this.known.set(id, balance);
-      if ((this.contended.get(id) ?? Infinity) <= Date.now()) this.contended.delete(id);
-    }
     return plan.result;
   }
 }
