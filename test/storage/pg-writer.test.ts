@@ -5,6 +5,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStorage, type Storage } from '../../src/storage/index.js';
+import { NOW_MICROSECONDS_SQL, ledgerIdSql } from '../../src/storage/pg-ledger-ids.js';
 import { PgWriter } from '../../src/storage/pg-writer.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 
@@ -74,7 +75,7 @@ describe('PostgreSQL money writer, several replicas on one account', () => {
     await setup(10_000n);
     const a = replica();
     // Another replica's transaction holds the account while `a` plans and sends its batch; then it debits the
-    // account, with an id from the database's clock as PgWriter forms it, and commits.
+    // account, with an id from the database's clock as PgWriter forms them, and commits.
     const holder = new pg.Client({ connectionString: database.databaseUrl });
     await holder.connect();
     try {
@@ -82,8 +83,8 @@ describe('PostgreSQL money writer, several replicas on one account', () => {
       await holder.query("SELECT 1 FROM accounts WHERE id = 'acct_1' FOR UPDATE");
       const waiting = a.writer.commit(debit('a0', 100n));
       await new Promise((resolve) => setTimeout(resolve, 50));
-      const held = "INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, created_at) VALUES ('led_p' || lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000000)::int8), 14, '0') || 'holder', 'acct_1', 'debit', -5, 9995, 0)";
-      await holder.query(held);
+      const id = ledgerIdSql(NOW_MICROSECONDS_SQL, "'holder'");
+      await holder.query(`INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, created_at) VALUES (${id}, 'acct_1', 'debit', -5, 9995, 0)`);
       await holder.query("UPDATE accounts SET balance_nano = balance_nano - 5, version = version + 1 WHERE id = 'acct_1'");
       await holder.query('COMMIT');
       const result = await waiting;
