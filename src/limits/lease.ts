@@ -9,7 +9,10 @@ import type { RateDecision, RateLimits, RateWindow } from './types.js';
 export const MIN_FREE_REQUESTS = 256;
 /** A lease takes at most 1/LEASE_SHARE of the free requests and of the free tokens. */
 export const LEASE_SHARE = 16;
-/** The script leases only up to this millisecond of a second: a later lease would expire almost at once. */
+/**
+ * After this millisecond of a second the script leases for the next second instead: a lease for the current one
+ * would expire almost at once, and every admission until the next second's lease would go to Redis.
+ */
 export const LEASE_LATEST_MS = 950;
 /**
  * Admissions in the current or previous second from which this replica asks for a lease (so a client at two or
@@ -38,6 +41,8 @@ export type AdmitReply = [
   leaseTokens: number,
   second: number,
   msInSecond: number,
+  /** `second`, or the next one for a lease granted after LEASE_LATEST_MS. */
+  leaseSecond: number,
 ];
 
 interface Lease {
@@ -123,7 +128,7 @@ export class AccountLease {
   /** Takes in the script's reply to an admission (or, `admission` false, to a renewal) and turns it into the decision. */
   record(reply: AdmitReply, limits: RateLimits, prompt: number, arrivedAt: number, admission = true): RateDecision {
     this.lastUsed = arrivedAt;
-    const [allowed, requestsUsed, tokensUsed, requestWait, tokenWait, requestReset, tokenReset, leaseRequests, leaseTokens, second, ms] = reply;
+    const [allowed, requestsUsed, tokensUsed, requestWait, tokenWait, requestReset, tokenReset, leaseRequests, leaseTokens, second, ms, leaseSecond] = reply;
     if (second > this.second) {
       this.previous = second === this.second + 1 ? this.current : { requests: 0, tokens: 0 };
       this.current = { requests: 0, tokens: 0 };
@@ -134,8 +139,8 @@ export class AccountLease {
     if (allowed === 1 && admission) this.count(prompt);
     if (leaseRequests > 0) {
       this.install({
-        second,
-        expiresAt: arrivedAt + 1000 - ms - SAFETY_MS,
+        second: leaseSecond,
+        expiresAt: arrivedAt + (leaseSecond - second + 1) * 1000 - ms - SAFETY_MS,
         limits,
         requests: leaseRequests,
         tokens: leaseTokens,

@@ -18,10 +18,13 @@
  * `addTokens` gathers per account and sends at most every FLUSH_MS. Until given back, leases held by other
  * replicas make Redis refuse a little early near the limit: stricter, never looser.
  *
- * An account that is still leasing when its lease's second ends gets the next second's lease by a timer, just
- * after that second starts ('lease': counts no request of its own), so a client at a few requests a second (a
- * chat UI's streams) does not wait for Redis on the first request of every second. The timer is set by an
- * admission, so it stops one second after the account does.
+ * An admission in the last 50 ms of a second that asks for a lease gets one for the next second, counted in that
+ * second's bucket and usable until it ends: a request admitted from it in the current second's last milliseconds
+ * is counted a second late, so it leaves the window late, which is stricter, never looser. Without it every
+ * admission in those milliseconds went to Redis. An account that is still leasing when its lease's second ends
+ * gets the next second's lease by a timer, just after that second starts ('lease': counts no request of its own),
+ * so a client at a few requests a second (a chat UI's streams) does not wait for Redis on the first request of
+ * every second. The timer is set by an admission, so it stops one second after the account does.
  *
  * Failure policy: FAIL OPEN. When Redis is unreachable, or a command errors or takes longer than
  * `commandTimeoutMs` (200 ms by default), the request is admitted with a decision showing the full limit as
@@ -46,7 +49,8 @@ const RENEW_AFTER_MS = 2;
  * with no request of its own to count), requests per minute, tokens per minute, prompt tokens, lease requests
  * wanted, lease tokens wanted, settlement ->
  * {allowed, requests used, tokens used, request wait ms, token wait ms, request reset ms, token reset ms,
- * lease requests, lease tokens, second, ms within the second}. Used counts include the lease.
+ * lease requests, lease tokens, second, ms within the second, the second the lease is counted in}. Used counts
+ * include the lease.
  */
 const SCRIPT = `
 local WINDOW = ${BUCKETS}
@@ -58,6 +62,16 @@ local nowMs = now * 1000 + msInSecond
 local function count(key, amount)
   if amount > 0 then redis.call('HINCRBY', key, now, amount) end
   redis.call('EXPIRE', key, WINDOW + 1)
+end
+
+-- Counts 'amount' in the bucket of 'second' and in the loaded window, which stays oldest first.
+local function add(window, key, second, amount)
+  if amount <= 0 then return end
+  redis.call('HINCRBY', key, second, amount)
+  local at = #window.buckets + 1
+  while at > 1 and window.buckets[at - 1][1] > second do at = at - 1 end
+  table.insert(window.buckets, at, { second, amount })
+  window.used = window.used + amount
 end
 
 local function giveBack(key, second, amount)
@@ -117,24 +131,25 @@ local requests, tokens = load(KEYS[1]), load(KEYS[2])
 local requestWait, tokenWait = waitFor(requests, rpm, own), waitFor(tokens, tpm, prompt)
 local allowed = requestWait == 0 and tokenWait == 0
 local leaseRequests, leaseTokens = 0, 0
+-- Late in a second the lease is for the next one, counted in its bucket (see the file's comment).
+local leaseSecond = msInSecond <= ${LEASE_LATEST_MS} and now or now + 1
 if allowed then
   local freeRequests, freeTokens = rpm - requests.used - own, tpm - tokens.used - prompt
-  if wantRequests > 0 and msInSecond <= ${LEASE_LATEST_MS} and freeRequests >= ${MIN_FREE_REQUESTS} and freeTokens > 0 then
+  if wantRequests > 0 and freeRequests >= ${MIN_FREE_REQUESTS} and freeTokens > 0 then
     leaseRequests = math.min(wantRequests, math.floor(freeRequests / ${LEASE_SHARE}))
     leaseTokens = math.min(wantTokens, math.floor(freeTokens / ${LEASE_SHARE}))
     if leaseTokens < wantTokens then leaseRequests = math.floor(leaseRequests * leaseTokens / wantTokens) end
     if leaseRequests == 0 then leaseTokens = 0 end
   end
-  count(KEYS[1], own + leaseRequests)
-  count(KEYS[2], prompt + leaseTokens)
-  -- The current second is the newest bucket, so appending keeps the order.
-  table.insert(requests.buckets, { now, own + leaseRequests })
-  requests.used = requests.used + own + leaseRequests
-  table.insert(tokens.buckets, { now, prompt + leaseTokens })
-  tokens.used = tokens.used + prompt + leaseTokens
+  add(requests, KEYS[1], now, own)
+  add(tokens, KEYS[2], now, prompt)
+  add(requests, KEYS[1], leaseSecond, leaseRequests)
+  add(tokens, KEYS[2], leaseSecond, leaseTokens)
+  redis.call('EXPIRE', KEYS[1], WINDOW + 1)
+  redis.call('EXPIRE', KEYS[2], WINDOW + 1)
 end
 return { allowed and 1 or 0, requests.used, tokens.used, requestWait, tokenWait,
-  waitFor(requests, rpm, rpm), waitFor(tokens, tpm, tpm), leaseRequests, leaseTokens, now, msInSecond }
+  waitFor(requests, rpm, rpm), waitFor(tokens, tpm, tpm), leaseRequests, leaseTokens, now, msInSecond, leaseSecond }
 `;
 
 type RunScript = (requestsKey: string, tokensKey: string, ...args: Array<string | number>) => Promise<unknown>;

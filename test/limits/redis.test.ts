@@ -150,6 +150,28 @@ describe('Redis rate limiter', () => {
     });
   });
 
+  it('counts a next-second bucket (a lease granted late in a second) as used, and as the last to leave the window', async () => {
+    const prefix = newPrefix();
+    const l = limiter(prefix);
+    const key = `${prefix}rl:{a}:req`;
+    await redisMsBetween(0, 500);
+    await withRedis(async (client) => {
+      const now = Number((await client.time())[0]);
+      await client.hset(key, String(now - 10), 100, String(now + 1), 299);
+    });
+    const limit = { requestsPerMinute: 400, tokensPerMinute: 100_000 };
+    const last = await l.admit('a', limit, 0);
+    expect(last.allowed).toBe(true);
+    expect(last.requests.remaining).toBe(0);
+    // All 400 are free again once the next second's bucket leaves, 62 seconds from the start of this one.
+    expect(last.requests.resetMs).toBeGreaterThan(61_000);
+    expect(last.requests.resetMs).toBeLessThanOrEqual(62_000);
+    const refused = await l.admit('a', limit, 0);
+    expect(refused.allowed).toBe(false);
+    expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(50);
+    expect(refused.retryAfterSeconds).toBeLessThanOrEqual(51);
+  });
+
   it('fails open, fast, and reports the error when Redis is unreachable', async () => {
     const errors: unknown[] = [];
     const l = limiter(newPrefix(), { url: 'redis://127.0.0.1:1', onError: (error) => errors.push(error) });
@@ -229,6 +251,37 @@ describe('Redis rate limiter', () => {
       await withRedis(async (client) => {
         expect(await hashSum(client, `${prefix}rl:{chat}:req`)).toBe(15);
         expect(await hashSum(client, `${prefix}rl:{chat}:tok`)).toBe(150);
+      });
+    });
+
+    it('keeps admitting from leases through the end of a second, not one Redis call per request in its last milliseconds', async () => {
+      const prefix = newPrefix();
+      const l = limiter(prefix);
+      const huge = { requestsPerMinute: 10_000_000, tokensPerMinute: 1_000_000_000_000 };
+      let admitted = 0;
+      /** Sequential admissions for `ms` milliseconds, each after a turn of the event loop. */
+      const admitFor = async (ms: number) => {
+        const until = performance.now() + ms;
+        while (performance.now() < until) {
+          expect((await l.admit('edge', huge, 10)).allowed).toBe(true);
+          admitted++;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      };
+      // From 700 ms into a Redis second the account's rate grows and its leases with it; then 200 ms across the
+      // second's end are watched.
+      await redisMsBetween(700, 740);
+      await admitFor(180);
+      const before = admitted;
+      const [, calls] = await scriptCalls(prefix, () => admitFor(200));
+      expect(admitted - before).toBeGreaterThan(1_000);
+      // Seen: one call, when the lease ran out 25 ms before the second's end; its reply leased the next second.
+      // Before leases reached into the next second, every admission in those 25 ms went to Redis (seen: 51 and 52).
+      expect(calls.admit).toBeLessThanOrEqual(3);
+      await l.close();
+      await withRedis(async (client) => {
+        expect(await hashSum(client, `${prefix}rl:{edge}:req`)).toBe(admitted);
+        expect(await hashSum(client, `${prefix}rl:{edge}:tok`)).toBe(admitted * 10);
       });
     });
 
