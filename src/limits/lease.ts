@@ -115,9 +115,12 @@ export class AccountLease {
     return [requests, Math.ceil(requests * averagePrompt)];
   }
 
-  /** When the Redis second of the last reply ends, by this process's clock (late by up to half a round trip). */
+  /**
+   * When the Redis second of the last reply ends, or that of the held lease if later (one asked for late in a
+   * second), by this process's clock (late by up to half a round trip): when the next lease is needed.
+   */
   get nextSecondAt(): number {
-    return this.secondEndsAt;
+    return this.lease ? Math.max(this.secondEndsAt, this.lease.expiresAt + SAFETY_MS) : this.secondEndsAt;
   }
 
   /** A lease is held and still usable. */

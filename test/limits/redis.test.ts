@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RedisRateLimiter, type RedisRateLimiterOptions } from '../../src/limits/index.js';
 import { deleteRedisKeys } from '../support/gateway.js';
 import { commandsDuring, REDIS_TEST_URL as REDIS_URL, withRedis } from '../support/redis.js';
@@ -273,11 +273,17 @@ describe('Redis rate limiter', () => {
       await redisMsBetween(700, 740);
       await admitFor(180);
       const before = admitted;
+      const timers = vi.spyOn(globalThis, 'setTimeout');
       const [, calls] = await scriptCalls(prefix, () => admitFor(200));
+      const timersSet = timers.mock.calls.length;
+      timers.mockRestore();
       expect(admitted - before).toBeGreaterThan(1_000);
       // Seen: one call, when the lease ran out 25 ms before the second's end; its reply leased the next second.
       // Before leases reached into the next second, every admission in those 25 ms went to Redis (seen: 51 and 52).
       expect(calls.admit).toBeLessThanOrEqual(3);
+      // The renewal timer waits for the end of the leased second (seen: 2 timers in all, the other one the Redis
+      // call's timeout). Timed from the reply's second instead, it fired and was set again every millisecond (81).
+      expect(timersSet).toBeLessThanOrEqual(5);
       await l.close();
       await withRedis(async (client) => {
         expect(await hashSum(client, `${prefix}rl:{edge}:req`)).toBe(admitted);
