@@ -216,7 +216,8 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
   }
   const redisPids = database ? pidsByName('redis-server') : [];
   // With PostgreSQL + Redis, their processes (backends, WAL writer, redis-server) work for tollgate: not "other" load.
-  const benchPids = [mock.pid, baseline.pid, tollgate.pid, ...(database ? databasePids() : [])];
+  // Looked up at both ends of each run: tollgate's pool opens (and closes) its backends as it goes.
+  const benchPids = () => [mock.pid, baseline.pid, tollgate.pid, ...(database ? databasePids() : [])];
   const slices = new Map<TargetName, { loads: LoadResult[]; cpu: number; upstream: number; pg: number | undefined; redis: number | undefined; other: number }>();
   for (const target of order) slices.set(target, { loads: [], cpu: 0, upstream: 0, pg: 0, redis: 0, other: 0 });
   process.stdout.write(`   ${name}: throughput, ${settings.throughputSlices} slices of ${settings.throughputS / settings.throughputSlices} s each...`);
@@ -271,7 +272,7 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
   await post(`${mock.url}/bench/config`, { chunks: settings.streamChunks, delay_ms: settings.streamDelayMs });
   for (const target of order) {
     process.stdout.write(`   ${name}/${target}: ${settings.sequentialStreams} streams...`);
-    const streamWindow = cpuWindow([mock.pid, baseline.pid, tollgate.pid, ...(database ? databasePids() : [])]);
+    const streamWindow = cpuWindow(benchPids);
     const stats = await sequentialStreams(servers[target].stream, settings.sequentialStreams, settings.streamWarmup);
     const streamOther = streamWindow().otherCores;
     if (stats.failed) result.failures.push(`${target} streaming: ${stats.failed} failed (${JSON.stringify(stats.errorDetail)})`);

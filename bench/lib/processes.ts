@@ -127,26 +127,46 @@ function kernelThreadSeconds(): number {
  * (the runner, its load generator, the servers and the given database processes) nor kernel threads (which do
  * the benchmark's I/O, e.g. PostgreSQL's WAL flushes), in cores. A shared machine where builds or tests run
  * meanwhile shows up here, and such figures should not be trusted.
+ *
+ * `pids` is asked again at the end when it is a function: tollgate opens its PostgreSQL connections after the
+ * benchmark starts, and each one's backend is a new process working for it, not other load.
  */
-export function cpuWindow(pids: number[]): () => { otherCores: number } {
-  const own = () =>
-    selfAndChildrenSeconds() +
-    kernelThreadSeconds() +
-    pids.reduce((sum, pid) => {
-      try {
-        return sum + readProc(pid).cpuSeconds;
-      } catch {
-        return sum;
-      }
-    }, 0);
+export function cpuWindow(pids: number[] | (() => number[])): () => { otherCores: number } {
+  const list = typeof pids === 'function' ? pids : () => pids;
+  const own = () => selfAndChildrenSeconds() + kernelThreadSeconds();
   const t0 = performance.now();
   const busy0 = machineBusySeconds();
   const own0 = own();
+  const servers0 = cpuByPid(list());
   return () => {
     const wall = (performance.now() - t0) / 1000;
-    const other = machineBusySeconds() - busy0 - (own() - own0);
+    const servers = cpuUsedBetween(servers0, cpuByPid(list()));
+    const other = machineBusySeconds() - busy0 - (own() - own0) - servers;
     return { otherCores: Math.max(0, other / wall) };
   };
+}
+
+/** CPU seconds so far of each of `pids`; a process that has ended is left out. */
+function cpuByPid(pids: Iterable<number>): Map<number, number> {
+  const cpu = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      cpu.set(pid, readProc(pid).cpuSeconds);
+    } catch {
+      // ended
+    }
+  }
+  return cpu;
+}
+
+/**
+ * CPU seconds the processes used between two readings. One that started in between counts from zero; one that
+ * ended in between counts nothing (its last share is unknown, so it shows as other load).
+ */
+export function cpuUsedBetween(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): number {
+  let used = 0;
+  for (const [pid, seconds] of after) used += seconds - (before.get(pid) ?? 0);
+  return used;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
