@@ -128,19 +128,18 @@ function kernelThreadSeconds(): number {
  * the benchmark's I/O, e.g. PostgreSQL's WAL flushes), in cores. A shared machine where builds or tests run
  * meanwhile shows up here, and such figures should not be trusted.
  *
- * `pids` is asked again at the end when it is a function: tollgate opens its PostgreSQL connections after the
- * benchmark starts, and each one's backend is a new process working for it, not other load.
+ * `pids` is asked at both ends of the run: tollgate opens its PostgreSQL connections after the benchmark starts,
+ * and each one's backend is a new process working for it, not other load.
  */
-export function cpuWindow(pids: number[] | (() => number[])): () => { otherCores: number } {
-  const list = typeof pids === 'function' ? pids : () => pids;
+export function cpuWindow(pids: () => number[]): () => { otherCores: number } {
   const own = () => selfAndChildrenSeconds() + kernelThreadSeconds();
   const t0 = performance.now();
   const busy0 = machineBusySeconds();
   const own0 = own();
-  const servers0 = cpuByPid(list());
+  const servers0 = cpuByPid(pids());
   return () => {
     const wall = (performance.now() - t0) / 1000;
-    const servers = cpuUsedBetween(servers0, cpuByPid(list()));
+    const servers = cpuUsedBetween(servers0, cpuByPid(pids()));
     const other = machineBusySeconds() - busy0 - (own() - own0) - servers;
     return { otherCores: Math.max(0, other / wall) };
   };
