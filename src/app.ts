@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AdminService, adminTokenChecker, bootstrap, keySecret, type FirstStart } from './admin/index.js';
 import { Authenticator } from './auth/index.js';
-import { RedisCreditState, Wallet, invoiceProcessor, parseUsd, planLimits, type PaymentProcessor } from './billing/index.js';
+import { RedisCreditState, Wallet, parseUsd, paymentProcessors, planLimits, rechargeLimits, type PaymentProcessor } from './billing/index.js';
 import { Catalog, PerformanceTracker } from './catalog/index.js';
 import { LocalChangeBus, RedisChangeBus, type ChangeBus } from './cluster/index.js';
 import type { Config } from './config/index.js';
@@ -36,7 +36,8 @@ export interface App {
 export interface AppOptions {
   logger?: Logger;
   events?: EventSink;
-  processor?: PaymentProcessor;
+  /** Payment processors besides the built-in `invoice`. */
+  processors?: PaymentProcessor[];
   limiter?: RateLimiter;
 }
 
@@ -58,13 +59,18 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   // Events go to the webhook outbox (and to a sink of the caller's, e.g. a test's, when given).
   const webhooks = new Webhooks({ storage, settings: config.webhooks, logger: logger.child({ module: 'webhooks' }) });
   const events: EventSink = options.events ? fanOut(options.events, webhooks.sink) : webhooks.sink;
+  const processors = paymentProcessors(options.processors);
   const auth = new Authenticator({ storage, secret, prefix: config.key_prefix });
   const wallet = new Wallet({
     storage,
     limitsFor,
     defaultThresholdsNano: config.credits.low_balance_thresholds.map((t) => parseUsd(t)),
     events,
-    processor: options.processor ?? invoiceProcessor,
+    recharge: {
+      processors,
+      limits: rechargeLimits(config),
+      onRefused: (accountId, reason) => logger.warn({ accountId, reason }, 'auto-recharge held back by a limit'),
+    },
     // Replicas share holds in Redis so none can spend what another holds; one process keeps them in memory.
     ...(config.redis_url
       ? {
@@ -83,6 +89,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       metrics.storageErrors.inc();
       logger.error({ err: error }, 'credit write failed; retrying');
     },
+    onUsageCapped: (capped) => {
+      metrics.usageCapped.inc({ model: capped.model });
+      logger.warn(capped, 'the upstream reported more tokens than the request allowed; billed at the allowance');
+    },
   });
   metrics.countReservations(() => wallet.reservationsOpen);
   // Key revocations and account changes, made by this replica or another: every replica drops its cached copies.
@@ -95,7 +105,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const record = accountId ? await storage.accounts.get(accountId).catch(() => undefined) : undefined;
     if (record) wallet.accounts.applyRecord(record);
   });
-  const admin = new AdminService(storage, config, secret, { onChange: (change) => changes.publish(change) });
+  const admin = new AdminService(storage, config, secret, { onChange: (change) => changes.publish(change) }, processors);
   const firstStart = await bootstrap(storage, config, admin);
   const isAdminToken = await adminTokenChecker(storage, config);
   const catalog = new Catalog(config);
@@ -110,6 +120,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     config,
     storage,
     admin,
+    processors,
     isAdminToken,
     auth,
     catalog,

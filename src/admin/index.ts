@@ -1,3 +1,4 @@
 export { adminTokenChecker, bootstrap, keySecret, type FirstStart } from './bootstrap.js';
-export { AdminService, type AccountPatch, type AdminHooks, type CreatedKey, type NewKeyRequest } from './service.js';
+export { normalizeEmail } from './email.js';
+export { AdminService, type AccountPatch, type AdminHooks, type CreatedKey, type NewKeyRequest, type OwnSettingsPatch } from './service.js';
 export { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSchema } from './schemas.js';

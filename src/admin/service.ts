@@ -3,10 +3,13 @@
  * all go through here, so each rule (sign-up grant, key format, corrections never below zero) lives once.
  */
 import { generateKey, hashKey, keyHint } from '../auth/index.js';
-import { parseUsd, usdString, type Nano } from '../billing/index.js';
+import { parseUsd, paymentProcessors, rechargeLimits, usdString, type Nano, type PaymentProcessors } from '../billing/index.js';
 import type { Config } from '../config/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
+import { normalizeEmail } from './email.js';
 import { encodeSettings, newId, type AccountRecord, type AccountSettings, type Environment, type KeyRecord, type Permission, type Storage } from '../storage/index.js';
+import { applyAutoRecharge, applyBilling, checkOwnAutoRecharge, type AutoRechargePatch, type BillingPatch } from './recharge-settings.js';
+import { MAX_BALANCE_NANO, usd } from './usd.js';
 
 export interface NewKeyRequest {
   name?: string;
@@ -23,10 +26,15 @@ export interface AccountPatch {
   tokens_per_minute?: number | null;
   /** USD; null returns to the plan's limit; "none" removes the daily limit for this account. */
   daily_limit?: number | null | 'none';
-  auto_recharge?: { enabled?: boolean; threshold?: number; amount?: number };
+  auto_recharge?: AutoRechargePatch;
+  /** How auto-recharges are paid (operators only). */
+  billing?: BillingPatch;
   /** USD. */
   low_balance_thresholds?: number[] | null;
 }
+
+/** What an account's own user may change (dashboard). */
+export type OwnSettingsPatch = Pick<AccountPatch, 'auto_recharge' | 'low_balance_thresholds'>;
 
 export interface CreatedKey {
   record: KeyRecord;
@@ -45,20 +53,40 @@ export class AdminService {
     private readonly config: Config,
     private readonly keySecret: string,
     private readonly hooks: AdminHooks = {},
+    private readonly processors: PaymentProcessors = paymentProcessors(),
   ) {}
 
   async createAccount(request: { email: string; plan?: string }): Promise<{ account: AccountRecord; key: CreatedKey }> {
-    // Emails are compared without regard to case: Dup@Example.com is the same person as dup@example.com.
-    const email = typeof request.email === 'string' ? request.email.trim().toLowerCase() : undefined;
-    if (!email || !/^[^\s@]+@[^\s@]+$/.test(email)) throw invalidRequest('email must be an email address', 'email');
+    const account = await this.openAccount(request, { grant: true });
+    return { account, key: await this.createKey(account.id, { name: 'default' }) };
+  }
+
+  /** A new account without keys; with `grant`, credited the sign-up grant in the same transaction. */
+  async openAccount(request: { email: string; plan?: string }, options: { grant: boolean }): Promise<AccountRecord> {
+    const email = normalizeEmail(request.email);
     const plan = request.plan ?? this.config.default_plan;
     this.requirePlan(plan);
-    if (await this.storage.accounts.getByEmail(email)) throw invalidRequest(`an account with email ${email} exists`, 'email');
+    const taken = () => invalidRequest(`an account with email ${email} exists`, 'email');
+    if (await this.storage.accounts.getByEmail(email)) throw taken();
     const id = newId('acct');
     const settings: AccountSettings = { autoRecharge: { enabled: false, thresholdNano: 0n, amountNano: 0n } };
-    await this.storage.ledger.createAccount({ id, email, plan, settings: encodeSettings(settings), grantNano: parseUsd(this.config.credits.signup_grant) });
-    const key = await this.createKey(id, { name: 'default' });
-    return { account: (await this.storage.accounts.get(id))!, key };
+    const grantNano = options.grant ? parseUsd(this.config.credits.signup_grant) : 0n;
+    try {
+      await this.storage.ledger.createAccount({ id, email, plan, settings: encodeSettings(settings), grantNano });
+    } catch (error) {
+      // The same email created at the same moment elsewhere: the unique index refused this one.
+      if (await this.storage.accounts.getByEmail(email)) throw taken();
+      throw error;
+    }
+    return (await this.storage.accounts.get(id))!;
+  }
+
+  /** The sign-up grant of an account opened without it (a self-serve account whose email was just verified). */
+  async grantSignupCredit(accountId: string): Promise<void> {
+    const amountNano = parseUsd(this.config.credits.signup_grant);
+    if (amountNano === 0n) return;
+    await this.storage.ledger.commit({ entries: [{ accountId, kind: 'grant', amountNano, note: 'sign-up credit' }] });
+    await this.hooks.onChange?.({ accountId });
   }
 
   async createKey(accountId: string, request: NewKeyRequest): Promise<CreatedKey> {
@@ -129,18 +157,8 @@ export class AdminService {
       if (patch.daily_limit === null) delete settings.dailyLimitNano;
       else settings.dailyLimitNano = patch.daily_limit === 'none' ? null : usd(patch.daily_limit, 'daily_limit');
     }
-    if (patch.auto_recharge) {
-      const { enabled, threshold, amount } = patch.auto_recharge;
-      if (enabled !== undefined) {
-        if (typeof enabled !== 'boolean') throw invalidRequest('auto_recharge.enabled must be a boolean', 'auto_recharge.enabled');
-        settings.autoRecharge.enabled = enabled;
-      }
-      if (threshold !== undefined) settings.autoRecharge.thresholdNano = usd(threshold, 'auto_recharge.threshold');
-      if (amount !== undefined) settings.autoRecharge.amountNano = usd(amount, 'auto_recharge.amount');
-      if (settings.autoRecharge.enabled && settings.autoRecharge.amountNano <= 0n) {
-        throw invalidRequest('auto_recharge.amount must be positive when auto-recharge is enabled', 'auto_recharge.amount');
-      }
-    }
+    if (patch.billing !== undefined) applyBilling(settings, patch.billing, this.processors);
+    if (patch.auto_recharge) applyAutoRecharge(settings, patch.auto_recharge, rechargeLimits(this.config));
     if (patch.low_balance_thresholds !== undefined) {
       if (patch.low_balance_thresholds === null) delete settings.lowBalanceThresholdsNano;
       else if (!Array.isArray(patch.low_balance_thresholds)) throw invalidRequest('low_balance_thresholds must be a list of USD amounts', 'low_balance_thresholds');
@@ -149,6 +167,17 @@ export class AdminService {
     const updated = await this.storage.accounts.update(accountId, { ...(patch.plan !== undefined ? { plan: patch.plan } : {}), settings });
     await this.hooks.onChange?.({ accountId });
     return updated!;
+  }
+
+  /** The account's own user's change: the operator's rules, and auto-recharge only where they may turn it on. */
+  async updateOwnSettings(accountId: string, patch: OwnSettingsPatch): Promise<AccountRecord> {
+    const account = await this.requireAccount(accountId);
+    checkOwnAutoRecharge(account.settings, patch.auto_recharge, this.processors);
+    const { auto_recharge, low_balance_thresholds } = patch;
+    return this.updateAccount(accountId, {
+      ...(auto_recharge ? { auto_recharge } : {}),
+      ...(low_balance_thresholds !== undefined ? { low_balance_thresholds } : {}),
+    });
   }
 
   async listAccounts(options: { limit?: number; after?: string } = {}): Promise<AccountRecord[]> {
@@ -166,24 +195,6 @@ export class AdminService {
       throw invalidRequest(`plan must be one of: ${Object.keys(this.config.plans).join(', ')}`, 'plan');
     }
   }
-}
-
-/** Largest USD amount an operator may enter (1 billion USD): far below the 64-bit nano-USD columns' range. */
-const MAX_AMOUNT_NANO: Nano = 1_000_000_000n * 1_000_000_000n;
-/** Largest balance an account may hold (so sums in 64-bit columns cannot overflow). */
-const MAX_BALANCE_NANO: Nano = 2n * MAX_AMOUNT_NANO;
-
-function usd(value: unknown, param: string, allowNegative = false): Nano {
-  if (typeof value !== 'number' && typeof value !== 'string') throw invalidRequest(`${param} must be a USD amount`, param);
-  let nano: Nano;
-  try {
-    nano = parseUsd(value);
-  } catch {
-    throw invalidRequest(`${param} must be a USD amount with at most 9 decimals`, param);
-  }
-  if (!allowNegative && nano < 0n) throw invalidRequest(`${param} must not be negative`, param);
-  if (nano > MAX_AMOUNT_NANO || nano < -MAX_AMOUNT_NANO) throw invalidRequest(`${param} must be at most ${usdString(MAX_AMOUNT_NANO)} USD`, param);
-  return nano;
 }
 
 function positiveInt(value: number | null, param: string): number | null {

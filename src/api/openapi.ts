@@ -87,7 +87,7 @@ export function openApiDocument(): Json {
       '/health': { get: operation('operations', 'Liveness: the process answers', { ok: { 'application/json': { schema: { type: 'object' } } }, errors: [], security: [] }) },
       '/ready': { get: operation('operations', 'Readiness: the database answers (503 otherwise)', { ok: { 'application/json': { schema: { type: 'object' } } }, errors: [503], security: [] }) },
       '/metrics': {
-        get: operation('operations', 'Prometheus metrics (admin token unless metrics_public)', { ok: { 'text/plain': { schema: { type: 'string' } } }, errors: [401], security: [{ adminToken: [] }] }),
+        get: operation('operations', 'Prometheus metrics (admin token unless metrics_public)', { ok: { 'text/plain': { schema: { type: 'string' } } }, errors: [401, 429], security: [{ adminToken: [] }] }),
       },
       ...adminPaths(),
     },
@@ -158,7 +158,8 @@ function webhookPaths(): Json {
 }
 
 function adminPaths(): Json {
-  const admin = { security: [{ adminToken: [] }], errors: [400, 401, 404] };
+  // 429: too many wrong admin tokens from the client's address.
+  const admin = { security: [{ adminToken: [] }], errors: [400, 401, 404, 429] };
   const account = [path('id', 'Account id (`acct_...`)')];
   return {
     '/admin/accounts': {
@@ -167,7 +168,7 @@ function adminPaths(): Json {
     },
     '/admin/accounts/{id}': {
       get: operation('admin', 'An account with balance and keys', { ...admin, parameters: account, ok: objectOk() }),
-      patch: operation('admin', 'Change plan, limits, auto-recharge or low-balance thresholds', { ...admin, parameters: account, body: PatchAccountSchema, ok: objectOk() }),
+      patch: operation('admin', 'Change plan, limits, invoice billing, auto-recharge or low-balance thresholds', { ...admin, parameters: account, body: PatchAccountSchema, ok: objectOk() }),
     },
     '/admin/accounts/{id}/keys': { post: operation('admin', 'Create a key (shown once)', { ...admin, parameters: account, body: CreateKeySchema, ok: objectOk(), okStatus: 201 }) },
     '/admin/accounts/{id}/credits': { post: operation('admin', 'Top up (a negative amount is a correction)', { ...admin, parameters: account, body: AddCreditsSchema, ok: objectOk() }) },

@@ -118,7 +118,13 @@ export const CreditBalanceSchema = Type.Object(
     billing: Type.Optional(
       Type.Object({
         plan: Type.String({ description: 'free, pay_as_you_go, enterprise, or a plan from configuration' }),
-        auto_recharge: Type.Object({ enabled: Type.Boolean(), threshold: Usd('Recharge below this balance'), amount: Usd('Recharge by') }),
+        auto_recharge: Type.Object({
+          enabled: Type.Boolean({ description: 'On, and the account has a payment processor to run it' }),
+          threshold: Usd('Recharge below this balance'),
+          amount: Usd('Recharge by'),
+          available: Type.Boolean({ description: "Whether the account's own user may turn auto-recharge on or change it" }),
+          unavailable_reason: Nullable(Type.String({ description: 'Why not, when `available` is false' })),
+        }),
         next_billing_date: Type.String({ format: 'date-time' }),
       }),
     ),

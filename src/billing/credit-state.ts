@@ -28,8 +28,11 @@ export interface CreditState {
   /** Takes the hold when it still fits every budget; false when concurrent requests took the room first. */
   take(hold: Hold, limits: PlanLimits): Promise<boolean>;
   release(hold: Hold): Promise<void>;
-  /** Ends the hold and records the charge as unwritten; the charge is `actual` capped at what is free. */
-  charge(hold: Hold, actualNano: Nano): Promise<Nano>;
+  /**
+   * Ends the hold and records the charge as unwritten: `actual` in full up to the hold, and beyond it only what
+   * every budget (balance, daily limit, key spend limit) still has free.
+   */
+  charge(hold: Hold, actualNano: Nano, limits: PlanLimits): Promise<Nano>;
   /** The database wrote the charge (`applied` is lower when it clamped at zero) and confirmed a balance. */
   confirmed(hold: Hold, chargedNano: Nano, appliedNano: Nano, balance: { balanceNano: Nano; version: bigint }): Promise<void>;
   start?(): void;
@@ -38,7 +41,8 @@ export interface CreditState {
 
 /**
  * The charge for an actual cost: in full up to the request's own hold (that money was set aside for it), and
- * beyond the hold only what is free, so an estimate that was too low never takes what other requests hold.
+ * beyond the hold only what is free, so an estimate that was too low never takes what other requests hold nor
+ * passes a limit.
  */
 export function capCharge(actualNano: Nano, holdNano: Nano, freeNano: Nano): Nano {
   const ceiling = freeNano > holdNano ? freeNano : holdNano;
@@ -72,10 +76,10 @@ export class MemoryCreditState implements CreditState {
     this.move(hold, -hold.amountNano);
   }
 
-  async charge(hold: Hold, actualNano: Nano): Promise<Nano> {
+  async charge(hold: Hold, actualNano: Nano, limits: PlanLimits): Promise<Nano> {
     this.move(hold, -hold.amountNano);
     const { account } = hold;
-    const charge = capCharge(actualNano, hold.amountNano, available(account));
+    const charge = capCharge(actualNano, hold.amountNano, leastFree(this.budgetsNow(account, hold.key, limits)));
     account.pendingNano += charge;
     account.dailySpentNano += charge;
     keySpendOf(account, hold.key).spentNano += charge;
@@ -96,6 +100,13 @@ export class MemoryCreditState implements CreditState {
     hold.account.dailyReservedNano += amount;
     keySpendOf(hold.account, hold.key).reservedNano += amount;
   }
+}
+
+/** What the tightest budget has free (never negative). */
+export function leastFree(budgets: Budgets): Nano {
+  let least = budgets.balanceAvailable;
+  for (const budget of [budgets.dailyRemaining, budgets.keyRemaining]) if (budget !== null && budget < least) least = budget;
+  return least > 0n ? least : 0n;
 }
 
 function keySpendOf(account: AccountState, key: KeyRecord): { spentNano: Nano; reservedNano: Nano } {

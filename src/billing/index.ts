@@ -6,5 +6,15 @@ export { findCrossings } from './low-balance.js';
 export { planLimits, type PlanLimits } from './plans.js';
 export { NANO_PER_USD, parseUsd, usdNumber, usdString, type Nano } from '../money/index.js';
 export { affordableCompletionTokens, costOf, type Price } from './pricing.js';
-export { invoiceProcessor, type PaymentProcessor } from './recharge.js';
+export {
+  invoiceProcessor,
+  paymentProcessors,
+  rechargeLimits,
+  rechargeProcessor,
+  selfServeRecharge,
+  type PaymentProcessor,
+  type PaymentProcessors,
+  type RechargeLimits,
+  type RechargeOptions,
+} from './recharge.js';
 export { Reservation, Wallet, type Settlement, type WalletOptions } from './wallet.js';

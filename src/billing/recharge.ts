@@ -1,12 +1,16 @@
 /**
  * Auto-recharge: when a debit leaves an account below its threshold, charge the configured amount through the
- * payment processor and credit it. Processors are pluggable; the built-in `invoice` processor records the
- * charge on the account's monthly invoice and credits at once.
+ * account's payment processor and credit it. An account without a processor is never recharged: credit comes
+ * only from an operator, the sign-up grant, or a processor that takes the money. The built-in `invoice`
+ * processor records the charge on the account's monthly invoice and credits at once; only an operator puts an
+ * account on it, with a monthly ceiling. Every recharge is also bounded by the configured maximum amount and
+ * number per account per UTC day.
  */
-import type { InvoiceInput, Storage } from '../storage/index.js';
+import type { Config } from '../config/index.js';
+import type { AccountSettings, InvoiceInput, Storage } from '../storage/index.js';
 import { newId } from '../storage/index.js';
-import type { AccountCache, AccountState } from './accounts.js';
-import type { Nano } from '../money/index.js';
+import { utcDay, type AccountCache, type AccountState } from './accounts.js';
+import { parseUsd, usdString, type Nano } from '../money/index.js';
 
 export interface ChargeResult {
   reference: string;
@@ -16,11 +20,17 @@ export interface ChargeResult {
 
 export interface PaymentProcessor {
   readonly id: string;
+  /**
+   * Whether an account's own user may turn auto-recharge on with this processor: only one that takes the money
+   * from a payment method the user saved. The others are an operator's to assign.
+   */
+  readonly selfServe: boolean;
   charge(request: { accountId: string; amountNano: Nano; reason: string }): Promise<ChargeResult>;
 }
 
 export const invoiceProcessor: PaymentProcessor = {
   id: 'invoice',
+  selfServe: false,
   async charge({ accountId, amountNano }) {
     const reference = newId('invline');
     const month = new Date().toISOString().slice(0, 7);
@@ -28,21 +38,69 @@ export const invoiceProcessor: PaymentProcessor = {
   },
 };
 
+/** The payment processors by id; the built-in `invoice` is always one of them. */
+export type PaymentProcessors = ReadonlyMap<string, PaymentProcessor>;
+
+export function paymentProcessors(extra: PaymentProcessor[] = []): PaymentProcessors {
+  return new Map([invoiceProcessor, ...extra].map((processor) => [processor.id, processor]));
+}
+
+export interface RechargeLimits {
+  maxAmountNano: Nano;
+  maxPerDay: number;
+}
+
+export function rechargeLimits(config: Config): RechargeLimits {
+  const { max_amount, max_per_day } = config.credits.auto_recharge;
+  return { maxAmountNano: parseUsd(max_amount), maxPerDay: max_per_day };
+}
+
+/** The processor that charges an account's auto-recharges; none means auto-recharge cannot run. */
+export function rechargeProcessor(settings: AccountSettings, processors: PaymentProcessors): PaymentProcessor | undefined {
+  return settings.billing ? processors.get(settings.billing.processor) : undefined;
+}
+
+/** Whether an account's own user may turn auto-recharge on or change it, and if not, why (shown to them). */
+export function selfServeRecharge(settings: AccountSettings, processors: PaymentProcessors): { available: boolean; reason: string | null } {
+  const processor = rechargeProcessor(settings, processors);
+  if (processor?.selfServe) return { available: true, reason: null };
+  if (processor) return { available: false, reason: `Auto-recharge on this account is set up by the operator (billed through ${processor.id}).` };
+  if ([...processors.values()].some((p) => p.selfServe)) return { available: false, reason: 'Auto-recharge needs a saved payment method: add one first.' };
+  return {
+    available: false,
+    reason: 'Auto-recharge needs a saved payment method, and this gateway has no payment processor to take one. The operator adds credit.',
+  };
+}
+
+export interface RechargeOptions {
+  processors: PaymentProcessors;
+  limits: RechargeLimits;
+  /** A recharge a limit held back (the account is not asked again until its settings or the UTC day change). */
+  onRefused?: (accountId: string, reason: string) => void;
+}
+
 export class AutoRecharger {
   private readonly running = new Map<string, Promise<void>>();
+  /** Accounts a limit held back, with the settings and day it happened on. */
+  private readonly refused = new Map<string, { settings: AccountSettings; day: string }>();
 
   constructor(
     private readonly storage: Storage,
-    private readonly processor: PaymentProcessor,
+    private readonly options: RechargeOptions,
     private readonly accounts: AccountCache,
     private readonly onError?: (error: unknown) => void,
   ) {}
 
   /** After a debit: recharge once if the account is below its threshold and no recharge is under way. */
   consider(state: AccountState): void {
-    const { enabled, thresholdNano, amountNano } = state.settings.autoRecharge;
+    const { settings } = state;
+    const { enabled, thresholdNano, amountNano } = settings.autoRecharge;
     if (!enabled || amountNano <= 0n || state.balanceNano >= thresholdNano || this.running.has(state.id)) return;
-    const run = this.recharge(state.id, amountNano)
+    const processor = rechargeProcessor(settings, this.options.processors);
+    if (!processor) return;
+    const refused = this.refused.get(state.id);
+    if (refused && refused.settings === settings && refused.day === utcDay()) return;
+    const run = this.recharge(state.id, settings, processor)
       .catch((error) => this.onError?.(error))
       .finally(() => this.running.delete(state.id));
     this.running.set(state.id, run);
@@ -52,13 +110,36 @@ export class AutoRecharger {
     await Promise.all(this.running.values());
   }
 
-  private async recharge(accountId: string, amountNano: Nano): Promise<void> {
-    const charge = await this.processor.charge({ accountId, amountNano, reason: 'auto-recharge' });
+  private async recharge(accountId: string, settings: AccountSettings, processor: PaymentProcessor): Promise<void> {
+    const amountNano = settings.autoRecharge.amountNano;
+    const refusal = await this.refusal(accountId, amountNano, settings.billing?.monthlyCeilingNano ?? null);
+    if (refusal) {
+      this.refused.set(accountId, { settings, day: utcDay() });
+      this.options.onRefused?.(accountId, refusal);
+      return;
+    }
+    this.refused.delete(accountId);
+    const charge = await processor.charge({ accountId, amountNano, reason: 'auto-recharge' });
     const result = await this.storage.ledger.commit({
-      entries: [{ accountId, kind: 'recharge', amountNano, note: `auto-recharge via ${this.processor.id} ${charge.reference}` }],
+      entries: [{ accountId, kind: 'recharge', amountNano, note: `auto-recharge via ${processor.id} ${charge.reference}` }],
       invoices: charge.invoice ? [charge.invoice] : [],
     });
     const balance = result.balances.get(accountId);
     if (balance) this.accounts.confirm(accountId, balance.balanceNano, balance.version);
+  }
+
+  /** Which limit a recharge of `amountNano` now would pass, if any. */
+  private async refusal(accountId: string, amountNano: Nano, ceilingNano: Nano | null): Promise<string | undefined> {
+    const { maxAmountNano, maxPerDay } = this.options.limits;
+    if (amountNano > maxAmountNano) return `the amount ${usdString(amountNano)} USD is over credits.auto_recharge.max_amount (${usdString(maxAmountNano)} USD)`;
+    const now = new Date();
+    const today = await this.storage.ledger.rechargesSince(accountId, Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+    if (today.count >= maxPerDay) return `${today.count} auto-recharges today already (credits.auto_recharge.max_per_day)`;
+    if (ceilingNano === null) return undefined;
+    const month = await this.storage.ledger.rechargesSince(accountId, Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    if (month.totalNano + amountNano > ceilingNano) {
+      return `${usdString(month.totalNano)} USD recharged this month; ${usdString(amountNano)} more would pass the monthly ceiling of ${usdString(ceilingNano)} USD`;
+    }
+    return undefined;
   }
 }

@@ -144,7 +144,7 @@ export class RedisCreditState implements CreditState {
     await this.trim(lease);
   }
 
-  /** Within its own hold a request is charged in full; beyond it, only what is free (never what others hold). */
+  /** Within its own hold a request is charged in full; beyond it, only what every budget has free. */
   async charge(hold: Hold, actualNano: Nano): Promise<Nano> {
     const lease = this.leaseFor(hold.account, hold.key);
     const beyond = actualNano - hold.amountNano - slackOf(lease);
@@ -152,8 +152,8 @@ export class RedisCreditState implements CreditState {
     let charge = actualNano;
     try {
       if (beyond > 0n) {
-        // The answer includes the grow: keep only what the balance could pay.
-        const short = -(await this.grow(lease, beyond)).balanceAvailable;
+        // The answer includes the grow: keep only what the balance, the daily limit and the key's limit could pay.
+        const short = deficitOf(await this.grow(lease, beyond));
         if (short > 0n) {
           const back = short < beyond ? short : beyond;
           await this.giveBack(lease, back, 0n);

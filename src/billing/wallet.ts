@@ -14,13 +14,15 @@ import { findCrossings } from './low-balance.js';
 import type { Nano } from '../money/index.js';
 import type { PlanLimits } from './plans.js';
 import { costOf, type Price } from './pricing.js';
-import { AutoRecharger, type PaymentProcessor } from './recharge.js';
+import { AutoRecharger, type RechargeOptions } from './recharge.js';
 
 export interface ReserveRequest
   extends Pick<AdmissionInput, 'price' | 'promptTokens' | 'requestedMaxTokens' | 'choices' | 'modelMaxTokens' | 'contextLength'> {
   account: AccountState;
   key: KeyRecord;
   requestId: string;
+  /** The most prompt tokens an upstream may honestly report for this request (see `measurePrompt`); none when absent. */
+  promptCeiling?: number;
 }
 
 export interface SettleRequest {
@@ -35,6 +37,18 @@ export interface SettleRequest {
 export interface Settlement {
   /** What was debited, in nano-USD (0 for test keys). */
   chargedNano: Nano;
+  /** The tokens billed: the reported usage, capped at what the request allowed. */
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** An upstream reported more tokens than the request allowed; the charge was capped at the allowance. */
+export interface UsageCapped {
+  requestId: string;
+  accountId: string;
+  model: string;
+  reported: { promptTokens: number; completionTokens: number };
+  billed: { promptTokens: number; completionTokens: number };
 }
 
 export interface WalletOptions {
@@ -42,10 +56,12 @@ export interface WalletOptions {
   limitsFor(account: AccountState): PlanLimits;
   defaultThresholdsNano: Nano[];
   events: EventSink;
-  processor: PaymentProcessor;
+  /** Auto-recharge: the payment processors and the limits every recharge stays within. */
+  recharge: RechargeOptions;
   /** Where holds live: in memory (one process, the default) or shared by replicas (Redis). */
   credits?: CreditState;
   onError?: (error: unknown) => void;
+  onUsageCapped?: (capped: UsageCapped) => void;
 }
 
 const NO_BUDGETS = { balanceAvailable: 0n, dailyRemaining: null, keyRemaining: null } as const;
@@ -65,7 +81,7 @@ export class Wallet {
   constructor(private readonly options: WalletOptions) {
     this.accounts = new AccountCache(options.storage);
     this.credits = options.credits ?? new MemoryCreditState();
-    this.recharger = new AutoRecharger(options.storage, options.processor, this.accounts, options.onError);
+    this.recharger = new AutoRecharger(options.storage, options.recharge, this.accounts, options.onError);
     this.committer = new Committer({
       storage: options.storage,
       onCommitted: (batch, result) => this.onCommitted(batch, result),
@@ -112,7 +128,8 @@ export class Wallet {
       const hold: Hold = { requestId, account, key, amountNano: admission.holdNano };
       if (free || (await this.credits.take(hold, limits))) {
         this.openReservations++;
-        return new Reservation(this, hold, request.price, admission);
+        const ceiling = { promptTokens: request.promptCeiling ?? Infinity, completionTokens: admission.maxTokens * request.choices };
+        return new Reservation(this, hold, request.price, admission, ceiling);
       }
       if (attempt >= RESERVE_ATTEMPTS) throw new GatewayError('insufficient_credits');
     }
@@ -125,20 +142,23 @@ export class Wallet {
     this.openReservations--;
     if (!settle) {
       if (hold.amountNano > 0n) await this.credits.release(hold);
-      return { chargedNano: 0n };
+      return { chargedNano: 0n, promptTokens: 0, completionTokens: 0 };
     }
 
+    const { promptTokens, completionTokens } = this.billable(reservation, settle, account.id);
     const usage = { day: utcDay(), environment: key.environment, model: settle.model };
     const keyUsed = { keyId: key.id, at: Date.now() };
     if (key.environment === 'test') {
       await this.committer.submit({
-        usage: { accountId: account.id, ...usage, requests: 1, promptTokens: settle.promptTokens, completionTokens: settle.completionTokens, creditsNano: 0n },
+        usage: { accountId: account.id, ...usage, requests: 1, promptTokens, completionTokens, creditsNano: 0n },
         keyUsed,
       });
-      return { chargedNano: 0n };
+      return { chargedNano: 0n, promptTokens, completionTokens };
     }
-    // Charge the actual cost, but never what other requests hold: estimation errors are the operator's, not theirs.
-    const chargedNano = await this.credits.charge(hold, costOf(settle.price ?? reservation.price, settle.promptTokens, settle.completionTokens));
+    // Charge the actual cost, but beyond the hold never what other requests hold nor past any limit the user set:
+    // estimation errors are the operator's, not theirs.
+    const cost = costOf(settle.price ?? reservation.price, promptTokens, completionTokens);
+    const chargedNano = await this.credits.charge(hold, cost, this.options.limitsFor(account));
     const entry: LedgerEntryInput = {
       accountId: account.id,
       kind: 'debit',
@@ -146,13 +166,30 @@ export class Wallet {
       requestId: settle.requestId,
       keyId: key.id,
       model: settle.model,
-      promptTokens: settle.promptTokens,
-      completionTokens: settle.completionTokens,
+      promptTokens,
+      completionTokens,
       usage,
     };
     this.unwritten.set(entry, { hold, chargedNano });
     const outcome = await this.committer.submit({ entry, keyUsed });
-    return { chargedNano: -outcome.applied };
+    return { chargedNano: -outcome.applied, promptTokens, completionTokens };
+  }
+
+  /** The reported usage, capped at what the request allowed upstream (its completion bound, its prompt's ceiling). */
+  private billable(reservation: Reservation, settle: SettleRequest, accountId: string) {
+    const { ceiling } = reservation;
+    const promptTokens = Math.min(settle.promptTokens, ceiling.promptTokens);
+    const completionTokens = Math.min(settle.completionTokens, ceiling.completionTokens);
+    if (promptTokens < settle.promptTokens || completionTokens < settle.completionTokens) {
+      this.options.onUsageCapped?.({
+        requestId: settle.requestId,
+        accountId,
+        model: settle.model,
+        reported: { promptTokens: settle.promptTokens, completionTokens: settle.completionTokens },
+        billed: { promptTokens, completionTokens },
+      });
+    }
+    return { promptTokens, completionTokens };
   }
 
   private onCommitted(batch: WriteBatch, result: CommitResult): void {
@@ -194,6 +231,8 @@ export class Reservation {
     readonly hold: Hold,
     readonly price: Price,
     readonly admission: Admission,
+    /** The most tokens this request may be billed for. */
+    readonly ceiling: { promptTokens: number; completionTokens: number },
   ) {}
 
   get account(): AccountState {

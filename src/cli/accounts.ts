@@ -73,15 +73,19 @@ export function accountsCommand(): Command {
     .option('--rpm <n>', 'requests per minute, or "none" to use the plan\'s')
     .option('--tpm <n>', 'tokens per minute, or "none" to use the plan\'s')
     .option('--daily-limit <usd>', 'daily spend limit in USD, "none" for no limit, or "plan" to use the plan\'s')
+    .option('--invoice <usd>', 'bill auto-recharges on a monthly invoice, at most this many USD a month; "none" ends invoice billing')
+    .option('--auto-recharge <threshold:amount>', 'recharge by <amount> USD when the balance falls below <threshold> USD; "off" turns it off')
     .option('--json', 'print JSON (the admin API shape)')
-    .action((id: string, options: { plan?: string; rpm?: string; tpm?: string; dailyLimit?: string; json?: boolean }) =>
+    .action((id: string, options: { plan?: string; rpm?: string; tpm?: string; dailyLimit?: string; invoice?: string; autoRecharge?: string; json?: boolean }) =>
       withContext(async (ctx) => {
         const patch: AccountPatch = {};
         if (options.plan !== undefined) patch.plan = options.plan;
         if (options.rpm !== undefined) patch.requests_per_minute = perMinute(options.rpm, 'requests_per_minute');
         if (options.tpm !== undefined) patch.tokens_per_minute = perMinute(options.tpm, 'tokens_per_minute');
         if (options.dailyLimit !== undefined) patch.daily_limit = dailyLimit(options.dailyLimit);
-        if (!Object.keys(patch).length) throw invalidRequest('nothing to update: give --plan, --rpm, --tpm or --daily-limit');
+        if (options.invoice !== undefined) patch.billing = options.invoice === 'none' ? null : { processor: 'invoice', monthly_ceiling: usdOption(options.invoice, 'billing.monthly_ceiling') };
+        if (options.autoRecharge !== undefined) patch.auto_recharge = autoRecharge(options.autoRecharge);
+        if (!Object.keys(patch).length) throw invalidRequest('nothing to update: give --plan, --rpm, --tpm, --daily-limit, --invoice or --auto-recharge');
         const account = await ctx.admin.updateAccount(id, patch);
         if (options.json) return printJson(renderAccount(account, ctx));
         printAccount(account, ctx);
@@ -94,6 +98,7 @@ export function accountsCommand(): Command {
 function printAccount(account: AccountRecord, ctx: CliContext): void {
   const limits = ctx.limitsFor(account);
   const { settings } = account;
+  const { autoRecharge } = settings;
   const own = (set: boolean) => (set ? ' (account)' : ' (plan)');
   printFields([
     ['Account', account.id],
@@ -104,6 +109,8 @@ function printAccount(account: AccountRecord, ctx: CliContext): void {
     ['Requests/min', `${limits.requestsPerMinute}${own(settings.requestsPerMinute !== undefined)}`],
     ['Tokens/min', `${limits.tokensPerMinute}${own(settings.tokensPerMinute !== undefined)}`],
     ['Daily limit', `${limits.dailyLimitNano === null ? 'none' : money(limits.dailyLimitNano)}${own(settings.dailyLimitNano !== undefined)}`],
+    ['Billing', settings.billing ? `${settings.billing.processor}, ceiling ${settings.billing.monthlyCeilingNano === null ? 'none' : `${money(settings.billing.monthlyCeilingNano)}/month`}` : 'none'],
+    ['Auto-recharge', autoRecharge.enabled ? `adds ${money(autoRecharge.amountNano)} below ${money(autoRecharge.thresholdNano)}` : 'off'],
   ]);
 }
 
@@ -117,4 +124,11 @@ function dailyLimit(value: string): number | null | 'none' {
   if (value === 'plan') return null;
   if (value === 'none') return 'none';
   return usdOption(value, 'daily_limit');
+}
+
+function autoRecharge(value: string): NonNullable<AccountPatch['auto_recharge']> {
+  if (value === 'off') return { enabled: false };
+  const [threshold, amount] = value.split(':');
+  if (threshold === undefined || amount === undefined) throw invalidRequest('auto_recharge must be <threshold>:<amount> in USD, or "off"', 'auto_recharge');
+  return { enabled: true, threshold: usdOption(threshold, 'auto_recharge.threshold'), amount: usdOption(amount, 'auto_recharge.amount') };
 }

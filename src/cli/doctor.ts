@@ -50,7 +50,7 @@ async function runChecks(): Promise<Check[]> {
   const file = process.env.TOLLGATE_CONFIG ?? (existsSync('tollgate.config.yaml') ? 'tollgate.config.yaml' : undefined);
   const sources = file ? `defaults, ${file}, environment` : 'defaults and environment; no tollgate.config.yaml here';
   const checks: Check[] = [{ check: 'configuration', outcome: 'ok', detail: `valid (${sources})` }];
-  checks.push(await databaseCheck(config), await redisCheck(config), adminCheck(config));
+  checks.push(await databaseCheck(config), await redisCheck(config), adminCheck(config), keySecretCheck(config), signupCheck(config));
   checks.push(...(await providerChecks(config)));
   return checks;
 }
@@ -87,6 +87,30 @@ function adminCheck(config: Config): Check {
   return config.admin_token
     ? { check: 'admin token', outcome: 'ok', detail: 'set: /admin and /metrics are available' }
     : { check: 'admin token', outcome: 'ok', detail: 'TOLLGATE_ADMIN_TOKEN not set: the token printed at first start (kept hashed in the database) is the one' };
+}
+
+function keySecretCheck(config: Config): Check {
+  return config.key_secret
+    ? { check: 'key secret', outcome: 'ok', detail: 'given by the configuration (TOLLGATE_KEY_SECRET), not stored in the database' }
+    : {
+        check: 'key secret',
+        outcome: 'warn',
+        detail: 'TOLLGATE_KEY_SECRET not set: the secret that hashes API keys is stored in the database next to the hashes; a production deployment should give it in the environment (docs/operations.md#the-key-secret)',
+      };
+}
+
+function signupCheck(config: Config): Check {
+  const check = 'sign-up';
+  if (!config.dashboard.enabled || !config.dashboard.signup) return { check, outcome: 'skip', detail: 'self-serve sign-up is closed' };
+  const grant = `${config.credits.signup_grant} USD`;
+  if (config.smtp.url) {
+    return config.server.public_url
+      ? { check, outcome: 'ok', detail: `SMTP at ${redactUrl(config.smtp.url)}: the ${grant} sign-up credit waits for a verified email` }
+      : { check, outcome: 'warn', detail: 'SMTP_URL is set but TOLLGATE_PUBLIC_URL is not: verification links use the Host each sign-up request came with' };
+  }
+  return config.signup.grant_without_verification
+    ? { check, outcome: 'warn', detail: `SMTP_URL not set: every sign-up gets ${grant} at once, unverified; a public deployment should set SMTP_URL (or signup.grant_without_verification: false)` }
+    : { check, outcome: 'ok', detail: 'SMTP_URL not set: new self-serve accounts start at 0 USD' };
 }
 
 async function providerChecks(config: Config): Promise<Check[]> {

@@ -33,6 +33,7 @@ export function defaultConfig(): Config {
       request_timeout_ms: 30_000,
       cors_origins: [],
       trust_proxy: false,
+      admin_auth_max_failures: 10,
     },
     storage: { data_dir: './data' },
     key_prefix: 'tg',
@@ -40,7 +41,7 @@ export function defaultConfig(): Config {
     workers: 1,
     log_level: 'info',
     metrics_public: false,
-    credits: { signup_grant: 5, low_balance_thresholds: [1] },
+    credits: { signup_grant: 5, low_balance_thresholds: [1], auto_recharge: { max_amount: 1000, max_per_day: 3 } },
     default_plan: 'free',
     plans: {
       free: { requests_per_minute: 60, tokens_per_minute: 100_000, daily_limit: 5 },
@@ -52,6 +53,8 @@ export function defaultConfig(): Config {
     models: [],
     routing: { retries: 1, backoff_ms: 200, max_backoff_ms: 2_000, breaker_failures: 5, breaker_cooldown_ms: 30_000 },
     dashboard: { enabled: true, signup: true, session_ttl_hours: 168, signin_attempts_per_minute: 10 },
+    signup: { grant_without_verification: true, per_ip_per_hour: 20, verification_ttl_hours: 24 },
+    smtp: { from: 'tollgate <noreply@localhost>' },
     webhooks: { allow_private_urls: false, poll_interval_ms: 500, concurrency: 16, refresh_ms: 2_000, max_buffered: 10_000 },
   };
 }
@@ -113,6 +116,7 @@ function fromEnv(env: Env): Record<string, unknown> {
   const server: Record<string, unknown> = {};
   if (env.PORT !== undefined) server.port = envInteger('PORT', env.PORT);
   if (env.HOST) server.host = env.HOST;
+  if (env.TOLLGATE_PUBLIC_URL) server.public_url = env.TOLLGATE_PUBLIC_URL;
   if (Object.keys(server).length) out.server = server;
   const storage: Record<string, unknown> = {};
   if (env.TOLLGATE_DATA_DIR) storage.data_dir = env.TOLLGATE_DATA_DIR;
@@ -122,6 +126,10 @@ function fromEnv(env: Env): Record<string, unknown> {
   if (env.TOLLGATE_REDIS_PREFIX) out.redis_prefix = env.TOLLGATE_REDIS_PREFIX;
   if (env.TOLLGATE_ADMIN_TOKEN) out.admin_token = env.TOLLGATE_ADMIN_TOKEN;
   if (env.TOLLGATE_KEY_SECRET) out.key_secret = env.TOLLGATE_KEY_SECRET;
+  const smtp: Record<string, string> = {};
+  if (env.SMTP_URL) smtp.url = env.SMTP_URL;
+  if (env.SMTP_FROM) smtp.from = env.SMTP_FROM;
+  if (Object.keys(smtp).length) out.smtp = smtp;
   if (env.TOLLGATE_LOG_LEVEL) out.log_level = env.TOLLGATE_LOG_LEVEL;
   if (env.TOLLGATE_WORKERS !== undefined) out.workers = envInteger('TOLLGATE_WORKERS', env.TOLLGATE_WORKERS);
   const providers: Record<string, Record<string, string>> = {};
@@ -178,6 +186,9 @@ function checkConsistency(config: Config): void {
     if (plan.daily_limit != null && !isExactUsd(plan.daily_limit)) {
       throw new ConfigError(`Invalid configuration: plans.${name}.daily_limit: more than 9 decimals`);
     }
+  }
+  if (!isExactUsd(config.credits.auto_recharge.max_amount)) {
+    throw new ConfigError('Invalid configuration: credits.auto_recharge.max_amount: more than 9 decimals');
   }
   const knownIds = new Set([...KNOWN_PROVIDERS.map((p) => p.id), 'sandbox']);
   for (const [id, settings] of Object.entries(config.providers)) {

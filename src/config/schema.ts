@@ -90,6 +90,10 @@ export const ConfigSchema = Type.Object(
         request_timeout_ms: PositiveInt,
         cors_origins: Type.Array(Type.String()),
         trust_proxy: Type.Boolean(),
+        /** Wrong admin tokens per client address within 15 minutes before that address gets 429 on /admin and /metrics. */
+        admin_auth_max_failures: PositiveInt,
+        /** The gateway's public address for links it emails (`TOLLGATE_PUBLIC_URL`); else the request's own. */
+        public_url: Type.Optional(Type.String({ pattern: '^https?://[^/?#]+/?$' })),
       },
       { additionalProperties: false },
     ),
@@ -123,6 +127,16 @@ export const ConfigSchema = Type.Object(
       {
         signup_grant: UsdAmount,
         low_balance_thresholds: Type.Array(UsdAmount),
+        /** Bounds on every auto-recharge, whoever set it up (docs/configuration.md#credits). */
+        auto_recharge: Type.Object(
+          {
+            /** The largest `auto_recharge.amount` an account may have, USD. */
+            max_amount: Type.Number({ exclusiveMinimum: 0 }),
+            /** Auto-recharges per account per UTC day. */
+            max_per_day: PositiveInt,
+          },
+          { additionalProperties: false },
+        ),
       },
       { additionalProperties: false },
     ),
@@ -157,6 +171,28 @@ export const ConfigSchema = Type.Object(
         session_ttl_hours: PositiveInt,
         /** Sign-in and sign-up attempts per minute per email (ten times as many per client address). */
         signin_attempts_per_minute: PositiveInt,
+      },
+      { additionalProperties: false },
+    ),
+    /** Self-serve sign-up in the dashboard (docs/dashboard.md#sign-up). */
+    signup: Type.Object(
+      {
+        /** Without SMTP, whether a new account gets the sign-up grant at once (else it starts at 0 USD). */
+        grant_without_verification: Type.Boolean(),
+        /** Sign-up attempts per client address per hour. */
+        per_ip_per_hour: PositiveInt,
+        /** How long an emailed verification link works. */
+        verification_ttl_hours: PositiveInt,
+      },
+      { additionalProperties: false },
+    ),
+    /** Outgoing email (verification links); with a URL, sign-up grants wait for a verified email. */
+    smtp: Type.Object(
+      {
+        /** smtp://user:pass@host:587 (STARTTLS when offered) or smtps://host:465 (`SMTP_URL`). */
+        url: Type.Optional(Type.String({ pattern: '^smtps?://' })),
+        /** The From header (`SMTP_FROM`). */
+        from: Type.String({ minLength: 3 }),
       },
       { additionalProperties: false },
     ),

@@ -67,7 +67,7 @@ export function accountRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: 
 
   scope.get('/api/overview', async (request) => {
     const account = await signedInAccount(request);
-    return overview(deps.storage, deps.config, account, deps.limitsFor(account), environmentParam(request.query as Query));
+    return overview(deps.storage, deps.config, deps.processors, account, deps.limitsFor(account), environmentParam(request.query as Query));
   });
 
   scope.get('/api/usage', async (request) => {
@@ -77,9 +77,9 @@ export function accountRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: 
 
   scope.patch('/api/settings', { schema: { body: SettingsPatch } }, async (request) => {
     const account = await signedInAccount(request);
-    await deps.admin.updateAccount(account.id, request.body as Static<typeof SettingsPatch>);
+    await deps.admin.updateOwnSettings(account.id, request.body as Static<typeof SettingsPatch>);
     const updated = (await deps.storage.accounts.get(account.id))!;
-    return overview(deps.storage, deps.config, updated, deps.limitsFor(updated), 'live');
+    return overview(deps.storage, deps.config, deps.processors, updated, deps.limitsFor(updated), 'live');
   });
 
   scope.get('/api/ledger', async (request) => {

@@ -1,27 +1,25 @@
-/** Sign-up, sign-in, sign-out and the session probe the page starts with. */
+/** Sign-in, sign-out and the session probe the page starts with (sign-up: signup-routes.ts). */
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { GatewayError, invalidRequest } from '../errors/index.js';
+import { normalizeEmail } from '../admin/index.js';
+import { GatewayError } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
-import { renderKey } from '../http/render.js';
-import { PASSWORD_MAX, PASSWORD_MIN, hashPassword, verifyNothing, verifyPassword } from './passwords.js';
+import { PASSWORD_MAX, verifyNothing, verifyPassword } from './passwords.js';
 import type { Sessions } from './session.js';
 
-const Credentials = Type.Object(
+export const Credentials = Type.Object(
   { email: Type.String({ minLength: 1, maxLength: 320 }), password: Type.String({ minLength: 1, maxLength: PASSWORD_MAX }) },
   { additionalProperties: false },
 );
-type Credentials = Static<typeof Credentials>;
+export type Credentials = Static<typeof Credentials>;
 
-export function authRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
-  const settings = deps.config.dashboard;
-
-  /**
-   * Attempts per minute per email, and ten times as many per client address (offices share one address);
-   * shared by replicas through the rate limiter.
-   */
-  async function throttle(request: FastifyRequest, email: string): Promise<void> {
-    const perEmail = settings.signin_attempts_per_minute;
+/**
+ * Attempts per minute per email, and ten times as many per client address (offices share one address);
+ * shared by replicas through the rate limiter.
+ */
+export function signinThrottle(deps: HttpDeps): (request: FastifyRequest, email: string) => Promise<void> {
+  const perEmail = deps.config.dashboard.signin_attempts_per_minute;
+  return async (request, email) => {
     const checks: Array<[string, number]> = [
       [`dashboard-signin:ip:${request.ip}`, perEmail * 10],
       [`dashboard-signin:email:${email}`, perEmail],
@@ -32,7 +30,12 @@ export function authRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: Ses
         throw new GatewayError('rate_limit_exceeded', { message: 'Too many sign-in attempts; try again later', retryAfter: decision.retryAfterSeconds });
       }
     }
-  }
+  };
+}
+
+export function authRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
+  const settings = deps.config.dashboard;
+  const throttle = signinThrottle(deps);
 
   scope.get('/api/session', async (request, reply) => {
     reply.header('cache-control', 'no-store');
@@ -45,33 +48,22 @@ export function authRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: Ses
       signed_in: false,
       csrf_token: sessions.anonymousToken(request, reply),
       signup_enabled: settings.signup,
-      signup_credit: deps.config.credits.signup_grant,
+      signup_credit: deps.config.smtp.url || deps.config.signup.grant_without_verification ? deps.config.credits.signup_grant : 0,
+      verification_required: deps.config.smtp.url !== undefined,
     };
-  });
-
-  scope.post('/api/signup', { schema: { body: Credentials }, config: { anonymous: true } }, async (request, reply) => {
-    if (!settings.signup) throw new GatewayError('permission_denied', { message: 'Sign-up is closed on this gateway; ask its operator for an account' });
-    const { email, password } = request.body as Credentials;
-    const normalized = email.trim().toLowerCase();
-    await throttle(request, normalized);
-    if (password.length < PASSWORD_MIN) throw invalidRequest(`password must have at least ${PASSWORD_MIN} characters`, 'password');
-    const passwordHash = await hashPassword(password);
-    const { account, key } = await deps.admin.createAccount({ email: normalized });
-    await deps.storage.users.insert(account.id, passwordHash, Date.now());
-    const csrfToken = await sessions.start(request, reply, account.id);
-    reply.code(201);
-    // The account's first key, made with it: shown here once, like every new key.
-    return { signed_in: true, email: account.email, account_id: account.id, csrf_token: csrfToken, first_key: { ...renderKey(key.record), key: key.key } };
   });
 
   scope.post('/api/signin', { schema: { body: Credentials }, config: { anonymous: true } }, async (request, reply) => {
     const { email, password } = request.body as Credentials;
-    const normalized = email.trim().toLowerCase();
-    await throttle(request, normalized);
-    const account = await deps.storage.accounts.getByEmail(normalized);
-    const stored = account && (await deps.storage.users.passwordHash(account.id));
-    const valid = account && stored ? await verifyPassword(password, stored) : await verifyNothing(password);
-    if (!account || !valid) throw new GatewayError('invalid_credentials');
+    const normalized = normalizedOrUndefined(email);
+    await throttle(request, normalized ?? email);
+    const account = normalized === undefined ? undefined : await deps.storage.accounts.getByEmail(normalized);
+    const user = account && (await deps.storage.users.user(account.id));
+    const valid = account && user ? await verifyPassword(password, user.passwordHash) : await verifyNothing(password);
+    if (!account || !user || !valid) throw new GatewayError('invalid_credentials');
+    if (user.emailStatus === 'pending') {
+      throw new GatewayError('permission_denied', { message: 'Confirm your email first: follow the link we sent you (sign up again for a new one)' });
+    }
     const csrfToken = await sessions.start(request, reply, account.id);
     return { signed_in: true, email: account.email, account_id: account.id, csrf_token: csrfToken };
   });
@@ -80,4 +72,13 @@ export function authRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: Ses
     await sessions.end(request, reply);
     return reply.code(204).send();
   });
+}
+
+/** Sign-in answers a malformed email as it answers an unknown one. */
+function normalizedOrUndefined(email: string): string | undefined {
+  try {
+    return normalizeEmail(email);
+  } catch {
+    return undefined;
+  }
 }

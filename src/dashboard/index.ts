@@ -9,6 +9,7 @@ import { accountRoutes } from './account-routes.js';
 import { assetRoutes, loadBundle } from './assets.js';
 import { authRoutes } from './auth-routes.js';
 import { Sessions } from './session.js';
+import { signupRoutes } from './signup-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
 
 declare module 'fastify' {
@@ -33,6 +34,7 @@ export function registerDashboard(server: FastifyInstance, deps: HttpDeps): void
         await sessions.checkUnsafe(request, request.routeOptions.config?.anonymous === true);
       });
       authRoutes(scope, deps, sessions);
+      signupRoutes(scope, deps, sessions);
       accountRoutes(scope, deps, sessions);
       webhookRoutes(scope, deps, sessions);
       assetRoutes(scope, bundle);

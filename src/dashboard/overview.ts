@@ -1,6 +1,7 @@
 /** What the Credits & usage page shows, read from the same stores as `GET /v1/credits`. */
-import { parseUsd, usdNumber, utcDay, type PlanLimits } from '../billing/index.js';
+import { parseUsd, usdNumber, utcDay, type PaymentProcessors, type PlanLimits } from '../billing/index.js';
 import type { Config } from '../config/index.js';
+import { renderOwnAutoRecharge } from '../http/render.js';
 import type { AccountRecord, Environment, Storage, UsageTotals } from '../storage/index.js';
 
 const DAY_MS = 86_400_000;
@@ -13,7 +14,14 @@ export function renderTotals(totals: UsageTotals) {
   };
 }
 
-export async function overview(storage: Storage, config: Config, account: AccountRecord, limits: PlanLimits, environment: Environment) {
+export async function overview(
+  storage: Storage,
+  config: Config,
+  processors: PaymentProcessors,
+  account: AccountRecord,
+  limits: PlanLimits,
+  environment: Environment,
+) {
   const now = new Date();
   const today = utcDay(now.getTime());
   const monthStart = `${today.slice(0, 7)}-01`;
@@ -42,11 +50,7 @@ export async function overview(storage: Storage, config: Config, account: Accoun
     billing: {
       plan: account.plan,
       next_billing_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
-      auto_recharge: {
-        enabled: settings.autoRecharge.enabled,
-        threshold: usdNumber(settings.autoRecharge.thresholdNano),
-        amount: usdNumber(settings.autoRecharge.amountNano),
-      },
+      auto_recharge: renderOwnAutoRecharge(settings, processors),
     },
     low_balance_thresholds: thresholds.map(usdNumber),
   };

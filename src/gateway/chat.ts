@@ -7,7 +7,7 @@ import { requireModelAllowed, requirePermission } from '../auth/index.js';
 import { usdNumber } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
 import type { ChatCompletion, ChatRequest } from '../providers/types.js';
-import { countPromptTokens } from '../tokens/index.js';
+import { measurePrompt } from '../tokens/index.js';
 import { completionText, completionTokensOf, finish, settleOrFail, upstreamCount, type ChatContext, type GatewayDeps } from './context.js';
 import { rateLimitHeaders } from './headers.js';
 import { relayStream } from './relay.js';
@@ -64,8 +64,10 @@ async function answer({ input, key, body, model, fallbacks, started }: Authentic
   if (!account) throw new GatewayError('invalid_api_key');
   const route = deps.router.route(model, key.environment, { fallbacks, timeoutMs: body.timeout_ms });
 
-  // 2. Admit: rate limits first (they count requests), then the credit reservation.
-  const promptTokens = countPromptTokens(body);
+  // 2. Admit: rate limits first (they count requests), then the credit reservation. Every field that goes
+  // upstream counts as prompt, so no field is a free channel past the token limits or the hold.
+  const prompt = measurePrompt(body);
+  const promptTokens = prompt.tokens;
   const limits = deps.limitsFor(account);
   const rate = await deps.limiter.admit(account.id, limits, promptTokens);
   const headers = rateLimitHeaders(rate, route.providerId);
@@ -73,24 +75,26 @@ async function answer({ input, key, body, model, fallbacks, started }: Authentic
     deps.metrics.rateLimited.inc({ code: 'rate_limit_exceeded' });
     throw new GatewayError('rate_limit_exceeded', { retryAfter: rate.retryAfterSeconds, headers });
   }
-  const requestedMaxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
   const reservation = await deps.wallet.reserve({
     requestId: input.requestId,
     account,
     key,
     price: route.price,
     promptTokens,
-    requestedMaxTokens,
+    promptCeiling: prompt.ceiling,
+    requestedMaxTokens: requestedCompletionBound(body),
     choices: body.n ?? 1,
     modelMaxTokens: model.maxTokens,
     contextLength: model.contextLength,
   });
 
-  // 3. Route: the router sets each deployment's model name; a lower completion bound when the budget demands it.
+  // 3. Route: the router sets each deployment's model name; a lower completion bound when the budget demands it
+  // (in both fields when both are sent, so the provider honours it whichever it reads).
   const upstreamBody: ChatRequest = { ...body };
   if (reservation.admission.lowered) {
     if (body.max_completion_tokens != null) upstreamBody.max_completion_tokens = reservation.maxTokens;
-    else upstreamBody.max_tokens = reservation.maxTokens;
+    if (body.max_tokens != null || body.max_completion_tokens == null) upstreamBody.max_tokens = reservation.maxTokens;
+    headers['x-tollgate-max-tokens-lowered'] = String(reservation.maxTokens);
   }
   const context: ChatContext = {
     requestId: input.requestId,
@@ -132,16 +136,16 @@ async function answer({ input, key, body, model, fallbacks, started }: Authentic
   answeredBy(context, route, headers);
 
   // 5. Settle at the actual usage (durable before the response leaves), then 6. emit.
-  const settlement = await settleOrFail(context, usedPrompt, usedCompletion);
+  const { promptTokens: billedPrompt, completionTokens: billedCompletion, chargedNano } = await settleOrFail(context, usedPrompt, usedCompletion);
   completion.model = context.model.id;
   completion.usage = {
     ...completion.usage,
-    prompt_tokens: usedPrompt,
-    completion_tokens: usedCompletion,
-    total_tokens: usedPrompt + usedCompletion,
-    cost: usdNumber(settlement.chargedNano),
+    prompt_tokens: billedPrompt,
+    completion_tokens: billedCompletion,
+    total_tokens: billedPrompt + billedCompletion,
+    cost: usdNumber(chargedNano),
   };
-  finish(context, { ok: true, promptTokens: usedPrompt, completionTokens: usedCompletion, chargedNano: settlement.chargedNano, generationMs: 0, text: () => completionText(completion) });
+  finish(context, { ok: true, promptTokens: billedPrompt, completionTokens: billedCompletion, chargedNano, generationMs: 0, text: () => completionText(completion) });
   return { kind: 'json', headers, body: completion };
 }
 
@@ -149,6 +153,12 @@ function answeredBy(context: ChatContext, route: Route, headers: Record<string, 
   context.model = route.model;
   context.providerId = headers['x-tollgate-provider'] = route.providerId;
   return context;
+}
+
+/** The completion bound the provider will honour: the larger of `max_tokens` and `max_completion_tokens` when both are sent. */
+function requestedCompletionBound(body: ChatRequest): number | undefined {
+  const bounds = [body.max_tokens, body.max_completion_tokens].filter((bound): bound is number => typeof bound === 'number');
+  return bounds.length ? Math.max(...bounds) : undefined;
 }
 
 /** A fallback model of the request's `models`: known, and allowed to the key. */

@@ -3,7 +3,7 @@
  * settles before the last event (the charge is durable before `[DONE]`), and when the client goes away it
  * settles for what was delivered.
  */
-import { usdNumber } from '../billing/index.js';
+import { usdNumber, type Settlement } from '../billing/index.js';
 import { errorEnvelope, type GatewayError } from '../errors/index.js';
 import { MAX_ANSWER_BYTES, tooLarge } from '../providers/body.js';
 import type { ChatCompletionChunk, ChatRequest, Usage } from '../providers/types.js';
@@ -39,11 +39,12 @@ export async function* relayStream(
 
   const settle = async (promptTokens: number, completionTokens: number, failed?: GatewayError) => {
     settled = true;
-    const { chargedNano } = await settleOrFail(context, promptTokens, completionTokens);
+    const settlement = await settleOrFail(context, promptTokens, completionTokens);
     const generationMs = firstTokenAt ? performance.now() - firstTokenAt : 0;
     const failure = failed ? { status: failed.status, error: { code: failed.code, message: failed.message } } : {};
-    finish(context, { ok: !failed, ...failure, promptTokens, completionTokens, chargedNano, generationMs, text: () => delivered.join('') });
-    return chargedNano;
+    const billed = { promptTokens: settlement.promptTokens, completionTokens: settlement.completionTokens, chargedNano: settlement.chargedNano };
+    finish(context, { ok: !failed, ...failure, ...billed, generationMs, text: () => delivered.join('') });
+    return settlement;
   };
   const deliveredTokens = () => countTextTokens(delivered.join(''));
 
@@ -88,11 +89,10 @@ export async function* relayStream(
     }
     if (signal.aborted) return;
 
-    const promptTokens = upstreamCount(upstreamUsage?.prompt_tokens) ?? context.promptTokens;
-    const completionTokens = upstreamCount(upstreamUsage?.completion_tokens) ?? deliveredTokens();
-    let chargedNano: bigint;
+    let settlement: Settlement;
     try {
-      chargedNano = await settle(promptTokens, completionTokens);
+      const promptTokens = upstreamCount(upstreamUsage?.prompt_tokens) ?? context.promptTokens;
+      settlement = await settle(promptTokens, upstreamCount(upstreamUsage?.completion_tokens) ?? deliveredTokens());
     } catch (error) {
       yield `data: ${JSON.stringify(errorEnvelope(toGatewayError(error)))}\n\n`;
       return;
@@ -102,6 +102,7 @@ export async function* relayStream(
       events.emit(llmEvent('llm.streaming.end', account.id, key.id, { requestId: context.requestId, streamId, totalChunks, model, userId }));
     }
     if (includeUsage) {
+      const { promptTokens, completionTokens, chargedNano } = settlement;
       const usage = { ...upstreamUsage, prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens, cost: usdNumber(chargedNano) };
       const last = { id, object: 'chat.completion.chunk', created, model: context.model.id, choices: [], usage };
       yield `data: ${JSON.stringify(last)}\n\n`;

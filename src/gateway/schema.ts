@@ -91,7 +91,10 @@ export function validateChatRequest(body: unknown): ChatRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new GatewayError('invalid_request', { message: 'The request body must be a JSON object' });
   }
-  if (checker.Check(body)) return body as ChatRequest;
+  if (checker.Check(body)) {
+    checkContent((body as ChatRequestBody).messages);
+    return body as ChatRequest;
+  }
   const errors = [...checker.Errors(body)];
   // The deepest path is the most precise; unions report their members' failures at deeper paths.
   const first = errors.reduce((a, b) => (b.path.length > a.path.length ? b : a), errors[0]!);
@@ -101,6 +104,23 @@ export function validateChatRequest(body: unknown): ChatRequest {
     message: missing ? `Missing required parameter: '${param}'.` : `Invalid value for '${param}': ${describe(first)}.`,
     param,
   });
+}
+
+/**
+ * Content is required (and not null) in every message but an assistant's that calls tools; the message schema
+ * leaves it optional, so that a missing content is named per message rather than as a union of every role's shape.
+ */
+function checkContent(messages: ChatRequestBody['messages']): void {
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]!;
+    if (message.content != null || message.role === 'function') continue;
+    if (message.role === 'assistant' && (message.tool_calls?.length || (message as { function_call?: unknown }).function_call)) continue;
+    const param = `messages[${i}].content`;
+    throw new GatewayError('invalid_request', {
+      message: message.content === null ? `Invalid value for '${param}': expected string, or array of content parts, got null.` : `Missing required parameter: '${param}'.`,
+      param,
+    });
+  }
 }
 
 /** A union's own message says nothing ("Expected union value"): list what its members expected instead. */

@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyError } from 'fastify';
 import { GatewayError } from '../errors/index.js';
 import { createChatCompletion, type GatewayDeps } from '../gateway/index.js';
+import { plainJson } from '../money/index.js';
 import { accessLogger, endSpan, runInContext, startServerSpan, type Metrics } from '../observability/index.js';
 import { ClientSignal } from './client-signal.js';
 import { corsHeaders } from './cors.js';
@@ -94,7 +95,7 @@ function sendError(res: ServerResponse, error: GatewayError): void {
 }
 
 function sendJson(res: ServerResponse, status: number, headers: Record<string, string>, body: unknown): void {
-  const payload = JSON.stringify(body);
+  const payload = plainJson(JSON.stringify(body));
   res.writeHead(status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(payload) });
   res.end(payload);
 }

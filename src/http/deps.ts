@@ -1,4 +1,5 @@
 import type { AdminService } from '../admin/index.js';
+import type { PaymentProcessors } from '../billing/index.js';
 import type { Config } from '../config/index.js';
 import type { GatewayDeps } from '../gateway/index.js';
 import type { Storage } from '../storage/index.js';
@@ -9,6 +10,8 @@ export interface HttpDeps extends GatewayDeps {
   config: Config;
   storage: Storage;
   admin: AdminService;
+  /** The payment processors auto-recharge can charge through (shown to users as whether they may enable it). */
+  processors: PaymentProcessors;
   isAdminToken(presented: string | undefined): boolean;
   /** The `/v1/webhooks` API; absent, those routes are not registered. */
   webhooks?: WebhookService;

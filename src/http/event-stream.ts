@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { ChatResult } from '../gateway/index.js';
+import { plainJson } from '../money/index.js';
 import type { ClientSignal } from './client-signal.js';
 
 const KEEP_ALIVE_MS = 15_000;
@@ -27,7 +28,7 @@ export async function writeEventStream(
     for await (const event of result.events) {
       if (client.aborted) break;
       lastWrite = Date.now();
-      if (!res.write(event)) await once(res, 'drain', { signal: client });
+      if (!res.write(plainJson(event))) await once(res, 'drain', { signal: client });
     }
   } catch (error) {
     if (!client.aborted) onError(error);

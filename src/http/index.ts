@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { AdminGuard } from './admin-guard.js';
 import type { HttpDeps } from './deps.js';
 import { chatEndpoint, isChatRequest } from './chat-endpoint.js';
 import { adminRoutes } from './routes/admin.js';
@@ -14,10 +15,12 @@ export function buildHttpServer(options: ServerOptions, deps: HttpDeps): Fastify
   // POST /v1/chat/completions is answered ahead of Fastify (see chat-endpoint.ts); every other route by Fastify.
   const chat = chatEndpoint({ deps, metrics: options.metrics, bodyLimitBytes: options.bodyLimitBytes, corsOrigins: options.corsOrigins, logger: options.logger });
   const server = createServer({ ...options, ahead: { matches: isChatRequest, handle: chat } });
-  opsRoutes(server, deps);
+  // One throttle of failed admin authentication for /admin and /metrics.
+  const adminGuard = new AdminGuard(deps.isAdminToken, deps.config.server.admin_auth_max_failures);
+  opsRoutes(server, deps, adminGuard);
   modelRoutes(server, deps);
   creditRoutes(server, deps);
-  adminRoutes(server, deps);
+  adminRoutes(server, deps, adminGuard);
   if (deps.webhooks) webhookRoutes(server, deps, deps.webhooks);
   return server;
 }

@@ -1,7 +1,8 @@
 /**
  * Reads a request's JSON body by the rules Fastify's parser applies to every other route (same limits, same
  * errors), for the route served ahead of Fastify. `__proto__` and `constructor.prototype` keys are refused, as
- * Fastify refuses them, by secure-json-parse (Fastify's own parser).
+ * Fastify refuses them, by secure-json-parse (Fastify's own parser). `parseJsonText` is also Fastify's JSON parser
+ * (http/server.ts), so every JSON body has the same nesting bound.
  */
 import type { IncomingMessage } from 'node:http';
 import secureJson from 'secure-json-parse';
@@ -10,8 +11,10 @@ import { BODY_TOO_LARGE, LENGTH_MISMATCH, NOT_JSON } from './errors.js';
 
 const PARSE_OPTIONS = { protoAction: 'error', constructorAction: 'error' } as const;
 const UNPARSABLE = 'We could not parse the JSON body of your request: ';
+/** Deepest nesting of arrays and objects a JSON body may have (the body itself is level 1; docs/api.md). */
+export const MAX_JSON_DEPTH = 64;
 
-/** The parsed body; undefined for a request with neither a body nor a Content-Type, a string for text/plain. */
+/** The parsed body; undefined for a request without a body, a string for text/plain. */
 export function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
   const { headers } = req;
   const type = headers['content-type'];
@@ -49,17 +52,57 @@ export function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<
       if (!Number.isNaN(length) && received !== length) return reject(new GatewayError('invalid_request', { message: LENGTH_MISMATCH }));
       const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, received).toString('utf8');
       if (media === 'text/plain') return resolve(text);
-      if (received === 0) return reject(new GatewayError('invalid_request', { message: `${UNPARSABLE}Body cannot be empty when content-type is set to 'application/json'` }));
+      // An empty body is no body, as on Fastify's routes (http/server.ts).
+      if (received === 0) return resolve(undefined);
       try {
-        resolve(secureJson.parse(text, undefined, PARSE_OPTIONS));
-      } catch {
-        reject(new GatewayError('invalid_request', { message: `${UNPARSABLE}Body is not valid JSON but content-type is set to 'application/json'` }));
+        resolve(parseJsonText(text));
+      } catch (error) {
+        reject(error);
       }
     };
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
   });
+}
+
+/**
+ * JSON text by Fastify's rules, nested at most MAX_JSON_DEPTH deep: deeper values would overflow the stack of
+ * whatever walks them recursively later (JSON.stringify, schema checks, the idempotency fingerprint).
+ */
+export function parseJsonText(text: string): unknown {
+  let value: unknown;
+  try {
+    value = secureJson.parse(text, undefined, PARSE_OPTIONS);
+  } catch {
+    throw new GatewayError('invalid_request', { message: `${UNPARSABLE}Body is not valid JSON but content-type is set to 'application/json'` });
+  }
+  if (tooDeep(value)) throw new GatewayError('invalid_request', { message: `${UNPARSABLE}it is nested more than ${MAX_JSON_DEPTH} levels deep` });
+  return value;
+}
+
+/** One pass with an explicit stack over the parsed value (cheaper than a scan of the text, whose strings are long). */
+function tooDeep(root: unknown): boolean {
+  if (typeof root !== 'object' || root === null) return false;
+  // Pairs of (value, its depth).
+  const stack: unknown[] = [root, 1];
+  while (stack.length > 0) {
+    const depth = stack.pop() as number;
+    const value = stack.pop() as Record<string, unknown> | unknown[];
+    if (depth > MAX_JSON_DEPTH) return true;
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) {
+        const item = value[i];
+        if (typeof item === 'object' && item !== null) stack.push(item, depth + 1);
+      }
+    } else {
+      for (const key in value) {
+        const item = value[key];
+        if (typeof item === 'object' && item !== null) stack.push(item, depth + 1);
+      }
+    }
+  }
+  return false;
 }
 
 /** `application/json; charset=utf-8` -> `application/json`. */

@@ -1,6 +1,6 @@
 /** JSON shapes of accounts, keys and ledger entries, shared by the admin API (and later the dashboard). */
-import { usdNumber } from '../billing/index.js';
-import type { AccountRecord, KeyRecord, LedgerRecord } from '../storage/index.js';
+import { rechargeProcessor, selfServeRecharge, usdNumber, type PaymentProcessors } from '../billing/index.js';
+import type { AccountRecord, AccountSettings, KeyRecord, LedgerRecord } from '../storage/index.js';
 import type { HttpDeps } from './deps.js';
 
 const seconds = (ms: number | null) => (ms === null ? null : Math.floor(ms / 1000));
@@ -49,7 +49,28 @@ export function renderAccount(account: AccountRecord, deps: Pick<HttpDeps, 'limi
       threshold: usdNumber(settings.autoRecharge.thresholdNano),
       amount: usdNumber(settings.autoRecharge.amountNano),
     },
+    billing: settings.billing
+      ? {
+          processor: settings.billing.processor,
+          monthly_ceiling: settings.billing.monthlyCeilingNano === null ? null : usdNumber(settings.billing.monthlyCeilingNano),
+        }
+      : null,
     low_balance_thresholds: settings.lowBalanceThresholdsNano?.map(usdNumber) ?? null,
+  };
+}
+
+/**
+ * Auto-recharge as the account's own user sees it (`/v1/credits`, dashboard): on only when a processor can run it,
+ * and whether they may change it themselves, with the reason when not.
+ */
+export function renderOwnAutoRecharge(settings: AccountSettings, processors: PaymentProcessors) {
+  const { available, reason } = selfServeRecharge(settings, processors);
+  return {
+    enabled: settings.autoRecharge.enabled && rechargeProcessor(settings, processors) !== undefined,
+    threshold: usdNumber(settings.autoRecharge.thresholdNano),
+    amount: usdNumber(settings.autoRecharge.amountNano),
+    available,
+    unavailable_reason: reason,
   };
 }
 

@@ -6,9 +6,11 @@ import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, t
 import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import { GatewayError, errorEnvelope } from '../errors/index.js';
+import { plainJson } from '../money/index.js';
 import { endSpan, runInContext, startServerSpan, tracingEnabled, type Metrics } from '../observability/index.js';
 import { corsHeaders } from './cors.js';
 import { errorResponse, toGatewayError } from './errors.js';
+import { parseJsonText } from './json-body.js';
 import { requestIdFor } from './request-id.js';
 
 export interface ServerOptions {
@@ -82,6 +84,18 @@ export function createServer(options: ServerOptions): FastifyInstance {
   });
 
   if (tracingEnabled()) traceRequests(server);
+
+  // Fastify's JSON parser with the nesting bound. An empty body is no body: many clients send the Content-Type on
+  // every call, and a route that needs a body says so when it validates one.
+  server.removeContentTypeParser('application/json');
+  server.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => {
+    try {
+      done(null, text === '' ? undefined : parseJsonText(text as string));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+  server.setReplySerializer((payload) => plainJson(JSON.stringify(payload)));
 
   server.setErrorHandler((error: FastifyError | GatewayError, request, reply) => {
     const gatewayError = toGatewayError(error);

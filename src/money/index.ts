@@ -1,6 +1,7 @@
 /**
  * Money is an integer count of nano-USD (1e-9 USD) held in a bigint. Decimal USD enters only through
- * `parseUsd` (exact string arithmetic, never float multiplication) and leaves only through `usdNumber`.
+ * `parseUsd` (exact string arithmetic, never float multiplication) and leaves only through `usdNumber` (or
+ * `usdString`); JSON answers pass through `plainJson`, so that a small amount is never written as `2e-7`.
  */
 export type Nano = bigint;
 
@@ -47,6 +48,21 @@ export function usdString(nano: Nano): string {
   const whole = abs / NANO_PER_USD;
   const fraction = (abs % NANO_PER_USD).toString().padStart(MAX_DECIMALS, '0').replace(/0+$/, '');
   return `${negative ? '-' : ''}${whole}${fraction ? `.${fraction}` : ''}`;
+}
+
+// JSON.stringify writes numbers below 1e-6 (and from 1e21) in exponent form: a digit, `e`, then a sign.
+const EXPONENT_FORM = /\de[-+]/;
+// Whole JSON strings first, so that their contents are skipped; then numbers in exponent form.
+const JSON_TOKENS = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?e[-+]\d+/g;
+
+/**
+ * JSON text (or SSE `data:` lines) with every number in exponent form rewritten as a plain decimal, so that USD
+ * amounts read `0.0000002`, never `2e-7` (a nano-USD amount has at most 9 decimals). Text without such a
+ * number, the usual case, is returned as it is after one quick scan.
+ */
+export function plainJson(json: string): string {
+  if (!EXPONENT_FORM.test(json)) return json;
+  return json.replace(JSON_TOKENS, (token) => (token.charCodeAt(0) === 34 ? token : numberToPlainString(Number(token))));
 }
 
 /** A JS number as written in decimal without exponent, so "1e-7" becomes "0.0000001". */

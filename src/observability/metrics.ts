@@ -54,6 +54,12 @@ export class Metrics {
   });
   /** Read when the metrics are read: the count is the wallet's own, never a copy a request left behind. */
   private openReservations: (() => number) | undefined;
+  readonly usageCapped = new Counter({
+    name: 'tollgate_usage_capped_total',
+    help: 'Settlements whose upstream reported more tokens than the request allowed (billed at the allowance)',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
   readonly storageErrors = new Counter({
     name: 'tollgate_storage_errors_total',
     help: 'Failed database writes (retried)',

@@ -39,13 +39,15 @@ export class HttpClient {
 
   /** Sends a request and returns the 2xx response; anything else throws UpstreamError (an abort is rethrown as is). */
   async request(call: Pick<ProviderCall, 'signal' | 'timeoutMs'> & { requestId?: string }, method: 'GET' | 'POST', path: string, body?: unknown): Promise<Dispatcher.ResponseData> {
+    // Serialised outside the try: a body that cannot be serialised is our error, not a transport failure.
+    const payload = body === undefined ? null : JSON.stringify(body);
     let res: Dispatcher.ResponseData;
     try {
       res = await this.pool.request({
         method,
         path: this.basePath + path,
         headers: requestHeaders(this.headers, path.includes('alt=sse') || (body as { stream?: boolean })?.stream ? 'text/event-stream' : 'application/json', call.requestId),
-        body: body === undefined ? null : JSON.stringify(body),
+        body: payload,
         signal: call.signal,
         headersTimeout: call.timeoutMs,
         bodyTimeout: call.timeoutMs,

@@ -4,6 +4,7 @@
  */
 import type { CatalogModel, HealthSource, ModelStatus, PerformanceTracker } from '../catalog/index.js';
 import type { RoutingConfig } from '../config/index.js';
+import { redactForClient } from '../providers/redact.js';
 import type { Provider } from '../providers/types.js';
 import { Breaker } from './breaker.js';
 import type { ProviderSet } from './providers.js';
@@ -107,7 +108,7 @@ export class Health implements HealthSource {
       await probe(AbortSignal.timeout(PROBE_TIMEOUT_MS));
     } catch (error) {
       ok = false;
-      reason = `health probe failed: ${(error as Error)?.message ?? String(error)}`;
+      reason = `health probe failed: ${redactForClient((error as Error)?.message ?? String(error))}`;
     }
     deployment.probing = false;
     if (this.closed) return;

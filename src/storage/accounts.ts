@@ -8,6 +8,7 @@ interface StoredSettings {
   tokens_per_minute?: number;
   daily_limit_nano?: string | null;
   auto_recharge?: { enabled: boolean; threshold_nano: string; amount_nano: string };
+  billing?: { processor: string; monthly_ceiling_nano: string | null };
   low_balance_thresholds_nano?: string[];
 }
 
@@ -22,6 +23,9 @@ export function encodeSettings(settings: AccountSettings): string {
   if (settings.requestsPerMinute !== undefined) stored.requests_per_minute = settings.requestsPerMinute;
   if (settings.tokensPerMinute !== undefined) stored.tokens_per_minute = settings.tokensPerMinute;
   if (settings.dailyLimitNano !== undefined) stored.daily_limit_nano = settings.dailyLimitNano?.toString() ?? null;
+  if (settings.billing) {
+    stored.billing = { processor: settings.billing.processor, monthly_ceiling_nano: settings.billing.monthlyCeilingNano?.toString() ?? null };
+  }
   if (settings.lowBalanceThresholdsNano) stored.low_balance_thresholds_nano = settings.lowBalanceThresholdsNano.map(String);
   return JSON.stringify(stored);
 }
@@ -39,6 +43,10 @@ export function decodeSettings(text: string): AccountSettings {
   if (stored.tokens_per_minute !== undefined) settings.tokensPerMinute = stored.tokens_per_minute;
   if (stored.daily_limit_nano !== undefined) {
     settings.dailyLimitNano = stored.daily_limit_nano === null ? null : BigInt(stored.daily_limit_nano);
+  }
+  if (stored.billing) {
+    const ceiling = stored.billing.monthly_ceiling_nano;
+    settings.billing = { processor: stored.billing.processor, monthlyCeilingNano: ceiling === null ? null : BigInt(ceiling) };
   }
   if (stored.low_balance_thresholds_nano) settings.lowBalanceThresholdsNano = stored.low_balance_thresholds_nano.map(BigInt);
   return settings;

@@ -1,9 +1,9 @@
 /** Opens the Kysely database: embedded SQLite (WAL) by default, PostgreSQL when a URL is given. */
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
+import { ensurePrivateDir, ensurePrivateFile, PRIVATE_FILE_MODE, tighten } from './private-files.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -54,9 +54,13 @@ export function connect(options: ConnectOptions): Connection {
     pool.on('connect', (client) => client.on('error', () => undefined));
     return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres', pool };
   }
-  mkdirSync(options.dataDir, { recursive: true });
-  const sqlite = new SQLite(join(options.dataDir, 'tollgate.db'));
+  ensurePrivateDir(options.dataDir);
+  const file = join(options.dataDir, 'tollgate.db');
+  // SQLite gives the -wal and -shm files it creates the database file's mode.
+  ensurePrivateFile(file);
+  const sqlite = new SQLite(file);
   sqlite.pragma('journal_mode = WAL');
+  for (const companion of [`${file}-wal`, `${file}-shm`]) tighten(companion, PRIVATE_FILE_MODE);
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');

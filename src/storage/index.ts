@@ -27,7 +27,7 @@ export type { LedgerEntryInput, WriteBatch, CommitResult, AccountBalance, UsageD
 export type { NewKey } from './keys.js';
 export type { IdempotencyRecord, IdempotencyStore, NewClaim } from './idempotency.js';
 export type { DailyUsageRow } from './usage.js';
-export type { DashboardSession } from './users.js';
+export type { DashboardSession, DashboardUser, EmailStatus, EmailVerification } from './users.js';
 export type { WebhookRecord, WebhookEventSpec, WebhookChanges, RetryConfig, FilterValue, DeliveryRecord, DeliveryStatus, NewDelivery, AttemptResult } from './webhooks.js';
 export { encodeSettings } from './accounts.js';
 export { newId } from './values.js';

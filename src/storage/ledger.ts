@@ -60,6 +60,23 @@ export class LedgerStore {
     return big(row?.total ?? 0n);
   }
 
+  /** How many auto-recharges an account had since a time, and what they added (the recharge limits). */
+  async rechargesSince(accountId: string, sinceMs: number): Promise<{ count: number; totalNano: bigint }> {
+    const row = await this.db
+      .selectFrom('ledger')
+      .select((eb) => [eb.fn.countAll<number | string | bigint>().as('count'), eb.fn.sum<bigint | string | null>('amount_nano').as('total')])
+      .where('account_id', '=', accountId)
+      .where('kind', '=', 'recharge')
+      .where('created_at', '>=', BigInt(sinceMs))
+      .executeTakeFirst();
+    return { count: Number(row?.count ?? 0), totalNano: big(row?.total ?? 0n) };
+  }
+
+  async hasEntry(accountId: string, kind: LedgerKind): Promise<boolean> {
+    const row = await this.db.selectFrom('ledger').select('id').where('account_id', '=', accountId).where('kind', '=', kind).limit(1).executeTakeFirst();
+    return row !== undefined;
+  }
+
   /** Debits (as positive nano-USD) of one request; for idempotency and tests. */
   async debitedFor(requestId: string): Promise<bigint> {
     const row = await this.db

@@ -4,6 +4,7 @@ import * as initial from './migrations/001_initial.js';
 import * as webhooks from './migrations/002_webhooks.js';
 import * as dashboard from './migrations/003_dashboard.js';
 import * as idempotency from './migrations/004_idempotency.js';
+import * as emailVerification from './migrations/005_email_verification.js';
 
 /** Migrations are compiled in, so `dist/` needs no migration folder at run time. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -11,6 +12,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '002_webhooks': webhooks,
   '003_dashboard': dashboard,
   '004_idempotency': idempotency,
+  '005_email_verification': emailVerification,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

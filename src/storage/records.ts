@@ -9,12 +9,22 @@ export interface AutoRecharge {
   amountNano: bigint;
 }
 
+/** How an account's auto-recharges are paid: set by an operator (invoice) or by a saved payment method. */
+export interface RechargeBilling {
+  /** Id of the payment processor that charges the account's auto-recharges. */
+  processor: string;
+  /** The most auto-recharges may add in one UTC calendar month; null: no ceiling. */
+  monthlyCeilingNano: bigint | null;
+}
+
 export interface AccountSettings {
   requestsPerMinute?: number;
   tokensPerMinute?: number;
   /** undefined: the plan's limit; null: no daily limit for this account. */
   dailyLimitNano?: bigint | null;
   autoRecharge: AutoRecharge;
+  /** undefined: no payment processor, so auto-recharge cannot run. */
+  billing?: RechargeBilling;
   /** undefined: the configured default thresholds. */
   lowBalanceThresholdsNano?: bigint[];
 }

@@ -82,6 +82,22 @@ export interface DashboardUsersTable {
   account_id: string;
   password_hash: string;
   created_at: Big;
+  /** 'pending' | 'verified' | 'unverified' (migration 005). */
+  email_status: ColumnType<string, string | undefined, string>;
+}
+
+export interface EmailVerificationsTable {
+  token_hash: string;
+  account_id: string;
+  password_hash: string;
+  created_at: Big;
+  expires_at: Big;
+  used_at: NullableBig;
+}
+
+export interface SignupAttemptsTable {
+  ip: string;
+  created_at: Big;
 }
 
 export interface DashboardSessionsTable {
@@ -134,6 +150,8 @@ export interface Database {
   invoices: InvoicesTable;
   dashboard_users: DashboardUsersTable;
   dashboard_sessions: DashboardSessionsTable;
+  email_verifications: EmailVerificationsTable;
+  signup_attempts: SignupAttemptsTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   idempotency_keys: IdempotencyKeysTable;

@@ -19,6 +19,7 @@ import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, writeSync
 import SQLite, { type Database as SqliteDatabase, type Statement } from 'better-sqlite3';
 import { accountsOf, planBatch, type AccountBalance, type CommitResult, type NewAccount, type WriteBatch } from './batch.js';
 import type { MoneyWriter } from './ledger.js';
+import { PRIVATE_FILE_MODE } from './private-files.js';
 import type { SqliteWriter, StampedBatch } from './sqlite-writer.js';
 
 /** How long a confirmed charge may wait in the journal before SQLite has it (measured: docs/performance.md). */
@@ -74,7 +75,7 @@ export class SqliteJournal implements MoneyWriter {
     const unseen = records.filter((r) => r.seq > applied);
     if (unseen.length > 0) writer.commitAll(unseen, APPLIED_KEY, String(unseen[unseen.length - 1]!.seq));
     this.seq = records.reduce((max, r) => Math.max(max, r.seq), applied);
-    this.fd = openSync(file, 'a');
+    this.fd = openSync(file, 'a', PRIVATE_FILE_MODE);
     ftruncateSync(this.fd, 0);
     this.size = 0;
   }

@@ -2,6 +2,22 @@ import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
 import { num } from './values.js';
 
+/** 'pending': signed up where SMTP is configured, no sign-in until verified; 'unverified': signed up without SMTP. */
+export type EmailStatus = 'pending' | 'verified' | 'unverified';
+
+export interface DashboardUser {
+  passwordHash: string;
+  emailStatus: EmailStatus;
+}
+
+export interface EmailVerification {
+  tokenHash: string;
+  accountId: string;
+  passwordHash: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
 export interface DashboardSession {
   accountId: string;
   csrfToken: string;
@@ -12,13 +28,76 @@ export interface DashboardSession {
 export class UserStore {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async insert(accountId: string, passwordHash: string, at: number): Promise<void> {
-    await this.db.insertInto('dashboard_users').values({ account_id: accountId, password_hash: passwordHash, created_at: at }).execute();
+  async insert(accountId: string, passwordHash: string, at: number, emailStatus: EmailStatus = 'unverified'): Promise<void> {
+    await this.db.insertInto('dashboard_users').values({ account_id: accountId, password_hash: passwordHash, created_at: at, email_status: emailStatus }).execute();
   }
 
   async passwordHash(accountId: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('dashboard_users').select('password_hash').where('account_id', '=', accountId).executeTakeFirst();
-    return row?.password_hash;
+    return (await this.user(accountId))?.passwordHash;
+  }
+
+  async user(accountId: string): Promise<DashboardUser | undefined> {
+    const row = await this.db.selectFrom('dashboard_users').select(['password_hash', 'email_status']).where('account_id', '=', accountId).executeTakeFirst();
+    return row && { passwordHash: row.password_hash, emailStatus: row.email_status as EmailStatus };
+  }
+
+  async createVerification(verification: EmailVerification): Promise<void> {
+    const { tokenHash, accountId, passwordHash, createdAt, expiresAt } = verification;
+    await this.db
+      .insertInto('email_verifications')
+      .values({ token_hash: tokenHash, account_id: accountId, password_hash: passwordHash, created_at: createdAt, expires_at: expiresAt })
+      .execute();
+  }
+
+  /**
+   * Marks the token used, once: the account and the password of its sign-up the first time, 'used' after that,
+   * undefined when the token is unknown or expired.
+   */
+  async useVerification(tokenHash: string, now: number): Promise<{ accountId: string; passwordHash: string } | 'used' | undefined> {
+    const updated = await this.db
+      .updateTable('email_verifications')
+      .set({ used_at: now })
+      .where('token_hash', '=', tokenHash)
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', BigInt(now))
+      .executeTakeFirst();
+    const row = await this.db.selectFrom('email_verifications').select(['account_id', 'password_hash', 'used_at', 'expires_at']).where('token_hash', '=', tokenHash).executeTakeFirst();
+    if (!row || num(row.expires_at) <= now) return undefined;
+    return updated.numUpdatedRows > 0n ? { accountId: row.account_id, passwordHash: row.password_hash } : 'used';
+  }
+
+  /**
+   * Verifies the account's email and sets the password its link carried; ends every session and other link of
+   * the account. True only for the call that made the email verified.
+   */
+  async markVerified(accountId: string, passwordHash: string, now: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('dashboard_users')
+      .set({ email_status: 'verified', password_hash: passwordHash })
+      .where('account_id', '=', accountId)
+      .where('email_status', '!=', 'verified')
+      .executeTakeFirst();
+    if (result.numUpdatedRows === 0n) return false;
+    await this.db.deleteFrom('dashboard_sessions').where('account_id', '=', accountId).execute();
+    await this.db.updateTable('email_verifications').set({ used_at: now }).where('account_id', '=', accountId).where('used_at', 'is', null).execute();
+    return true;
+  }
+
+  /** Records a sign-up attempt from `ip`; returns the attempts since `since` (this one included) and the oldest's time. */
+  async countSignupAttempt(ip: string, at: number, since: number): Promise<{ count: number; oldest: number }> {
+    await this.db.insertInto('signup_attempts').values({ ip, created_at: at }).execute();
+    const row = await this.db
+      .selectFrom('signup_attempts')
+      .select((eb) => [eb.fn.countAll<number | bigint | string>().as('count'), eb.fn.min<number | bigint | string | null>('created_at').as('oldest')])
+      .where('ip', '=', ip)
+      .where('created_at', '>', BigInt(since))
+      .executeTakeFirstOrThrow();
+    return { count: Number(row.count), oldest: Number(row.oldest ?? at) };
+  }
+
+  async deleteOldSignupAttempts(before: number): Promise<void> {
+    await this.db.deleteFrom('signup_attempts').where('created_at', '<=', BigInt(before)).execute();
+    await this.db.deleteFrom('email_verifications').where('expires_at', '<=', BigInt(before)).execute();
   }
 
   async createSession(session: DashboardSession & { tokenHash: string; createdAt: number }): Promise<void> {

@@ -100,27 +100,112 @@ function roleCount(role: string): number {
   return tokens;
 }
 
-function messageTokens(message: CountableMessage): number {
-  let tokens = TOKENS_PER_MESSAGE + roleCount(message.role);
-  const { content } = message;
-  if (typeof content === 'string') tokens += promptTextTokens(content);
-  else if (Array.isArray(content)) {
-    for (const part of content) {
-      if (part.type === 'text' && typeof part.text === 'string') tokens += promptTextTokens(part.text);
-      else if (part.type === 'image_url' || part.type === 'input_image') tokens += TOKENS_PER_IMAGE;
-      else tokens += countTextTokens(JSON.stringify(part));
-    }
-  }
-  if (message.name) tokens += 1 + countTextTokens(message.name);
-  if (message.tool_calls) tokens += promptTextTokens(JSON.stringify(message.tool_calls));
-  if (message.tool_call_id) tokens += countTextTokens(message.tool_call_id);
-  return tokens;
+/**
+ * The most tokens one image may cost: providers count images by their pixels, not their bytes, and their
+ * full-resolution modes reach several thousand tokens an image. Only the settlement ceiling uses it.
+ */
+export const MAX_TOKENS_PER_IMAGE = 16_384;
+/** Tokens a provider may add to a request of its own (Anthropic's tool-use system prompt is a few hundred). */
+const PROVIDER_ADDED_TOKENS = 1_024;
+
+/** What a request forwards upstream, as prompt tokens. */
+export interface PromptSize {
+  /** Estimated prompt tokens (o200k): what admission holds and what is charged when the upstream reports none. */
+  tokens: number;
+  /**
+   * The most prompt tokens any tokenizer can honestly report for it: one per UTF-8 byte forwarded (byte-level
+   * tokenizers never make more), plus MAX_TOKENS_PER_IMAGE an image and what a provider adds of its own. A
+   * settlement charges at most this.
+   */
+  ceiling: number;
 }
 
-/** Prompt tokens of a chat request: messages plus tool definitions plus the reply primer. */
-export function countPromptTokens(request: { messages: readonly CountableMessage[]; tools?: unknown[] | undefined }): number {
-  let tokens = TOKENS_PER_REPLY;
-  for (const message of request.messages) tokens += messageTokens(message);
-  if (request.tools && request.tools.length > 0) tokens += promptTextTokens(JSON.stringify(request.tools));
-  return tokens;
+/** Request fields that are never sent upstream as they stand (the router sets the model) or are counted apart. */
+const REQUEST_FIELDS_APART = new Set(['messages', 'model', 'models', 'timeout_ms']);
+/** Documented numeric and boolean parameters: a handful of bytes each, no prompt. */
+const SCALAR_PARAMETERS = new Set([
+  'stream',
+  'max_tokens',
+  'max_completion_tokens',
+  'n',
+  'temperature',
+  'top_p',
+  'presence_penalty',
+  'frequency_penalty',
+  'seed',
+  'logprobs',
+  'top_logprobs',
+  'parallel_tool_calls',
+]);
+/** Documented option objects of scalars: no prompt either, while they hold only their documented fields. */
+const OPTION_OBJECTS = new Map([['stream_options', new Set(['include_usage', 'include_obfuscation'])]]);
+const MESSAGE_FIELDS_APART = new Set(['role', 'content']);
+const TEXT_PART_FIELDS = new Set(['type', 'text']);
+const IMAGE_PART_FIELDS = new Set(['type', 'image_url']);
+
+function addText(size: PromptSize, text: string): void {
+  size.tokens += promptTextTokens(text);
+  size.ceiling += Buffer.byteLength(text);
+}
+
+/**
+ * Every field of `object` not in `apart`, as the provider receives it: the name plus the value (a string as it
+ * stands, anything else as JSON). Unknown fields are forwarded too, so they are counted too.
+ */
+function addFields(size: PromptSize, object: object, apart: ReadonlySet<string>, scalars?: ReadonlySet<string>): void {
+  for (const name in object) {
+    const value: unknown = (object as Record<string, unknown>)[name];
+    if (apart.has(name) || value === undefined) continue;
+    if (scalars && (scalars.has(name) ? value === null || typeof value !== 'object' : isOptionObject(name, value))) continue;
+    size.tokens += 1;
+    size.ceiling += Buffer.byteLength(name);
+    addText(size, typeof value === 'string' ? value : JSON.stringify(value) ?? '');
+  }
+}
+
+function isOptionObject(name: string, value: unknown): boolean {
+  const known = OPTION_OBJECTS.get(name);
+  if (!known || typeof value !== 'object' || value === null) return false;
+  for (const field in value) {
+    const option: unknown = (value as Record<string, unknown>)[field];
+    if (!known.has(field) || (option !== null && typeof option === 'object')) return false;
+  }
+  return true;
+}
+
+function addMessage(size: PromptSize, message: CountableMessage): void {
+  const framing = TOKENS_PER_MESSAGE + roleCount(message.role);
+  size.tokens += framing;
+  size.ceiling += framing + Buffer.byteLength(message.role);
+  const { content } = message;
+  if (typeof content === 'string') addText(size, content);
+  else if (Array.isArray(content)) {
+    for (const part of content as ReadonlyArray<{ type: string; text?: unknown }>) {
+      if (part.type === 'text' && typeof part.text === 'string') {
+        addText(size, part.text);
+        addFields(size, part, TEXT_PART_FIELDS);
+      } else if (part.type === 'image_url' || part.type === 'input_image') {
+        size.tokens += TOKENS_PER_IMAGE;
+        size.ceiling += MAX_TOKENS_PER_IMAGE;
+        addFields(size, part, IMAGE_PART_FIELDS);
+      } else addText(size, JSON.stringify(part));
+    }
+  }
+  addFields(size, message, MESSAGE_FIELDS_APART);
+}
+
+/**
+ * Prompt tokens of a chat request: every message with all its fields, every other field that goes upstream
+ * (tools, functions, response_format schemas, tool_choice, unknown fields), plus the reply primer.
+ */
+export function measurePrompt(request: { messages: readonly CountableMessage[] }): PromptSize {
+  const size: PromptSize = { tokens: TOKENS_PER_REPLY, ceiling: TOKENS_PER_REPLY };
+  for (const message of request.messages) addMessage(size, message);
+  addFields(size, request, REQUEST_FIELDS_APART, SCALAR_PARAMETERS);
+  size.ceiling = Math.max(size.ceiling, size.tokens) + PROVIDER_ADDED_TOKENS;
+  return size;
+}
+
+export function countPromptTokens(request: { messages: readonly CountableMessage[] }): number {
+  return measurePrompt(request).tokens;
 }

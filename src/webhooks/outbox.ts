@@ -5,6 +5,7 @@
  * the database. Rows not yet written are lost if the process dies (docs/webhooks.md).
  */
 import type { EventSink, GatewayEvent, GatewayEventType } from '../events/index.js';
+import { plainJson } from '../money/index.js';
 import { newId, type NewDelivery, type Storage, type WebhookRecord } from '../storage/index.js';
 import { matchesFilters, toEnvelope } from './envelope.js';
 import { expandType } from './types.js';
@@ -83,7 +84,7 @@ export class WebhookOutbox implements EventSink {
     for (const webhook of webhooks) {
       const specs = webhook.events.filter((spec) => expandType(spec.type).includes(event.type));
       if (!specs.some((spec) => matchesFilters(spec.filters, envelope))) continue;
-      payload ??= JSON.stringify(envelope);
+      payload ??= plainJson(JSON.stringify(envelope));
       this.buffer.push({ id: newId('whd'), webhookId: webhook.id, accountId: event.accountId, eventId, eventType: event.type, payload, at });
     }
     this.schedule();

@@ -1,5 +1,6 @@
 /** What the `/v1/webhooks` routes do, for one account: registrations, deliveries, dead letters, replay, test. */
 import { GatewayError, invalidRequest } from '../errors/index.js';
+import { plainJson } from '../money/index.js';
 import { newId, type DeliveryRecord, type DeliveryStatus, type Storage, type WebhookRecord } from '../storage/index.js';
 import { attemptDelivery, type AttemptOutcome } from './deliver.js';
 import { BlockedAddressError, resolveTarget } from './ssrf.js';
@@ -111,7 +112,7 @@ export class WebhookService {
     if (delivery.status !== 'dead') throw invalidRequest(`Delivery '${deliveryId}' is ${delivery.status}, not a dead letter`, 'id');
     const envelope = JSON.parse(delivery.payload) as Record<string, unknown>;
     envelope.timestamp = new Date().toISOString();
-    const replayed = await this.store.replay(deliveryId, JSON.stringify(envelope), Date.now());
+    const replayed = await this.store.replay(deliveryId, plainJson(JSON.stringify(envelope)), Date.now());
     if (!replayed) throw invalidRequest(`Delivery '${deliveryId}' is not a dead letter any more`, 'id');
     this.options.onDue();
     return replayed;

@@ -5,6 +5,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
+import { embeddedIPv4, TRANSLATION_RANGES } from './embedded-ipv4.js';
 
 export interface Target {
   address: string;
@@ -21,13 +22,17 @@ export class BlockedAddressError extends Error {
 /**
  * Only public unicast addresses pass: loopback, RFC 1918, CGNAT, link-local (and with it the cloud metadata
  * address 169.254.169.254), unique-local IPv6 (fd00:ec2::254), multicast, reserved and documentation ranges do
- * not. An IPv4-mapped IPv6 address is judged as the IPv4 address it carries.
+ * not. An IPv6 address that embeds IPv4 addresses (mapped, compatible, translated, NAT64 64:ff9b::/96, 6to4,
+ * Teredo, ISATAP) passes only if every embedded address does; the local-use NAT64 prefix 64:ff9b:1::/48 never.
  */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
-  let ip: ipaddr.IPv4 | ipaddr.IPv6 = ipaddr.parse(address);
-  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
-  return ip.range() === 'unicast';
+  const ip = ipaddr.parse(address);
+  if (ip.kind() === 'ipv4') return ip.range() === 'unicast';
+  const carried = embeddedIPv4(ip as ipaddr.IPv6);
+  const range = ip.range();
+  const routable = range === 'unicast' || (carried.length > 0 && TRANSLATION_RANGES.has(range));
+  return routable && carried.every((v4) => v4.range() === 'unicast');
 }
 
 /** Resolves the URL's host once; throws BlockedAddressError (or the DNS error). */

@@ -1,11 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { admit } from '../../src/billing/admission.js';
 import { findCrossings } from '../../src/billing/low-balance.js';
-import { parseUsd, usdNumber, usdString } from '../../src/money/index.js';
+import { parseUsd, plainJson, usdNumber, usdString } from '../../src/money/index.js';
 import { affordableCompletionTokens, costOf } from '../../src/billing/pricing.js';
 import { GatewayError } from '../../src/errors/index.js';
 
 describe('money', () => {
+  it('plainJson writes numbers in exponent form as plain decimals, outside strings only', () => {
+    const value = { a: 2e-7, b: 'x 2e-7 "q\\" 3e-8', c: [1e-9, -1.5e-7, 0.5, 12], d: 'end\\', e: 4e-8 };
+    const text = plainJson(JSON.stringify(value));
+    expect(text).toBe('{"a":0.0000002,"b":"x 2e-7 \\"q\\\\\\" 3e-8","c":[0.000000001,-0.00000015,0.5,12],"d":"end\\\\","e":0.00000004}');
+    expect(JSON.parse(text)).toEqual(value);
+    expect(plainJson(`data: ${JSON.stringify({ usage: { cost: usdNumber(37n) } })}\n\n`)).toBe('data: {"usage":{"cost":0.000000037}}\n\n');
+    const usual = JSON.stringify({ cost: 0.00015 });
+    expect(plainJson(usual)).toBe(usual);
+  });
+
   it('parses decimal USD exactly, including exponent forms', () => {
     expect(parseUsd('5')).toBe(5_000_000_000n);
     expect(parseUsd(0.00015)).toBe(150_000n);

@@ -79,6 +79,15 @@ describe('tollgate CLI on SQLite', () => {
     expect(shown.keys).toHaveLength(2);
   });
 
+  it('accounts update --invoice and --auto-recharge put an account on invoice billing within the limits', async () => {
+    const shown = await json(dir, ['accounts', 'update', accountId, '--invoice', '500', '--auto-recharge', '1:20']);
+    expect(shown).toMatchObject({ billing: { processor: 'invoice', monthly_ceiling: 500 }, auto_recharge: { enabled: true, threshold: 1, amount: 20 } });
+    const over = await cli(dir, ['accounts', 'update', accountId, '--auto-recharge', '1:1000.01']);
+    expect([over.code, over.stderr]).toEqual([1, expect.stringMatching(/auto_recharge\.amount.*max_amount/)]);
+    const ended = await json(dir, ['accounts', 'update', accountId, '--invoice', 'none']);
+    expect(ended).toMatchObject({ billing: null, auto_recharge: { enabled: false } });
+  });
+
   it('models --json lists the sandbox as active and unconfigured providers as inactive', async () => {
     const models = await json(dir, ['models']);
     expect(models.data.find((m: any) => m.id === 'sandbox/echo').status.active).toBe(true);

@@ -41,6 +41,25 @@ describe('tollgate doctor', () => {
     expect(byName(await json(db.dataDir, ['doctor']), 'database').outcome).toBe('ok');
   });
 
+  it('warns that a public deployment should configure SMTP while sign-ups are credited unverified', async () => {
+    const embedded = byName(await json(db.dataDir, ['doctor']), 'sign-up');
+    expect(embedded.outcome).toBe('warn');
+    expect(embedded.detail).toContain('SMTP_URL not set');
+    const smtp = byName(await json(db.dataDir, ['doctor'], { SMTP_URL: 'smtp://mailer:secret@127.0.0.1:2525', TOLLGATE_PUBLIC_URL: 'https://gateway.example' }), 'sign-up');
+    expect(smtp.outcome).toBe('ok');
+    expect(smtp.detail).toContain('verified email');
+    expect(smtp.detail).not.toContain('secret');
+  });
+
+  it('warns while the key-hashing secret is stored in the database, not given by TOLLGATE_KEY_SECRET', async () => {
+    const stored = byName(await json(db.dataDir, ['doctor']), 'key secret');
+    expect(stored.outcome).toBe('warn');
+    expect(stored.detail).toContain('TOLLGATE_KEY_SECRET not set');
+    const given = byName(await json(db.dataDir, ['doctor'], { TOLLGATE_KEY_SECRET: 'a-secret-kept-outside-the-db-0123456789' }), 'key secret');
+    expect(given.outcome).toBe('ok');
+    expect(given.detail).not.toContain('0123456789');
+  });
+
   it('checks PostgreSQL and Redis for real and names an unreachable Redis', async () => {
     const good = await json(db.dataDir, ['doctor'], { DATABASE_URL: pg.databaseUrl!, REDIS_URL: 'redis://127.0.0.1:6379' });
     expect(byName(good, 'database').detail).toMatch(/^postgres at /);

@@ -57,17 +57,35 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard account API on %s', (d
     await expect(gateway.client(stranger.key).chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }] })).resolves.toBeTruthy();
   });
 
-  test('settings: auto-recharge and low-balance thresholds are saved and shown by GET /v1/credits; the plan is not theirs to change', async () => {
-    const saved = await client.request('PATCH', '/settings', { auto_recharge: { enabled: true, threshold: 2, amount: 10 }, low_balance_thresholds: [1, 3.5] });
+  test('settings: low-balance thresholds are saved and shown; the plan is not theirs to change', async () => {
+    const saved = await client.request('PATCH', '/settings', { low_balance_thresholds: [1, 3.5] });
     expect(saved.status).toBe(200);
     expect(saved.body.low_balance_thresholds).toEqual([1, 3.5]);
-    const credits = (await gateway.client(fullKey).get('/credits')) as { billing: { auto_recharge: unknown } };
-    expect(credits.billing.auto_recharge).toEqual({ enabled: true, threshold: 2, amount: 10 });
     const plan = await client.request('PATCH', '/settings', { plan: 'enterprise' });
     expect([plan.status, plan.body.error.param]).toEqual([400, 'plan']);
-    const zero = await client.request('PATCH', '/settings', { auto_recharge: { enabled: true, amount: 0 } });
-    expect([zero.status, zero.body.error.param]).toEqual([400, 'auto_recharge.amount']);
-    await client.request('PATCH', '/settings', { auto_recharge: { enabled: false } });
+  });
+
+  test('auto-recharge cannot be enabled without a payment processor, so no request adds unpaid credit', async () => {
+    const attack = await client.request('PATCH', '/settings', { auto_recharge: { enabled: true, threshold: 5, amount: 1000 } });
+    expect([attack.status, attack.body.error.code, attack.body.error.param]).toEqual([400, 'invalid_request', 'auto_recharge.enabled']);
+    expect(attack.body.error.message).toMatch(/payment/i);
+    for (const body of [{ auto_recharge: { amount: 1000 } }, { auto_recharge: { threshold: 5 } }]) {
+      expect((await client.request('PATCH', '/settings', body)).status).toBe(400);
+    }
+    expect((await client.request('PATCH', '/settings', { auto_recharge: { enabled: false } })).status).toBe(200);
+
+    const sdk = gateway.client(fullKey);
+    const before = ((await sdk.get('/credits')) as { balance: { credits: number } }).balance.credits;
+    await sdk.chat.completions.create({ model: 'sandbox/lorem', messages: [{ role: 'user', content: 'one request' }] });
+    // A recharge runs after the debit is committed: give one time to land before looking.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const after = (await sdk.get('/credits')) as { balance: { credits: number }; billing: { auto_recharge: Record<string, unknown> } };
+    expect(after.balance.credits).toBeLessThan(before);
+    const ledger = (await client.request('GET', '/ledger?limit=100')).body.data as Array<{ kind: string }>;
+    expect(ledger.filter((e) => e.kind === 'recharge')).toEqual([]);
+    expect(after.billing.auto_recharge).toMatchObject({ enabled: false, available: false, unavailable_reason: expect.stringMatching(/payment/i) });
+    const overview = (await client.request('GET', '/overview')).body;
+    expect(overview.billing.auto_recharge).toMatchObject({ enabled: false, available: false, unavailable_reason: after.billing.auto_recharge.unavailable_reason });
   });
 
   test('usage: the last 30 days per day and per model, live and test apart, matching GET /v1/credits', async () => {

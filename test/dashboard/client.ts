@@ -1,3 +1,5 @@
+import { Agent, fetch as undiciFetch } from 'undici';
+
 /** A browser stand-in for the dashboard's JSON API: keeps cookies, sends the CSRF token like the page does. */
 export class DashboardClient {
   readonly cookies = new Map<string, string>();
@@ -7,10 +9,13 @@ export class DashboardClient {
   constructor(
     readonly base: string,
     private readonly origin = base,
+    /** Connects from this loopback address (e.g. 127.0.0.2): another client IP. */
+    private readonly localAddress?: string,
   ) {}
 
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-    const response = await fetch(`${this.base}/dashboard/api${path}`, {
+    const send = this.localAddress ? fromAddress(this.localAddress) : fetch;
+    const response = await send(`${this.base}/dashboard/api${path}`, {
       method,
       headers: {
         ...(this.cookies.size ? { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') } : {}),
@@ -46,3 +51,9 @@ export class DashboardClient {
 }
 
 export const uniqueEmail = (tag: string) => `${tag}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
+
+/** `fetch` over connections from another loopback address, so the gateway sees another client IP. */
+export function fromAddress(localAddress: string): typeof fetch {
+  const dispatcher = new Agent({ localAddress });
+  return ((url: string, init: RequestInit = {}) => undiciFetch(url, { ...(init as object), dispatcher })) as unknown as typeof fetch;
+}

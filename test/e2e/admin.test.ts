@@ -243,12 +243,14 @@ describe('admin API (sqlite)', () => {
       plan: 'pay_as_you_go',
       requests_per_minute: 42,
       daily_limit: 3.5,
+      billing: { processor: 'invoice', monthly_ceiling: 100 },
       auto_recharge: { enabled: true, threshold: 1.5, amount: 10 },
       low_balance_thresholds: [2, 0.5],
     });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({
       plan: 'pay_as_you_go',
+      billing: { processor: 'invoice', monthly_ceiling: 100 },
       auto_recharge: { enabled: true, threshold: 1.5, amount: 10 },
       low_balance_thresholds: [2, 0.5],
     });
@@ -291,6 +293,8 @@ describe('admin API (sqlite)', () => {
       [{ daily_limit: -2 }, 'daily_limit'],
       [{ auto_recharge: { enabled: 'yes' } }, 'auto_recharge.enabled'],
       [{ auto_recharge: { threshold: 'one' } }, 'auto_recharge.threshold'],
+      [{ billing: { processor: 'stripe', monthly_ceiling: 5 } }, 'billing.processor'],
+      [{ billing: { processor: 'invoice', monthly_ceiling: -1 } }, 'billing.monthly_ceiling'],
     ];
     for (const [body, param] of cases) {
       const response = await gw.admin('PATCH', `/admin/accounts/${id}`, body);

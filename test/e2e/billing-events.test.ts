@@ -38,7 +38,10 @@ describe('credit.low_balance', () => {
 describe('auto-recharge', () => {
   it('recharges through the invoice processor when a debit leaves the balance below the threshold', async () => {
     const account = await gateway.account();
-    await gateway.admin('PATCH', `/admin/accounts/${account.id}`, { auto_recharge: { enabled: true, threshold: 1, amount: 10 } });
+    await gateway.admin('PATCH', `/admin/accounts/${account.id}`, {
+      billing: { processor: 'invoice', monthly_ceiling: 100 },
+      auto_recharge: { enabled: true, threshold: 1, amount: 10 },
+    });
     await gateway.setBalance(account.id, 1.000001);
     await ask(account.key);
 
@@ -56,6 +59,6 @@ describe('auto-recharge', () => {
     expect(recharges[0]!.note).toMatch(/invoice/);
 
     const credits = await fetch(`${gateway.baseURL}/credits`, { headers: { authorization: `Bearer ${account.key}` } });
-    expect(((await credits.json()) as any).billing.auto_recharge).toEqual({ enabled: true, threshold: 1, amount: 10 });
+    expect(((await credits.json()) as any).billing.auto_recharge).toMatchObject({ enabled: true, threshold: 1, amount: 10 });
   });
 });

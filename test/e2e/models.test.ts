@@ -207,6 +207,16 @@ describe('GET /v1/models (no providers configured)', () => {
     expect(noKey.body.error.code).toBe('missing_api_key');
   });
 
+  it('retrieve: the id is decoded once (an escaped % or / is part of the id, never a 500)', async () => {
+    for (const path of ['/v1/models/%25', '/v1/models/%25zz', '/v1/models/100%25', '/v1/models/a%252Fb']) {
+      const sent = await get(gw, path, gw.firstKey);
+      expect(sent.status, `${path}: ${JSON.stringify(sent.body)}`).toBe(404);
+      expect(sent.body.error.code).toBe('model_not_found');
+    }
+    const escaped = await get(gw, '/v1/models/sandbox%2Fecho', gw.firstKey);
+    expect([escaped.status, escaped.body.id]).toEqual([200, 'sandbox/echo']);
+  });
+
   it('read_only and project keys can list models', async () => {
     const { id } = await gw.account();
     for (const options of [{ permissions: 'read_only' }, { permissions: 'project', models: ['sandbox/lorem'] }, { environment: 'test' }]) {

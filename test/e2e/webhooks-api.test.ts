@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../src/webhooks/receiver/index.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
+import { EMBEDDING_PRIVATE_IPV4 } from '../webhooks/embedded-addresses.js';
 import { startReceiver, TEST_WEBHOOKS, type Receiver } from '../webhooks/receiver-server.js';
 
 const SECRET = 'a-very-secret-webhook-secret-of-40-chars!';
@@ -191,6 +192,19 @@ describe('SSRF: webhooks.allow_private_urls off', () => {
       const response = await api(strict, account.key, 'POST', '/webhooks', { ...valid(), url });
       expect(response.status, url).toBe(400);
       expect(response.body.error, url).toMatchObject({ code: 'invalid_request', param: 'url' });
+    }
+  });
+
+  it('refuses every IPv6 form that embeds a non-public IPv4 address, and accepts a public IPv6 address', async () => {
+    const account = await strict.account();
+    for (const address of EMBEDDING_PRIVATE_IPV4) {
+      const url = `http://[${address}]/hook`;
+      const response = await api(strict, account.key, 'POST', '/webhooks', { ...valid(), url });
+      expect(response.status, url).toBe(400);
+      expect(response.body.error, url).toMatchObject({ code: 'invalid_request', param: 'url' });
+    }
+    for (const url of ['http://[2606:4700:4700::1111]/hook', 'https://[64:ff9b::808:808]/hook']) {
+      expect((await api(strict, account.key, 'POST', '/webhooks', { ...valid(), url })).status, url).toBe(201);
     }
   });
 });

@@ -55,6 +55,7 @@ describe('the chat endpoint ahead of Fastify', () => {
       ['broken JSON', json, '{"model": '],
       ['__proto__ key', json, '{"__proto__": {"admin": true}}'],
       ['constructor.prototype', json, '{"constructor": {"prototype": {"admin": true}}}'],
+      ['nested too deep', json, `{"x":${'['.repeat(100)}${']'.repeat(100)}}`],
       ['over the limit (declared)', json, `{"x":"${'a'.repeat(BODY_LIMIT)}"}`],
       ['over the limit (chunked)', { ...json, 'transfer-encoding': 'chunked' }, `{"x":"${'a'.repeat(BODY_LIMIT)}"}`],
     ];

@@ -173,8 +173,8 @@ describe('sandbox provider: n', () => {
     expect(result.usage!.completion_tokens).toBe(sum);
   });
 
-  it('rejects n outside 1..128 as a 400 on param n', async () => {
-    for (const n of [0, 129, 1.5]) {
+  it('rejects n outside 1..8 as a 400 on param n', async () => {
+    for (const n of [0, 9, 129, 1.5]) {
       const error = await complete({ n }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(UpstreamError);
       expect(error).toMatchObject({ provider: 'sandbox', kind: 'http', status: 400, param: 'n' });

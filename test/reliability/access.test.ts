@@ -71,7 +71,8 @@ describe('keys and access', () => {
   beforeAll(async () => {
     // The production logger (same redaction), at its most verbose, writing into memory.
     const logger = createLogger('trace', { write: (line: string) => void logs.push(line) });
-    gateway = await startGateway({ logger, overrides: { webhooks: { allow_private_urls: true } } as never });
+    // Every API key is tried on every admin route: far more wrong admin tokens than the per-address throttle allows.
+    gateway = await startGateway({ logger, overrides: { webhooks: { allow_private_urls: true }, server: { admin_auth_max_failures: 1_000 } } as never });
     const { id, key } = await gateway.account({ plan: 'pay_as_you_go' });
     accountId = id;
     keys.full = key;

@@ -5,7 +5,7 @@
  * fresh wallet starts over the same database, as a restarted gateway would.
  */
 import { AdminService } from '../../src/admin/index.js';
-import { Wallet, invoiceProcessor, planLimits, type Reservation } from '../../src/billing/index.js';
+import { Wallet, paymentProcessors, planLimits, rechargeLimits, type Reservation } from '../../src/billing/index.js';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import { NO_EVENTS } from '../../src/events/index.js';
 import { openStorage, type KeyRecord, type Storage } from '../../src/storage/index.js';
@@ -72,7 +72,7 @@ export async function openWorld(dialect: 'sqlite' | 'postgres'): Promise<World> 
         limitsFor: planLimits(config),
         defaultThresholdsNano: [],
         events: NO_EVENTS,
-        processor: invoiceProcessor,
+        recharge: { processors: paymentProcessors(), limits: rechargeLimits(config) },
         onError: () => undefined,
       });
       procs.push(proc);
@@ -95,7 +95,7 @@ export async function openWorld(dialect: 'sqlite' | 'postgres'): Promise<World> 
         const { account, key } = await world.admin.createAccount({ email: `p${++counter}-${Date.now()}@example.com`, plan });
         const test = await world.admin.createKey(account.id, { environment: 'test' });
         const project = await world.admin.createKey(account.id, { permissions: 'project', spend_limit: 0.4 });
-        if (i === 2) await world.admin.updateAccount(account.id, { auto_recharge: { enabled: true, threshold: 1, amount: 2 } });
+        if (i === 2) await world.admin.updateAccount(account.id, { billing: { processor: 'invoice', monthly_ceiling: 1000 }, auto_recharge: { enabled: true, threshold: 1, amount: 2 } });
         made.push({ id: account.id, keys: { live: key.record, test: test.record, project: project.record } });
       }
       return made;

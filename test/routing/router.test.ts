@@ -1,11 +1,12 @@
 /** The router on its own: breaker states, which failures are retried, backoff, and calls against a local server. */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Catalog } from '../../src/catalog/index.js';
-import { loadConfig } from '../../src/config/index.js';
+import { loadConfig, type RoutingConfig } from '../../src/config/index.js';
 import { UpstreamError, type ProviderCall } from '../../src/providers/types.js';
 import { backoffMs, verdict } from '../../src/routing/attempts.js';
 import { Breaker, Router } from '../../src/routing/index.js';
 import { startMockAnthropic, type MockAnthropic } from '../support/mock-anthropic.js';
+import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
 
 describe('Breaker', () => {
   it('opens after the threshold, is half-open after the cool-down, reopens on one more fault, closes on success', () => {
@@ -53,26 +54,31 @@ describe('verdict and backoff', () => {
   });
 });
 
+/** A router and its catalog over the providers these environment variables configure. */
+function routerFor(env: Record<string, string>, routing: RoutingConfig): { router: Router; catalog: Catalog } {
+  const config = loadConfig({ env: { ...env, TOLLGATE_DATA_DIR: '/tmp/unused' }, file: undefined, overrides: { routing } });
+  const catalog = new Catalog(config);
+  return { router: new Router(config, { catalog }), catalog };
+}
+
+const call = (signal = new AbortController().signal, extra: Record<string, unknown> = {}): ProviderCall => ({
+  body: { model: 'x', messages: [{ role: 'user', content: 'Hi' }], ...extra },
+  signal,
+  requestId: 'r',
+  timeoutMs: 2_000,
+});
+
 describe('Router against a local Anthropic server', () => {
   let mock: MockAnthropic;
   let router: Router;
   let catalog: Catalog;
-  const call = (signal = new AbortController().signal): ProviderCall => ({
-    body: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] },
-    signal,
-    requestId: 'r',
-    timeoutMs: 2_000,
-  });
 
   beforeAll(async () => {
     mock = await startMockAnthropic({ apiKey: 'k' });
-    const config = loadConfig({
-      env: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: mock.url, TOLLGATE_DATA_DIR: '/tmp/unused' },
-      file: undefined,
-      overrides: { routing: { retries: 2, backoff_ms: 300, max_backoff_ms: 300, breaker_failures: 10, breaker_cooldown_ms: 1_000 } },
-    });
-    catalog = new Catalog(config);
-    router = new Router(config, { catalog });
+    ({ router, catalog } = routerFor(
+      { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: mock.url },
+      { retries: 2, backoff_ms: 300, max_backoff_ms: 300, breaker_failures: 10, breaker_cooldown_ms: 1_000 },
+    ));
   });
   afterAll(async () => {
     await router.close();
@@ -110,5 +116,57 @@ describe('Router against a local Anthropic server', () => {
     expect(route.providerId).toBe('sandbox');
     const completion = await router.complete(route, call());
     expect(completion.choices[0]!.message.content).toBe('Hi');
+  });
+});
+
+describe('errors of our own making are not provider failures', () => {
+  let mock: MockOpenAI;
+  let router: Router;
+  let catalog: Catalog;
+
+  beforeAll(async () => {
+    mock = await startMockOpenAI({ apiKey: 'k' });
+    // One counted failure would open the circuit.
+    ({ router, catalog } = routerFor(
+      { OPENAI_API_KEY: 'k', OPENAI_BASE_URL: mock.url },
+      { retries: 2, backoff_ms: 1, max_backoff_ms: 1, breaker_failures: 1, breaker_cooldown_ms: 600_000 },
+    ));
+  });
+  afterAll(async () => {
+    await router.close();
+    await mock.close();
+  });
+
+  const deep = () => {
+    let value: unknown = 1;
+    for (let i = 0; i < 200_000; i++) value = [value];
+    return value;
+  };
+  const circular = () => {
+    const value: Record<string, unknown> = {};
+    value.self = value;
+    return value;
+  };
+
+  it.each([
+    ['a value too deep to serialise (RangeError)', deep],
+    ['a circular value (TypeError)', circular],
+  ])('the upstream request cannot be built from %s: no attempt, no retry, the circuit stays closed', async (_name, extra) => {
+    const model = catalog.resolve('gpt-6-luna');
+    const before = mock.requests.length;
+    for (const streaming of [false, true]) {
+      const unbuildable = call(undefined, { extra: extra() });
+      const attempt = streaming ? router.stream(router.route(model, 'live'), unbuildable) : router.complete(router.route(model, 'live'), unbuildable);
+      await expect(attempt).rejects.not.toBeInstanceOf(UpstreamError);
+    }
+    expect(mock.requests.length).toBe(before);
+    expect(catalog.resolve('gpt-6-luna').active).toBe(true);
+    const completion = await router.complete(router.route(model, 'live'), call());
+    expect(completion.choices[0]!.message.content).toBeTruthy();
+  });
+
+  it('a TypeError inside an adapter is not retried and does not open the circuit', () => {
+    expect(verdict(new TypeError("Cannot read properties of undefined (reading 'x')"))).toBe('stop');
+    expect(verdict(new RangeError('Maximum call stack size exceeded'))).toBe('stop');
   });
 });

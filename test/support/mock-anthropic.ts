@@ -23,6 +23,8 @@ export type AnthropicBehavior =
       noStop?: boolean;
     }
   | { kind: 'error'; status: number; type?: string; message?: string }
+  /** An error whose message echoes the request's headers (as some proxies and misconfigured servers do). */
+  | { kind: 'echo-headers'; status: number }
   | { kind: 'cut'; afterDeltas?: number }
   | { kind: 'malformed'; afterDeltas?: number }
   | { kind: 'stream-error'; afterDeltas?: number; type?: string; message?: string }
@@ -172,6 +174,7 @@ async function serve(b: AnthropicBehavior, request: any, res: ServerResponse, re
   if (b.kind === 'hang') return;
   if (b.kind === 'raw') return void res.writeHead(b.status ?? 200, b.headers ?? { 'content-type': 'application/json' }).end(b.body);
   if (b.kind === 'error') return error(res, b.status, b.message ?? `Mock error ${b.status}`, b.type);
+  if (b.kind === 'echo-headers') return error(res, b.status, `Invalid request headers: ${JSON.stringify(record.headers)}`);
   if (b.kind === 'ok' && b.latencyMs) await sleep(b.latencyMs);
   const ok = b.kind === 'ok' ? b : { kind: 'ok' as const, text: Array.from({ length: 10 }, (_, i) => `part${i} `).join('') };
   const { content, stopReason, inputTokens } = answer(ok, request);

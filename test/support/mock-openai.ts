@@ -31,6 +31,8 @@ export type Behavior =
     }
   /** OpenAI's error envelope with the given status; `retryAfter` (seconds) adds the Retry-After header. */
   | { kind: 'error'; status: number; message?: string; type?: string; code?: string | null; param?: string | null; retryAfter?: number }
+  /** An error whose message echoes the request's headers (as some proxies and misconfigured servers do). */
+  | { kind: 'echo-headers'; status: number }
   /** Streams `afterChunks` content chunks, then destroys the socket. */
   | { kind: 'cut'; afterChunks?: number }
   /** Streams `afterChunks` content chunks, then an event whose data is not JSON. */
@@ -185,6 +187,8 @@ async function serve(behavior: Behavior, request: any, res: ServerResponse): Pro
       return;
     case 'error':
       return sendError(res, behavior);
+    case 'echo-headers':
+      return sendError(res, { status: behavior.status, message: `Invalid request headers: ${JSON.stringify(records.get(res)?.headers)}` });
     case 'raw':
       res.writeHead(behavior.status ?? 200, behavior.headers ?? { 'content-type': 'application/json' }).end(behavior.body);
       return;

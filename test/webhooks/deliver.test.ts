@@ -18,6 +18,7 @@ vi.mock('node:dns/promises', () => ({
 const { attemptDelivery } = await import('../../src/webhooks/deliver.js');
 const { verifyWebhook } = await import('../../src/webhooks/receiver/index.js');
 const { startReceiver } = await import('./receiver-server.js');
+const { EMBEDDING_PRIVATE_IPV4 } = await import('./embedded-addresses.js');
 
 const SECRET = 'deliver-test-secret-0123456789-0123456789';
 const PAYLOAD = JSON.stringify({ id: 'evt_1', timestamp: new Date().toISOString(), event: 'webhook.test', data: {} });
@@ -59,6 +60,17 @@ describe('attemptDelivery', () => {
       expect(outcome.error).toContain(address);
     }
     expect(dns.calls).toHaveLength(3);
+    expect(receiver.received).toHaveLength(before);
+  });
+
+  it('refuses a name whose AAAA answer embeds a non-public IPv4 address, without connecting (not retried)', async () => {
+    const before = receiver.received.length;
+    for (const address of EMBEDDING_PRIVATE_IPV4) {
+      dns.answers.push([{ address, family: 6 }]);
+      const outcome = await attemptDelivery(target('embedded.tollgate.invalid'), PAYLOAD, meta, false);
+      expect(outcome, address).toMatchObject({ ok: false, retryable: false, status: null });
+      expect(outcome.error, address).toContain(address);
+    }
     expect(receiver.received).toHaveLength(before);
   });
 

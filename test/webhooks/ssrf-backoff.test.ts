@@ -1,6 +1,7 @@
 /** SSRF address rules and the retry schedule, as pure functions. */
 import { describe, expect, it } from 'vitest';
 import { BlockedAddressError, isPublicAddress, resolveTarget, retryDelay } from '../../src/webhooks/index.js';
+import { EMBEDDING_PRIVATE_IPV4, EMBEDDING_PUBLIC_IPV4 } from './embedded-addresses.js';
 
 describe('isPublicAddress', () => {
   it('refuses loopback, private, link-local, metadata and other non-public addresses', () => {
@@ -35,6 +36,11 @@ describe('isPublicAddress', () => {
     for (const address of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
       expect(isPublicAddress(address), address).toBe(true);
     }
+  });
+
+  it('judges an IPv6 address that embeds IPv4 addresses by every address it embeds', () => {
+    for (const address of EMBEDDING_PRIVATE_IPV4) expect(isPublicAddress(address), address).toBe(false);
+    for (const address of EMBEDDING_PUBLIC_IPV4) expect(isPublicAddress(address), address).toBe(true);
   });
 });
 

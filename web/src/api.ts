@@ -50,6 +50,8 @@ export interface SessionInfo {
   signup_enabled: boolean;
   /** USD credited to a new account (signed-out answers only). */
   signup_credit?: number;
+  /** Sign-up sends an email link that must be followed before the account can be used (SMTP configured). */
+  verification_required?: boolean;
 }
 
 export interface ApiKey {
@@ -73,13 +75,22 @@ export interface UsageTotals {
   tokens: { prompt: number; completion: number; total: number };
 }
 
+export interface AutoRecharge {
+  enabled: boolean;
+  threshold: number;
+  amount: number;
+  /** Whether this user may turn it on or change it; when not, `unavailable_reason` says why. */
+  available: boolean;
+  unavailable_reason: string | null;
+}
+
 export interface Overview {
   email: string;
   environment: 'live' | 'test';
   balance: { credits: number; currency: string };
   usage: { daily: UsageTotals; monthly: UsageTotals };
   limits: { rate_limit: { requests_per_minute: number; tokens_per_minute: number }; daily_limit: { credits: number; remaining: number } | null };
-  billing: { plan: string; next_billing_date: string; auto_recharge: { enabled: boolean; threshold: number; amount: number } };
+  billing: { plan: string; next_billing_date: string; auto_recharge: AutoRecharge };
   low_balance_thresholds: number[];
 }
 

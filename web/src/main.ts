@@ -5,12 +5,14 @@ import { authPage } from './pages/auth.js';
 import { creditsPage } from './pages/credits.js';
 import { keysPage } from './pages/keys.js';
 import { modelsPage } from './pages/models.js';
+import { verifyPage } from './pages/verify.js';
 import { webhooksPage } from './pages/webhooks.js';
 
 const BASE = '/dashboard';
 const PAGES: Record<string, { title: string; page: Page; public?: boolean }> = {
   '/signin': { title: 'Sign in', page: authPage('signin'), public: true },
   '/signup': { title: 'Create your account', page: authPage('signup'), public: true },
+  '/verify': { title: 'Confirm your email', page: verifyPage, public: true },
   '/keys': { title: 'API Keys', page: keysPage },
   '/credits': { title: 'Credits & usage', page: creditsPage },
   '/models': { title: 'Models', page: modelsPage },

@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { usdNumber } from '../../billing/index.js';
 import { GatewayError, invalidRequest } from '../../errors/index.js';
 import { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSchema, type AccountPatch, type NewKeyRequest } from '../../admin/index.js';
-import { bearerToken, type HttpDeps } from '../deps.js';
+import type { AdminGuard } from '../admin-guard.js';
+import type { HttpDeps } from '../deps.js';
 import { renderAccount, renderKey, renderLedgerEntry } from '../render.js';
 
 type IdParams = { id: string };
@@ -13,15 +14,9 @@ async function emptyBodyIsObject(request: FastifyRequest): Promise<void> {
 }
 
 /** The operator API of the contract, behind the admin token. */
-export function adminRoutes(server: FastifyInstance, deps: HttpDeps): void {
+export function adminRoutes(server: FastifyInstance, deps: HttpDeps, guard: AdminGuard): void {
   server.register(async (admin) => {
-    admin.addHook('onRequest', async (request) => {
-      if (!deps.isAdminToken(bearerToken(request.headers.authorization))) {
-        throw new GatewayError(request.headers.authorization ? 'invalid_api_key' : 'missing_api_key', {
-          message: request.headers.authorization ? 'Invalid admin token' : 'No admin token provided',
-        });
-      }
-    });
+    admin.addHook('onRequest', async (request) => guard.check(request));
 
     admin.get('/admin/accounts', async (request) => {
       const { limit, after } = request.query as { limit?: string; after?: string };

@@ -5,6 +5,7 @@ import { GatewayError } from '../../errors/index.js';
 import type { UsageTotals } from '../../storage/index.js';
 import { admitRead } from '../admit-read.js';
 import type { HttpDeps } from '../deps.js';
+import { renderOwnAutoRecharge } from '../render.js';
 
 export function creditRoutes(server: FastifyInstance, deps: HttpDeps): void {
   server.get('/v1/credits', async (request, reply) => {
@@ -41,11 +42,7 @@ export function creditRoutes(server: FastifyInstance, deps: HttpDeps): void {
       },
       billing: {
         plan: account.plan,
-        auto_recharge: {
-          enabled: account.settings.autoRecharge.enabled,
-          threshold: usdNumber(account.settings.autoRecharge.thresholdNano),
-          amount: usdNumber(account.settings.autoRecharge.amountNano),
-        },
+        auto_recharge: renderOwnAutoRecharge(account.settings, deps.processors),
         next_billing_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
       },
     };

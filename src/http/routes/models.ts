@@ -27,7 +27,8 @@ export function modelRoutes(server: FastifyInstance, deps: HttpDeps): void {
 
   server.get('/v1/models/*', async (request, reply) => {
     await admitRead(deps, request, reply, 'models');
-    const name = decodeURIComponent((request.params as { '*': string })['*']);
+    // Fastify has decoded the path once already (`sandbox%2Fecho` is `sandbox/echo`); decoding again would misread a `%`.
+    const name = (request.params as { '*': string })['*'];
     const model = deps.catalog.resolve(name);
     return renderModel(model, deps.performance.figures(model.id), true);
   });

@@ -2,10 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import { openApiDocument } from '../../api/index.js';
 import { GatewayError } from '../../errors/index.js';
 import { sendError } from '../server.js';
-import { bearerToken, type HttpDeps } from '../deps.js';
+import type { AdminGuard } from '../admin-guard.js';
+import type { HttpDeps } from '../deps.js';
 
 /** Liveness, readiness (the database answers), Prometheus metrics and the OpenAPI document. */
-export function opsRoutes(server: FastifyInstance, deps: HttpDeps): void {
+export function opsRoutes(server: FastifyInstance, deps: HttpDeps, guard: AdminGuard): void {
   server.get('/health', async () => ({ status: 'ok' }));
 
   const openapi = JSON.stringify(openApiDocument());
@@ -21,9 +22,7 @@ export function opsRoutes(server: FastifyInstance, deps: HttpDeps): void {
   });
 
   server.get('/metrics', async (request, reply) => {
-    if (!deps.config.metrics_public && !deps.isAdminToken(bearerToken(request.headers.authorization))) {
-      throw new GatewayError('invalid_api_key', { message: 'The metrics endpoint takes the admin token' });
-    }
+    if (!deps.config.metrics_public) guard.check(request, 'The metrics endpoint takes the admin token');
     return reply.header('content-type', deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
   });
 }

@@ -42,13 +42,15 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
   const fail = (call: Pick<ProviderCall, 'signal'>, err: unknown): unknown => (call.signal.aborted ? err : transportError(id, err));
 
   async function send(call: Pick<ProviderCall, 'signal' | 'timeoutMs'> & { requestId?: string }, method: 'GET' | 'POST', target: string, accept: string, body?: ChatRequest): Promise<Dispatcher.ResponseData> {
+    // Serialised outside the try: a body that cannot be serialised is our error, not a transport failure.
+    const payload = body ? JSON.stringify(body) : null;
     let res: Dispatcher.ResponseData;
     try {
       res = await pool.request({
         method,
         path: target,
         headers: requestHeaders(headers, accept, call.requestId),
-        body: body ? JSON.stringify(body) : null,
+        body: payload,
         signal: call.signal,
         headersTimeout: call.timeoutMs,
         bodyTimeout: call.timeoutMs,

@@ -2,7 +2,7 @@
 import { countPromptTokens, countTextTokens } from '../../tokens/index.js';
 import { UpstreamError } from '../types.js';
 import type { ChatRequest, FinishReason, ProviderCall, ToolCall, ToolDefinition, Usage } from '../types.js';
-import { cutAtStop, cutToTokens } from './cut.js';
+import { cutAtStop, cutToBytes, cutToTokens } from './cut.js';
 import { sampleValue } from './schema.js';
 import { hash, lastUserText, replyText } from './text.js';
 
@@ -19,32 +19,45 @@ export interface SandboxAnswer {
   usage: Usage;
 }
 
+/** The most choices one sandbox request may ask for (`n`): a free answer must not multiply a long prompt. */
+export const SANDBOX_MAX_CHOICES = 8;
+/** The generated text of one sandbox answer, all choices together, is cut to this many UTF-8 bytes. */
+export const SANDBOX_MAX_ANSWER_BYTES = 1024 * 1024;
+
 export function buildAnswer(call: ProviderCall): SandboxAnswer {
   const { body } = call;
   const count = choiceCount(body);
   const tool = forcedTool(body);
-  const limit = tokenLimit(body);
+  const limits: Limits = { tokens: tokenLimit(body), bytes: Math.floor(SANDBOX_MAX_ANSWER_BYTES / count) };
   const choices = Array.from({ length: count }, (_, index) =>
-    tool ? toolCallChoice(call, tool, index, limit) : textChoice(body, index, limit),
+    tool ? toolCallChoice(call, tool, index, limits) : textChoice(body, index, limits),
   );
   const prompt = countPromptTokens(body);
   const completion = choices.reduce((sum, choice) => sum + choiceTokens(choice), 0);
   return { choices, usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } };
 }
 
-function textChoice(body: ChatRequest, index: number, limit: number | undefined): SandboxChoice {
-  const full = formatReply(body, replyText(body, index));
+/** Where each choice is cut: the request's token limit and this choice's share of the size cap. */
+interface Limits {
+  tokens: number | undefined;
+  bytes: number;
+}
+
+function textChoice(body: ChatRequest, index: number, limits: Limits): SandboxChoice {
+  const full = formatReply(body, replyText(body, index), limits.bytes);
   const stopped = cutAtStop(full, stopSequences(body));
-  const content = limit === undefined ? stopped : cutToTokens(stopped, limit);
+  const capped = cutToBytes(stopped, limits.bytes);
+  const content = limits.tokens === undefined ? capped : cutToTokens(capped, limits.tokens);
   const finishReason = content.length < stopped.length ? 'length' : 'stop';
   return { index, content, toolCall: null, finishReason };
 }
 
-function toolCallChoice(call: ProviderCall, tool: ToolDefinition, index: number, limit: number | undefined): SandboxChoice {
+function toolCallChoice(call: ProviderCall, tool: ToolDefinition, index: number, limits: Limits): SandboxChoice {
   const { name, parameters } = tool.function;
-  const full = JSON.stringify(sampleValue(parameters, lastUserText(call.body.messages) || 'sandbox'));
-  // Like OpenAI, a token limit cuts the arguments mid-JSON (the name counts against it too).
-  const args = limit === undefined ? full : cutToTokens(full, Math.max(0, limit - countTextTokens(name)));
+  const full = JSON.stringify(sampleValue(parameters, lastUserText(call.body.messages) || 'sandbox', { bytes: limits.bytes }));
+  // Like OpenAI, a token limit cuts the arguments mid-JSON (the name counts against it too); so does the size cap.
+  const capped = cutToBytes(full, limits.bytes);
+  const args = limits.tokens === undefined ? capped : cutToTokens(capped, Math.max(0, limits.tokens - countTextTokens(name)));
   const id = `call_${hash(`${call.requestId}/${index}/${name}`).toString(16).padStart(8, '0')}`;
   return {
     index,
@@ -60,10 +73,10 @@ function choiceTokens(choice: SandboxChoice): number {
 }
 
 /** JSON modes wrap the text as a JSON object; json_schema fills the schema's string fields with it. */
-function formatReply(body: ChatRequest, text: string): string {
+function formatReply(body: ChatRequest, text: string, maxBytes: number): string {
   const format = body.response_format;
   if (format?.type === 'json_schema' && format.json_schema?.schema !== undefined) {
-    return JSON.stringify(sampleValue(format.json_schema.schema, text));
+    return JSON.stringify(sampleValue(format.json_schema.schema, text, { bytes: maxBytes }));
   }
   if (format?.type === 'json_object' || format?.type === 'json_schema') return JSON.stringify({ reply: text });
   return text;
@@ -86,8 +99,8 @@ function forcedTool(body: ChatRequest): ToolDefinition | undefined {
 
 function choiceCount(body: ChatRequest): number {
   const n = body.n ?? 1;
-  if (Number.isInteger(n) && n >= 1 && n <= 128) return n;
-  throw badRequest(`Invalid 'n': expected an integer from 1 to 128, got ${n}.`, 'n');
+  if (Number.isInteger(n) && n >= 1 && n <= SANDBOX_MAX_CHOICES) return n;
+  throw badRequest(`Invalid 'n': the sandbox answers 1 to ${SANDBOX_MAX_CHOICES} choices, got ${n}.`, 'n');
 }
 
 /** The smaller of max_tokens and max_completion_tokens, when either is set. */

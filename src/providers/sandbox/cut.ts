@@ -1,4 +1,4 @@
-/** Cutting a reply where OpenAI would stop generating: at a stop sequence or at the token limit. */
+/** Cutting a reply where OpenAI would stop generating (a stop sequence, the token limit) or at the sandbox's size cap. */
 import { decode, encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { countTextTokens } from '../../tokens/index.js';
 
@@ -25,4 +25,15 @@ export function cutToTokens(text: string, limit: number): string {
     if (text.startsWith(prefix) && countTextTokens(prefix) <= limit) return prefix;
   }
   return '';
+}
+
+/** The longest prefix of `text` of at most `maxBytes` UTF-8 bytes, cut on a character boundary. */
+export function cutToBytes(text: string, maxBytes: number): string {
+  // A UTF-8 character is at most 3 bytes per UTF-16 code unit: a text this short cannot exceed the cap.
+  if (text.length * 3 <= maxBytes) return text;
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= maxBytes) return text;
+  let end = Math.max(0, maxBytes);
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--; // back off from inside a multi-byte character
+  return bytes.subarray(0, end).toString('utf8');
 }

@@ -7,6 +7,8 @@ export function authPage(mode: 'signin' | 'signup'): Page {
   return (container, app) => {
     let error = '';
     let busy = false;
+    /** Set once sign-up has emailed a verification link. */
+    let sentTo = '';
     const signup = mode === 'signup';
 
     async function submit(event: SubmitEvent) {
@@ -22,7 +24,11 @@ export function authPage(mode: 'signin' | 'signup'): Page {
       error = '';
       draw();
       try {
-        const session = await api<SessionInfo & { first_key?: ApiKey }>('POST', signup ? '/signup' : '/signin', { email, password });
+        const session = await api<SessionInfo & { first_key?: ApiKey; verification_sent?: boolean }>('POST', signup ? '/signup' : '/signin', { email, password });
+        if (session.verification_sent) {
+          sentTo = email;
+          return draw();
+        }
         app.signedIn(session, session.first_key);
       } catch (caught) {
         busy = false;
@@ -32,6 +38,7 @@ export function authPage(mode: 'signin' | 'signup'): Page {
     }
 
     function draw() {
+      if (sentTo) return render(checkYourEmail(sentTo), container);
       render(
         html`
           <section class="auth card">
@@ -39,7 +46,7 @@ export function authPage(mode: 'signin' | 'signup'): Page {
             <p class="muted">
               ${signup
                 ? app.session.signup_credit
-                  ? `New accounts start with ${app.session.signup_credit} USD of free credit.`
+                  ? `New accounts start with ${app.session.signup_credit} USD of free credit${app.session.verification_required ? ' once the email is confirmed' : ''}.`
                   : 'Create an account to get API keys.'
                 : 'Manage your API keys, credits and usage.'}
             </p>
@@ -47,11 +54,11 @@ export function authPage(mode: 'signin' | 'signup'): Page {
               <label for="email">Email</label>
               <input id="email" name="email" type="email" autocomplete="email" required />
               <label for="password">Password</label>
-              <input id="password" name="password" type="password" minlength="8" required
+              <input id="password" name="password" type="password" minlength=${signup ? '12' : '1'} required
                 autocomplete=${signup ? 'new-password' : 'current-password'}
                 aria-describedby=${signup ? 'password-help' : ''} />
               ${signup
-                ? html`<p id="password-help" class="help">At least 8 characters.</p>
+                ? html`<p id="password-help" class="help">At least 12 characters; a few unrelated words work well.</p>
                     <label for="confirm">Confirm password</label>
                     <input id="confirm" name="confirm" type="password" autocomplete="new-password" required />`
                 : null}
@@ -70,4 +77,15 @@ export function authPage(mode: 'signin' | 'signup'): Page {
     }
     draw();
   };
+}
+
+function checkYourEmail(email: string) {
+  return html`
+    <section class="auth card" aria-live="polite">
+      <h1>Check your email</h1>
+      <p>We sent a link to <strong>${email}</strong>. Open it to confirm the address and finish creating your account.</p>
+      <p class="muted">The link works once. Nothing there? Check the spam folder, or sign up again for a new link.</p>
+      <p><a href="/dashboard/signin">Back to sign in</a></p>
+    </section>
+  `;
 }

@@ -1,5 +1,5 @@
 /** Auto-recharge and low-balance thresholds: the settings an account's own user may change. */
-import { html, render } from 'lit-html';
+import { html, nothing, render } from 'lit-html';
 import { ApiError, api, type Overview } from '../api.js';
 
 export function settingsSection(container: HTMLElement): void {
@@ -24,15 +24,12 @@ export function settingsSection(container: HTMLElement): void {
       message = '';
       return draw();
     }
+    // Auto-recharge the user may not change is left out: the server would refuse it.
+    const autoRecharge = overview?.billing.auto_recharge.available
+      ? { auto_recharge: { enabled: form.get('enabled') === 'on', threshold: Number(form.get('threshold') || 0), amount: Number(form.get('amount') || 0) } }
+      : {};
     try {
-      overview = await api<Overview>('PATCH', '/settings', {
-        auto_recharge: {
-          enabled: form.get('enabled') === 'on',
-          threshold: Number(form.get('threshold') || 0),
-          amount: Number(form.get('amount') || 0),
-        },
-        low_balance_thresholds: thresholds.map(Number),
-      });
+      overview = await api<Overview>('PATCH', '/settings', { ...autoRecharge, low_balance_thresholds: thresholds.map(Number) });
       error = '';
       message = 'Settings saved.';
     } catch (caught) {
@@ -44,17 +41,19 @@ export function settingsSection(container: HTMLElement): void {
 
   function draw() {
     const o = overview;
+    const locked = !o?.billing.auto_recharge.available;
     render(
       html`
         <section class="card" aria-labelledby="settings-heading">
           <h2 id="settings-heading">Billing settings</h2>
           ${o
             ? html`<form class="grid-form" @submit=${save}>
-                <label class="inline"><input type="checkbox" name="enabled" ?checked=${o.billing.auto_recharge.enabled} /> Recharge automatically</label>
+                <label class="inline"><input type="checkbox" name="enabled" ?checked=${o.billing.auto_recharge.enabled} ?disabled=${locked} aria-describedby=${locked ? 'recharge-help' : nothing} /> Recharge automatically</label>
+                ${locked ? html`<p id="recharge-help" class="help">${o.billing.auto_recharge.unavailable_reason}</p>` : null}
                 <label for="recharge-threshold">When the balance falls below (USD)</label>
-                <input id="recharge-threshold" name="threshold" type="number" min="0" step="0.01" inputmode="decimal" .value=${String(o.billing.auto_recharge.threshold)} />
+                <input id="recharge-threshold" name="threshold" type="number" min="0" step="0.01" inputmode="decimal" ?disabled=${locked} .value=${String(o.billing.auto_recharge.threshold)} />
                 <label for="recharge-amount">Add this amount (USD)</label>
-                <input id="recharge-amount" name="amount" type="number" min="0" step="0.01" inputmode="decimal" .value=${String(o.billing.auto_recharge.amount)} />
+                <input id="recharge-amount" name="amount" type="number" min="0" step="0.01" inputmode="decimal" ?disabled=${locked} .value=${String(o.billing.auto_recharge.amount)} />
                 <label for="low-balance">Low-balance alerts at (USD, comma-separated)</label>
                 <input id="low-balance" name="thresholds" inputmode="decimal" .value=${o.low_balance_thresholds.join(', ')} aria-describedby="low-balance-help" />
                 <p id="low-balance-help" class="help">A <code>credit.low_balance</code> webhook event fires when the balance drops below each amount.</p>

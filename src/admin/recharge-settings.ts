@@ -1,0 +1,67 @@
+/**
+ * Auto-recharge and how it is paid. An operator may put an account on `invoice` billing (with a monthly ceiling)
+ * and set its auto-recharge; an account's own user may only turn auto-recharge off, unless the account pays
+ * through a self-serve processor (a payment method the user saved). So no user action can add unpaid credit.
+ */
+import { selfServeRecharge, usdString, type PaymentProcessors, type RechargeLimits } from '../billing/index.js';
+import { invalidRequest } from '../errors/index.js';
+import type { AccountSettings } from '../storage/index.js';
+import { usd } from './usd.js';
+
+export interface AutoRechargePatch {
+  enabled?: boolean;
+  /** USD. */
+  threshold?: number;
+  /** USD. */
+  amount?: number;
+}
+
+/** null takes the account off operator billing (and turns its auto-recharge off). */
+export type BillingPatch = { processor?: string; /** USD per UTC calendar month. */ monthly_ceiling?: number } | null;
+
+/** The operator's change to how auto-recharges are paid. */
+export function applyBilling(settings: AccountSettings, patch: BillingPatch, processors: PaymentProcessors): void {
+  if (patch === null) {
+    delete settings.billing;
+    settings.autoRecharge.enabled = false;
+    return;
+  }
+  const id = patch.processor ?? settings.billing?.processor;
+  const processor = id === undefined ? undefined : processors.get(id);
+  if (!processor || processor.selfServe) {
+    const assignable = [...processors.values()].filter((p) => !p.selfServe).map((p) => p.id);
+    throw invalidRequest(`billing.processor must be one of: ${assignable.join(', ')}`, 'billing.processor');
+  }
+  const ceiling = patch.monthly_ceiling !== undefined ? usd(patch.monthly_ceiling, 'billing.monthly_ceiling') : settings.billing?.monthlyCeilingNano;
+  if (ceiling == null) throw invalidRequest(`billing.monthly_ceiling is required for ${processor.id} billing`, 'billing.monthly_ceiling');
+  settings.billing = { processor: processor.id, monthlyCeilingNano: ceiling };
+}
+
+/** The operator's change to auto-recharge: it needs a processor on the account and stays within the limits. */
+export function applyAutoRecharge(settings: AccountSettings, patch: AutoRechargePatch, limits: RechargeLimits): void {
+  const { enabled, threshold, amount } = patch;
+  const autoRecharge = settings.autoRecharge;
+  if (enabled !== undefined) {
+    if (typeof enabled !== 'boolean') throw invalidRequest('auto_recharge.enabled must be a boolean', 'auto_recharge.enabled');
+    autoRecharge.enabled = enabled;
+  }
+  if (threshold !== undefined) autoRecharge.thresholdNano = usd(threshold, 'auto_recharge.threshold');
+  if (amount !== undefined) autoRecharge.amountNano = usd(amount, 'auto_recharge.amount');
+  if ((amount !== undefined || autoRecharge.enabled) && autoRecharge.amountNano > limits.maxAmountNano) {
+    throw invalidRequest(`auto_recharge.amount must be at most ${usdString(limits.maxAmountNano)} USD (credits.auto_recharge.max_amount)`, 'auto_recharge.amount');
+  }
+  if (!autoRecharge.enabled) return;
+  if (autoRecharge.amountNano <= 0n) throw invalidRequest('auto_recharge.amount must be positive when auto-recharge is enabled', 'auto_recharge.amount');
+  if (!settings.billing) {
+    throw invalidRequest('auto_recharge.enabled needs a payment processor on the account: set billing.processor first', 'auto_recharge.enabled');
+  }
+}
+
+/** An account's own user (dashboard): turning auto-recharge off is always allowed, anything else only when self-serve. */
+export function checkOwnAutoRecharge(settings: AccountSettings, patch: AutoRechargePatch | undefined, processors: PaymentProcessors): void {
+  if (!patch || (patch.enabled === false && patch.threshold === undefined && patch.amount === undefined)) return;
+  const { available, reason } = selfServeRecharge(settings, processors);
+  if (available) return;
+  const field = patch.enabled !== undefined ? 'enabled' : patch.threshold !== undefined ? 'threshold' : 'amount';
+  throw invalidRequest(reason ?? 'Auto-recharge is not available for this account', `auto_recharge.${field}`);
+}

@@ -1,0 +1,123 @@
+/**
+ * Self-serve sign-up and email verification. Where SMTP is configured, sign-up always answers 202 "check your
+ * email" (a registered email answers exactly as a new one); the emailed link, followed once, verifies the email,
+ * sets the password chosen with that sign-up, credits the sign-up grant once and signs in. Without SMTP the account
+ * opens at once, with the grant only when `signup.grant_without_verification` is on.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { normalizeEmail } from '../admin/index.js';
+import { GatewayError, invalidRequest } from '../errors/index.js';
+import type { HttpDeps } from '../http/index.js';
+import { renderKey } from '../http/render.js';
+import { Credentials, signinThrottle } from './auth-routes.js';
+import { alreadyRegisteredMail, smtpMailer, verificationMail, type Mail, type Mailer } from './mail.js';
+import { hashPassword, passwordWeakness } from './passwords.js';
+import type { Sessions } from './session.js';
+
+const HOUR_MS = 3_600_000;
+const VerifyBody = Type.Object({ token: Type.String({ minLength: 1, maxLength: 128 }) }, { additionalProperties: false });
+const CHECK_YOUR_EMAIL = { signed_in: false, verification_sent: true } as const;
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+export function signupRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
+  const { signup, credits, server } = deps.config;
+  const mailer = smtpMailer(deps.config.smtp);
+  const throttle = signinThrottle(deps);
+  const users = deps.storage.users;
+
+  /** Sign-up attempts per client address per hour, counted in the database (so shared by replicas). */
+  async function limitPerAddress(request: FastifyRequest): Promise<void> {
+    const now = Date.now();
+    const { count, oldest } = await users.countSignupAttempt(request.ip, now, now - HOUR_MS);
+    void users.deleteOldSignupAttempts(now - HOUR_MS).catch(() => undefined);
+    if (count > signup.per_ip_per_hour) {
+      request.log.warn({ ip: request.ip, attempts: count }, 'sign-ups from one address throttled');
+      throw new GatewayError('rate_limit_exceeded', {
+        message: 'Too many sign-ups from this address; try again later',
+        retryAfter: Math.max(1, Math.ceil((oldest + HOUR_MS - now) / 1000)),
+      });
+    }
+  }
+
+  /** Sent after the answer, so its time never tells a registered email from a new one. */
+  function sendLater(request: FastifyRequest, send: Mailer, mail: Mail): void {
+    send.send(mail).catch((error: unknown) => request.log.error({ err: error }, 'sign-up email could not be sent'));
+  }
+
+  async function emailLink(request: FastifyRequest, send: Mailer, accountId: string, email: string, passwordHash: string): Promise<void> {
+    const token = randomBytes(32).toString('base64url');
+    const now = Date.now();
+    await users.createVerification({ tokenHash: sha256(token), accountId, passwordHash, createdAt: now, expiresAt: now + signup.verification_ttl_hours * HOUR_MS });
+    sendLater(request, send, verificationMail(email, `${publicBase(request)}/dashboard/verify#${token}`, signup.verification_ttl_hours, credits.signup_grant));
+  }
+
+  function publicBase(request: FastifyRequest): string {
+    return server.public_url?.replace(/\/$/, '') ?? `${request.protocol}://${request.host}`;
+  }
+
+  scope.post('/api/signup', { schema: { body: Credentials }, config: { anonymous: true } }, async (request, reply) => {
+    if (!deps.config.dashboard.signup) throw new GatewayError('permission_denied', { message: 'Sign-up is closed on this gateway; ask its operator for an account' });
+    const body = request.body as Credentials;
+    const email = normalizeEmail(body.email);
+    await throttle(request, email);
+    const weakness = passwordWeakness(body.password);
+    if (weakness) throw invalidRequest(weakness, 'password');
+    await limitPerAddress(request);
+    const passwordHash = await hashPassword(body.password);
+
+    if (!mailer) {
+      const account = await deps.admin.openAccount({ email }, { grant: signup.grant_without_verification });
+      await users.insert(account.id, passwordHash, Date.now());
+      const key = await deps.admin.createKey(account.id, { name: 'default' });
+      const csrfToken = await sessions.start(request, reply, account.id);
+      reply.code(201);
+      // The account's first key, made with it: shown here once, like every new key.
+      return { signed_in: true, email: account.email, account_id: account.id, csrf_token: csrfToken, first_key: { ...renderKey(key.record), key: key.key } };
+    }
+
+    const existing = await deps.storage.accounts.getByEmail(email);
+    if (!existing) {
+      const account = await deps.admin.openAccount({ email }, { grant: false });
+      await users.insert(account.id, passwordHash, Date.now(), 'pending');
+      await emailLink(request, mailer, account.id, email, passwordHash);
+    } else {
+      const user = await users.user(existing.id);
+      if (user?.emailStatus === 'verified') sendLater(request, mailer, alreadyRegisteredMail(email, `${publicBase(request)}/dashboard/signin`));
+      else {
+        // An operator-made account (no dashboard user yet) or one whose email is not verified: the link proves the
+        // mailbox, and only then is this sign-up's password set.
+        if (!user) await users.insert(existing.id, passwordHash, Date.now(), 'pending');
+        await emailLink(request, mailer, existing.id, email, passwordHash);
+      }
+    }
+    reply.code(202);
+    return CHECK_YOUR_EMAIL;
+  });
+
+  scope.post('/api/verify', { schema: { body: VerifyBody }, config: { anonymous: true } }, async (request, reply) => {
+    const { token } = request.body as Static<typeof VerifyBody>;
+    const now = Date.now();
+    const claim = await users.useVerification(sha256(token), now);
+    if (!claim) throw invalidRequest('This link is unknown or has expired; sign up again to get a new one', 'token');
+    // A second click, or another link of an account verified meanwhile: nothing more to do.
+    if (claim === 'used' || !(await users.markVerified(claim.accountId, claim.passwordHash, now))) return { signed_in: false, verified: true };
+    const { accountId } = claim;
+    // At most one sign-up grant per account, whichever way it was opened.
+    if (!(await deps.storage.ledger.hasEntry(accountId, 'grant'))) await deps.admin.grantSignupCredit(accountId);
+    const hasKey = (await deps.storage.keys.listByAccount(accountId)).length > 0;
+    const key = hasKey ? undefined : await deps.admin.createKey(accountId, { name: 'default' });
+    const account = (await deps.storage.accounts.get(accountId))!;
+    const csrfToken = await sessions.start(request, reply, accountId);
+    return {
+      signed_in: true,
+      verified: true,
+      email: account.email,
+      account_id: accountId,
+      csrf_token: csrfToken,
+      ...(key ? { first_key: { ...renderKey(key.record), key: key.key } } : {}),
+    };
+  });
+}
