@@ -57,7 +57,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const metrics = new Metrics();
   const limitsFor = planLimits(config);
   // Events go to the webhook outbox (and to a sink of the caller's, e.g. a test's, when given).
-  const webhooks = new Webhooks({ storage, settings: config.webhooks, logger: logger.child({ module: 'webhooks' }) });
+  const webhooks = new Webhooks({
+    storage,
+    settings: config.webhooks,
+    logger: logger.child({ module: 'webhooks' }),
+    onAttempt: ({ row, outcome, status, at }) => metrics.recordWebhookAttempt(status, outcome.durationMs / 1000, (at - row.createdAt) / 1000),
+  });
+  metrics.observeWebhooks({ queueDepth: () => webhooks.queueDepth(), inFlight: () => webhooks.worker.inFlightByWebhook });
   const events: EventSink = options.events ? fanOut(options.events, webhooks.sink) : webhooks.sink;
   const processors = paymentProcessors(options.processors);
   const auth = new Authenticator({ storage, secret, prefix: config.key_prefix });
@@ -89,6 +95,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       metrics.storageErrors.inc();
       logger.error({ err: error }, 'credit write failed; retrying');
     },
+    onEventError: (error) => logger.error({ err: error }, 'the events of a settlement could not be built; they are lost'),
     onUsageCapped: (capped) => {
       metrics.usageCapped.inc({ model: capped.model });
       logger.warn(capped, 'the upstream reported more tokens than the request allowed; billed at the allowance');

@@ -4,17 +4,22 @@
  * while the database sees one transaction per batch instead of one per request.
  */
 import { withSpan } from '../observability/index.js';
-import type { CommitResult, LedgerEntryInput, Storage, UsageDelta, WriteBatch } from '../storage/index.js';
+import type { CommitResult, LedgerEntryInput, NewDelivery, Storage, UsageDelta, WriteBatch } from '../storage/index.js';
 
 export interface CommitOutcome {
   /** The amount actually applied (negative for debits); 0n for items without a ledger entry. */
   applied: bigint;
 }
 
-interface Item {
+/** What one caller writes: a ledger entry (its events ride on it), usage without an entry, outbox rows of its own. */
+export interface CommitItem {
   entry?: LedgerEntryInput;
   usage?: UsageDelta;
   keyUsed?: { keyId: string; at: number };
+  deliveries?: NewDelivery[];
+}
+
+interface Item extends CommitItem {
   resolve(outcome: CommitOutcome): void;
   reject(error: Error): void;
   /** When the caller stops waiting (the item itself stays queued until written). */
@@ -44,11 +49,11 @@ export class Committer {
 
   constructor(private readonly options: CommitterOptions) {}
 
-  submit(item: { entry?: LedgerEntryInput; usage?: UsageDelta; keyUsed?: { keyId: string; at: number } }): Promise<CommitOutcome> {
+  submit(item: CommitItem): Promise<CommitOutcome> {
     if (this.closed) return Promise.reject(new Error('committer is closed'));
     return new Promise<CommitOutcome>((resolve, reject) => {
       const deadline = Date.now() + (this.options.waitTimeoutMs ?? 10_000);
-      this.queue.push({ entry: item.entry, usage: item.usage, keyUsed: item.keyUsed, resolve, reject, deadline, settled: false, retried: false });
+      this.queue.push({ entry: item.entry, usage: item.usage, keyUsed: item.keyUsed, deliveries: item.deliveries, resolve, reject, deadline, settled: false, retried: false });
       this.schedule();
       this.watch();
     });
@@ -90,6 +95,7 @@ export class Committer {
       keysUsed: items.flatMap((i) => (i.keyUsed ? [i.keyUsed] : [])),
       retried: items.some((i) => i.retried),
     };
+    if (items.some((i) => i.deliveries)) batch.deliveries = items.flatMap((i) => i.deliveries ?? []);
     try {
       const result = await withSpan('db commit', { 'tollgate.batch.entries': batch.entries.length, 'tollgate.batch.usage': batch.usage?.length ?? 0 }, () =>
         this.options.storage.ledger.commit(batch),

@@ -4,8 +4,8 @@
  * durable.
  */
 import { GatewayError } from '../errors/index.js';
-import type { EventSink } from '../events/index.js';
-import { type CommitResult, type KeyRecord, type LedgerEntryInput, type Storage, type WriteBatch } from '../storage/index.js';
+import { durableRows, type EventSink, type GatewayEvent } from '../events/index.js';
+import { type CommitResult, type EntryEvents, type KeyRecord, type LedgerEntryInput, type NewDelivery, type Storage, type WriteBatch } from '../storage/index.js';
 import { AccountCache, utcDay, type AccountState } from './accounts.js';
 import { admit, type Admission, type AdmissionInput } from './admission.js';
 import { Committer } from './committer.js';
@@ -32,6 +32,11 @@ export interface SettleRequest {
   price?: Price;
   promptTokens: number;
   completionTokens: number;
+  /**
+   * The request's event (llm.completion or llm.error), built from what was billed and written in the debit's
+   * transaction: the answer that waits for the debit then implies the event will be delivered.
+   */
+  event?: (billed: Settlement) => GatewayEvent;
 }
 
 export interface Settlement {
@@ -61,6 +66,8 @@ export interface WalletOptions {
   /** Where holds live: in memory (one process, the default) or shared by replicas (Redis). */
   credits?: CreditState;
   onError?: (error: unknown) => void;
+  /** The events of a settlement could not be built (they are lost; the debit is written). */
+  onEventError?: (error: unknown) => void;
   onUsageCapped?: (capped: UsageCapped) => void;
 }
 
@@ -149,11 +156,14 @@ export class Wallet {
     const usage = { day: utcDay(), environment: key.environment, model: settle.model };
     const keyUsed = { keyId: key.id, at: Date.now() };
     if (key.environment === 'test') {
+      const billed = { chargedNano: 0n, promptTokens, completionTokens };
+      const deliveries = settle.event ? this.rowsOf(() => durableRows(this.options.events, settle.event!(billed))) : undefined;
       await this.committer.submit({
         usage: { accountId: account.id, ...usage, requests: 1, promptTokens, completionTokens, creditsNano: 0n },
         keyUsed,
+        ...(deliveries?.length ? { deliveries } : {}),
       });
-      return { chargedNano: 0n, promptTokens, completionTokens };
+      return billed;
     }
     // Charge the actual cost, but beyond the hold never what other requests hold nor past any limit the user set:
     // estimation errors are the operator's, not theirs.
@@ -170,9 +180,45 @@ export class Wallet {
       completionTokens,
       usage,
     };
+    const events = this.entryEvents(account, key.id, settle.event, promptTokens, completionTokens);
+    if (events) entry.events = events;
     this.unwritten.set(entry, { hold, chargedNano });
     const outcome = await this.committer.submit({ entry, keyUsed });
     return { chargedNano: -outcome.applied, promptTokens, completionTokens };
+  }
+
+  /**
+   * The events of a debit, built once the batch knows what it really moved: the request's event (its cost is the
+   * debit) and the low-balance thresholds the debit crosses. Undefined when nobody listens.
+   */
+  private entryEvents(account: AccountState, keyId: string, event: SettleRequest['event'], promptTokens: number, completionTokens: number): EntryEvents | undefined {
+    const sink = this.options.events;
+    const thresholds = sink.wants('credit.low_balance', account.id)
+      ? ((this.accounts.peek(account.id) ?? account).settings.lowBalanceThresholdsNano ?? this.options.defaultThresholdsNano)
+      : undefined;
+    if (!event && !thresholds?.length) return undefined;
+    return {
+      needsBalance: thresholds !== undefined && thresholds.length > 0,
+      rows: (applied, after) =>
+        this.rowsOf(() => {
+          const rows = event ? durableRows(sink, event({ chargedNano: -applied, promptTokens, completionTokens })) : [];
+          for (const thresholdNano of thresholds ? findCrossings(after - applied, after, thresholds) : []) {
+            const created = Math.floor(Date.now() / 1000);
+            rows.push(...durableRows(sink, { type: 'credit.low_balance', created, accountId: account.id, keyId, balanceNano: after, thresholdNano }));
+          }
+          return rows;
+        }),
+    };
+  }
+
+  /** Builds outbox rows inside a money write: a failure there loses the events (reported), never the debit. */
+  private rowsOf(build: () => NewDelivery[]): NewDelivery[] {
+    try {
+      return build();
+    } catch (error) {
+      this.options.onEventError?.(error);
+      return [];
+    }
   }
 
   /** The reported usage, capped at what the request allowed upstream (its completion bound, its prompt's ceiling). */
@@ -195,27 +241,12 @@ export class Wallet {
   private onCommitted(batch: WriteBatch, result: CommitResult): void {
     for (const [accountId, balance] of result.balances) this.accounts.confirm(accountId, balance.balanceNano, balance.version);
     batch.entries.forEach((entry, index) => {
-      const applied = result.applied[index]!;
       const written = this.unwritten.get(entry);
-      if (written) {
-        const balance = result.balances.get(entry.accountId)!;
-        this.credits.confirmed(written.hold, written.chargedNano, applied, balance).catch((error) => this.options.onError?.(error));
-      }
-      const state = this.accounts.peek(entry.accountId);
-      if (entry.kind !== 'debit' || !state || !this.options.events.wants('credit.low_balance', entry.accountId)) return;
-      const after = result.balancesAfter[index]!;
-      const thresholds = state.settings.lowBalanceThresholdsNano ?? this.options.defaultThresholdsNano;
-      for (const threshold of findCrossings(after - applied, after, thresholds)) {
-        this.options.events.emit({
-          type: 'credit.low_balance',
-          created: Math.floor(Date.now() / 1000),
-          accountId: entry.accountId,
-          keyId: entry.keyId ?? null,
-          balanceNano: after,
-          thresholdNano: threshold,
-        });
-      }
+      if (!written) return;
+      const balance = result.balances.get(entry.accountId)!;
+      this.credits.confirmed(written.hold, written.chargedNano, result.applied[index]!, balance).catch((error) => this.options.onError?.(error));
     });
+    if (batch.deliveries?.length || batch.entries.some((e) => e.events)) this.options.events.written?.();
     for (const accountId of new Set(batch.entries.filter((e) => e.kind === 'debit').map((e) => e.accountId))) {
       const state = this.accounts.peek(accountId);
       if (state) this.recharger.consider(state);

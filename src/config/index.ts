@@ -55,7 +55,15 @@ export function defaultConfig(): Config {
     dashboard: { enabled: true, signup: true, session_ttl_hours: 168, signin_attempts_per_minute: 10 },
     signup: { grant_without_verification: true, per_ip_per_hour: 20, verification_ttl_hours: 24 },
     smtp: { from: 'tollgate <noreply@localhost>' },
-    webhooks: { allow_private_urls: false, poll_interval_ms: 500, concurrency: 16, refresh_ms: 2_000, max_buffered: 10_000 },
+    webhooks: {
+      allow_private_urls: false,
+      poll_interval_ms: 500,
+      concurrency: 16,
+      max_in_flight_per_endpoint: 4,
+      max_in_flight_per_account: 8,
+      refresh_ms: 2_000,
+      max_buffered: 10_000,
+    },
   };
 }
 

@@ -155,6 +155,10 @@ export const ConfigSchema = Type.Object(
         poll_interval_ms: Type.Integer({ minimum: 10, maximum: 60_000 }),
         /** Deliveries in flight at once, per process. */
         concurrency: Type.Integer({ minimum: 1, maximum: 1_000 }),
+        /** Deliveries in flight at once to one webhook, all processes together (counted at claim time). */
+        max_in_flight_per_endpoint: Type.Integer({ minimum: 1, maximum: 1_000 }),
+        /** Deliveries in flight at once to one account's webhooks, all processes together. */
+        max_in_flight_per_account: Type.Integer({ minimum: 1, maximum: 10_000 }),
         /** How often each process reloads the registrations (changes made through another replica). */
         refresh_ms: Type.Integer({ minimum: 100, maximum: 600_000 }),
         /** Events held in memory while the database cannot take them; beyond this the oldest are dropped. */

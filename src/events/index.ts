@@ -4,6 +4,7 @@
  */
 export type { LlmEvent, LlmEventType, LlmEventData, LlmTokens, LlmError } from './llm.js';
 export { LLM_EVENT_TYPES, llmEvent, promptText } from './llm.js';
+import type { NewDelivery } from '../storage/index.js';
 import type { LlmEvent } from './llm.js';
 
 export interface LowBalanceEvent {
@@ -24,7 +25,23 @@ export interface EventSink {
    * subscribed to. Must be cheap: it runs on the request path.
    */
   wants(type: GatewayEventType, accountId?: string): boolean;
+  /** Best effort: the sink makes the event durable on its own, a moment later (a crash may lose it). */
   emit(event: GatewayEvent): void;
+  /**
+   * For an event caused by a database write (a debit): the outbox rows that make it durable, which the caller
+   * writes in that write's own transaction, so the event is delivered exactly when the write committed.
+   * A sink without `rows` gets such events through `emit` (see `durableRows`).
+   */
+  rows?(event: GatewayEvent): NewDelivery[];
+  /** Rows from `rows` were committed (the webhook worker looks for them at once). */
+  written?(): void;
+}
+
+/** The rows of `sink` for an event caused by a database write; a sink that keeps none takes it through `emit`. */
+export function durableRows(sink: EventSink, event: GatewayEvent): NewDelivery[] {
+  if (sink.rows) return sink.rows(event);
+  sink.emit(event);
+  return [];
 }
 
 export const NO_EVENTS: EventSink = { wants: () => false, emit: () => undefined };
@@ -53,5 +70,7 @@ export function fanOut(...sinks: EventSink[]): EventSink {
       const accountId = event.accountId;
       for (const sink of sinks) if (sink.wants(event.type, accountId)) sink.emit(event);
     },
+    rows: (event) => sinks.flatMap((sink) => (sink.wants(event.type, event.accountId) ? durableRows(sink, event) : [])),
+    written: () => sinks.forEach((sink) => sink.written?.()),
   };
 }

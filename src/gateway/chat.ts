@@ -8,7 +8,7 @@ import { usdNumber } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
 import type { ChatCompletion, ChatRequest } from '../providers/types.js';
 import { measurePrompt } from '../tokens/index.js';
-import { completionText, completionTokensOf, finish, settleOrFail, upstreamCount, type ChatContext, type GatewayDeps } from './context.js';
+import { completionText, completionTokensOf, emitUnsettledError, finish, settleOrFail, upstreamCount, type ChatContext, type GatewayDeps } from './context.js';
 import { rateLimitHeaders } from './headers.js';
 import { relayStream } from './relay.js';
 import { validateChatRequest } from './schema.js';
@@ -136,7 +136,8 @@ async function answer({ input, key, body, model, fallbacks, started }: Authentic
   answeredBy(context, route, headers);
 
   // 5. Settle at the actual usage (durable before the response leaves), then 6. emit.
-  const { promptTokens: billedPrompt, completionTokens: billedCompletion, chargedNano } = await settleOrFail(context, usedPrompt, usedCompletion);
+  const answered = { text: () => completionText(completion) };
+  const { promptTokens: billedPrompt, completionTokens: billedCompletion, chargedNano } = await settleOrFail(context, usedPrompt, usedCompletion, answered);
   completion.model = context.model.id;
   completion.usage = {
     ...completion.usage,
@@ -145,7 +146,7 @@ async function answer({ input, key, body, model, fallbacks, started }: Authentic
     total_tokens: billedPrompt + billedCompletion,
     cost: usdNumber(chargedNano),
   };
-  finish(context, { ok: true, promptTokens: billedPrompt, completionTokens: billedCompletion, chargedNano, generationMs: 0, text: () => completionText(completion) });
+  finish(context, { ok: true, promptTokens: billedPrompt, completionTokens: billedCompletion, chargedNano, generationMs: 0 });
   return { kind: 'json', headers, body: completion };
 }
 
@@ -172,7 +173,9 @@ function allowedModel(deps: GatewayDeps, key: Parameters<typeof requireModelAllo
 function fail(context: ChatContext, error: unknown, signal: AbortSignal): GatewayError {
   context.reservation.release();
   const mapped = signal.aborted ? new GatewayError('invalid_request', { message: 'The client closed the request' }) : toGatewayError(error);
-  finish(context, { ok: false, status: mapped.status, promptTokens: 0, completionTokens: 0, chargedNano: 0n, generationMs: 0, error: { code: mapped.code, message: mapped.message } });
+  const told = { code: mapped.code, message: mapped.message };
+  emitUnsettledError(context, told);
+  finish(context, { ok: false, status: mapped.status, promptTokens: 0, completionTokens: 0, chargedNano: 0n, generationMs: 0, error: told });
   return mapped;
 }
 

@@ -1,9 +1,9 @@
 /** What one chat request carries through the path, and the steps shared by the JSON and streaming ends. */
 import type { Authenticator } from '../auth/index.js';
-import { usdNumber, type PlanLimits, type Reservation, type Wallet } from '../billing/index.js';
+import { usdNumber, type PlanLimits, type Reservation, type Settlement, type Wallet } from '../billing/index.js';
 import type { Catalog, CatalogModel, PerformanceTracker } from '../catalog/index.js';
 import { GatewayError } from '../errors/index.js';
-import { llmEvent, promptText, type EventSink } from '../events/index.js';
+import { llmEvent, promptText, type EventSink, type GatewayEvent, type LlmError, type LlmTokens } from '../events/index.js';
 import type { RateLimiter } from '../limits/index.js';
 import { withSpan, type Metrics } from '../observability/index.js';
 import type { ChatCompletion, ChatRequest } from '../providers/types.js';
@@ -62,11 +62,21 @@ export function completionTokensOf(completion: ChatCompletion): number {
   return tokens;
 }
 
-/** Settles, turning a database that cannot confirm the charge into a 503 (the charge stays queued). */
-export async function settleOrFail(context: ChatContext, promptTokens: number, completionTokens: number) {
+/** What a settled request answered, for its event: the text (built only if wanted), or the error the client got. */
+export interface Answered {
+  text?: () => string;
+  error?: LlmError;
+}
+
+/**
+ * Settles, turning a database that cannot confirm the charge into a 503 (the charge stays queued). The request's
+ * llm.completion or llm.error (when wanted) is written with the debit.
+ */
+export async function settleOrFail(context: ChatContext, promptTokens: number, completionTokens: number, answered: Answered) {
   try {
     // At the price of the model that answered (a request's fallback model may cost less than the reservation's).
-    const settlement = { requestId: context.requestId, model: context.model.id, price: context.model.price, promptTokens, completionTokens };
+    const event = outcomeEvent(context, answered);
+    const settlement = { requestId: context.requestId, model: context.model.id, price: context.model.price, promptTokens, completionTokens, ...(event ? { event } : {}) };
     return await withSpan('settle', { 'gen_ai.usage.input_tokens': promptTokens, 'gen_ai.usage.output_tokens': completionTokens }, () => context.reservation.settle(settlement));
   } catch (error) {
     throw new GatewayError('service_unavailable', { message: 'The usage of this request could not be recorded; try again shortly', cause: error });
@@ -80,9 +90,7 @@ export interface Outcome {
   completionTokens: number;
   chargedNano: bigint;
   generationMs: number;
-  /** The answer's text, built only if an llm.completion event is wanted. */
-  text?: () => string;
-  /** What the client was told, for llm.error. */
+  /** What the client was told, when it failed. */
   error?: { code: string; message: string };
 }
 
@@ -102,24 +110,36 @@ export function requestData(context: ChatContext) {
   };
 }
 
-/** llm.completion or llm.error, if the account's webhooks want it. */
-function emitOutcome(context: ChatContext, outcome: Outcome, durationMs: number): void {
+/** The builder of a settled request's llm.completion or llm.error, if the account's webhooks want it. */
+function outcomeEvent(context: ChatContext, answered: Answered): ((billed: Settlement) => GatewayEvent) | undefined {
+  const type = answered.error ? 'llm.error' : 'llm.completion';
+  if (!context.deps.events?.wants(type, context.reservation.account.id)) return undefined;
+  return (billed) => {
+    const tokens = { prompt: billed.promptTokens, completion: billed.completionTokens, total: billed.promptTokens + billed.completionTokens };
+    return llmRequestEvent(context, { tokens, cost: billed.chargedNano, text: answered.text, error: answered.error });
+  };
+}
+
+/** llm.error of a request refused after admission with nothing to settle (the upstream failed before any output). */
+export function emitUnsettledError(context: ChatContext, error: LlmError): void {
+  const { events } = context.deps;
+  if (!events?.wants('llm.error', context.reservation.account.id)) return;
+  events.emit(llmRequestEvent(context, { tokens: { prompt: 0, completion: 0, total: 0 }, cost: 0n, error }));
+}
+
+function llmRequestEvent(context: ChatContext, outcome: { tokens: LlmTokens; cost: bigint; text?: (() => string) | undefined; error?: LlmError | undefined }): GatewayEvent {
   const { account, key } = context.reservation;
-  const events = context.deps.events;
-  const type = outcome.ok ? 'llm.completion' : 'llm.error';
-  if (!events?.wants(type, account.id)) return;
-  const tokens = { prompt: outcome.promptTokens, completion: outcome.completionTokens, total: outcome.promptTokens + outcome.completionTokens };
   const metadata = {
     provider: context.providerId,
     keyId: key.id,
     environment: key.environment,
     stream: context.body?.stream === true,
-    cost: usdNumber(outcome.chargedNano),
-    durationMs: Math.round(durationMs),
+    cost: usdNumber(outcome.cost),
+    durationMs: Math.round(performance.now() - context.started),
   };
-  const data = { ...requestData(context), tokens, metadata };
-  if (outcome.ok) events.emit(llmEvent('llm.completion', account.id, key.id, { ...data, completion: outcome.text?.() ?? '' }));
-  else events.emit(llmEvent('llm.error', account.id, key.id, { ...data, error: outcome.error ?? { code: 'upstream_error', message: `Failed with status ${outcome.status}` } }));
+  const data = { ...requestData(context), tokens: outcome.tokens, metadata };
+  if (!outcome.error) return llmEvent('llm.completion', account.id, key.id, { ...data, completion: outcome.text?.() ?? '' });
+  return llmEvent('llm.error', account.id, key.id, { ...data, error: outcome.error });
 }
 
 /**
@@ -179,5 +199,4 @@ function recordOutcome(context: ChatContext, outcome: Outcome, durationMs: numbe
     cost: usdNumber(outcome.chargedNano),
     duration_ms: Math.round(durationMs * 100) / 100,
   });
-  emitOutcome(context, outcome, durationMs);
 }

@@ -39,11 +39,12 @@ export async function* relayStream(
 
   const settle = async (promptTokens: number, completionTokens: number, failed?: GatewayError) => {
     settled = true;
-    const settlement = await settleOrFail(context, promptTokens, completionTokens);
+    const error = failed && { code: failed.code, message: failed.message };
+    const settlement = await settleOrFail(context, promptTokens, completionTokens, error ? { error } : { text: () => delivered.join('') });
     const generationMs = firstTokenAt ? performance.now() - firstTokenAt : 0;
-    const failure = failed ? { status: failed.status, error: { code: failed.code, message: failed.message } } : {};
+    const failure = failed ? { status: failed.status, error } : {};
     const billed = { promptTokens: settlement.promptTokens, completionTokens: settlement.completionTokens, chargedNano: settlement.chargedNano };
-    finish(context, { ok: !failed, ...failure, ...billed, generationMs, text: () => delivered.join('') });
+    finish(context, { ok: !failed, ...failure, ...billed, generationMs });
     return settlement;
   };
   const deliveredTokens = () => countTextTokens(delivered.join(''));

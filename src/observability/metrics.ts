@@ -71,6 +71,42 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly webhookQueueDepth = new Gauge({
+    name: 'tollgate_webhook_queue_depth',
+    help: 'Webhook deliveries due and not claimed by any worker (all processes on the database)',
+    registers: [this.registry],
+    collect: async () => {
+      // A failed count keeps the last value rather than failing the scrape.
+      const depth = await this.webhookSource?.queueDepth().catch(() => undefined);
+      if (depth !== undefined) this.webhookQueueDepth.set(depth);
+    },
+  });
+  readonly webhookInFlight = new Gauge({
+    name: 'tollgate_webhook_in_flight',
+    help: 'Webhook delivery attempts in flight in this process, by webhook id (only endpoints with one or more)',
+    labelNames: ['endpoint'] as const,
+    registers: [this.registry],
+    collect: () => {
+      if (!this.webhookSource) return;
+      this.webhookInFlight.reset();
+      for (const [endpoint, n] of this.webhookSource.inFlight()) this.webhookInFlight.set({ endpoint }, n);
+    },
+  });
+  readonly webhookDelivery = new Histogram({
+    name: 'tollgate_webhook_delivery_seconds',
+    help: "From a delivery's entry in the outbox to the receiver's 2xx, over all its attempts",
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
+    registers: [this.registry],
+  });
+  readonly webhookAttempt = new Histogram({
+    name: 'tollgate_webhook_attempt_seconds',
+    help: 'One webhook delivery attempt, by outcome (succeeded, retry, dead)',
+    labelNames: ['outcome'] as const,
+    buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  private webhookSource: { queueDepth(): Promise<number>; inFlight(): ReadonlyMap<string, number> } | undefined;
+
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
@@ -78,6 +114,17 @@ export class Metrics {
   /** Where `tollgate_reservations_open` comes from (the wallet, built after the metrics). */
   countReservations(source: () => number): void {
     this.openReservations = source;
+  }
+
+  /** Where the webhook gauges come from (the webhooks module, built after the metrics). */
+  observeWebhooks(source: { queueDepth(): Promise<number>; inFlight(): ReadonlyMap<string, number> }): void {
+    this.webhookSource = source;
+  }
+
+  /** One recorded attempt; `status` is the delivery's state after it ('pending': a retry is scheduled). */
+  recordWebhookAttempt(status: 'succeeded' | 'pending' | 'dead', attemptSeconds: number, sinceQueuedSeconds: number): void {
+    this.webhookAttempt.observe({ outcome: status === 'pending' ? 'retry' : status }, attemptSeconds);
+    if (status === 'succeeded') this.webhookDelivery.observe(sinceQueuedSeconds);
   }
 
   private readonly bound = new Map<string, { inc(value?: number): void } | { observe(value: number): void }>();

@@ -5,6 +5,7 @@
  */
 import type { LedgerKind, UsageTotals } from './records.js';
 import { newId } from './values.js';
+import type { NewDelivery } from './webhooks.js';
 
 export interface UsageSlot {
   day: string;
@@ -25,6 +26,19 @@ export interface LedgerEntryInput {
   note?: string;
   /** Counts this entry's request and tokens (and the debited amount) in the daily usage. */
   usage?: UsageSlot;
+  /** The events this entry causes, written to the outbox in its transaction. */
+  events?: EntryEvents;
+}
+
+/**
+ * Builds the outbox rows of an entry's events from what the entry really moved, so they agree with the ledger
+ * (the debit an `llm.completion` reports, the balance a low-balance crossing is judged on). Called once the batch
+ * is planned, before anything is written; never for an entry a retried batch finds already written.
+ */
+export interface EntryEvents {
+  /** The rows need the balance after the entry: PostgreSQL then reads the balances under lock (two round trips). */
+  needsBalance: boolean;
+  rows(applied: bigint, balanceAfter: bigint): NewDelivery[];
 }
 
 export interface UsageDelta extends UsageSlot, UsageTotals {
@@ -46,6 +60,8 @@ export interface WriteBatch {
   usage?: UsageDelta[];
   keysUsed?: Array<{ keyId: string; at: number }>;
   invoices?: InvoiceInput[];
+  /** Outbox rows known before the plan (events of usage without a ledger entry); ids are kept on a retry. */
+  deliveries?: NewDelivery[];
   /**
    * Some of these entries were in a batch that failed: the writer then looks for their debits in the ledger
    * (a commit can succeed while its writer sees an error) and writes none twice. Writers look only then.
@@ -108,6 +124,22 @@ export interface BatchPlan {
   keySpend: Map<string, bigint>;
   keysUsed: Map<string, number>;
   invoices: InvoiceRow[];
+  /** The batch's own outbox rows and those its entries' events built. */
+  deliveries: NewDelivery[];
+}
+
+/** Whether an entry's events need the balance after it (`EntryEvents.needsBalance`). */
+export function needsBalances(batch: WriteBatch): boolean {
+  return batch.entries.some((e) => e.events?.needsBalance === true);
+}
+
+/**
+ * The batch as a journal keeps it: its entries' event builders replaced by the rows they built (`plan.deliveries`),
+ * so a batch read back from the journal writes the very rows its confirmation promised.
+ */
+export function withBuiltDeliveries(batch: WriteBatch, plan: BatchPlan): WriteBatch {
+  if (plan.deliveries.length === 0 && !batch.entries.some((e) => e.events)) return batch;
+  return { ...batch, entries: batch.entries.map(({ events: _built, ...entry }) => entry), deliveries: plan.deliveries };
 }
 
 /** Accounts the batch touches, in a fixed order (so concurrent writers lock them in the same order). */
@@ -126,6 +158,7 @@ export function planBatch(batch: WriteBatch, current: Map<string, AccountBalance
   const ledger: LedgerRow[] = [];
   const usage = new Map<string, UsageDelta>();
   const keySpend = new Map<string, bigint>();
+  const deliveries: NewDelivery[] = batch.deliveries ? [...batch.deliveries] : [];
 
   batch.entries.forEach((entry, index) => {
     const start = current.get(entry.accountId);
@@ -170,6 +203,7 @@ export function planBatch(batch: WriteBatch, current: Map<string, AccountBalance
       });
     }
     if (entry.keyId && amount < 0n && entry.kind === 'debit') keySpend.set(entry.keyId, (keySpend.get(entry.keyId) ?? 0n) - amount);
+    if (entry.events) deliveries.push(...entry.events.rows(amount, after));
   });
   for (const delta of batch.usage ?? []) addUsage(usage, delta);
 
@@ -187,7 +221,7 @@ export function planBatch(batch: WriteBatch, current: Map<string, AccountBalance
     reference: i.reference,
     created_at: now,
   }));
-  return { result: { applied, balancesAfter, balances }, ledger, usage: [...usage.values()], keySpend, keysUsed, invoices };
+  return { result: { applied, balancesAfter, balances }, ledger, usage: [...usage.values()], keySpend, keysUsed, invoices, deliveries };
 }
 
 /** Adds `delta` to its row of `map` (one row per account, day, environment and model). */

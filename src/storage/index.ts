@@ -23,12 +23,13 @@ import { WebhookStore } from './webhooks.js';
 
 export type { Dialect } from './connect.js';
 export type * from './records.js';
-export type { LedgerEntryInput, WriteBatch, CommitResult, AccountBalance, UsageDelta, UsageSlot, InvoiceInput } from './batch.js';
+export type { LedgerEntryInput, WriteBatch, CommitResult, AccountBalance, UsageDelta, UsageSlot, InvoiceInput, EntryEvents } from './batch.js';
 export type { NewKey } from './keys.js';
 export type { IdempotencyRecord, IdempotencyStore, NewClaim } from './idempotency.js';
 export type { DailyUsageRow } from './usage.js';
 export type { DashboardSession, DashboardUser, EmailStatus, EmailVerification } from './users.js';
 export type { WebhookRecord, WebhookEventSpec, WebhookChanges, RetryConfig, FilterValue, DeliveryRecord, DeliveryStatus, NewDelivery, AttemptResult } from './webhooks.js';
+export type { ClaimCaps } from './webhook-claim.js';
 export { encodeSettings } from './accounts.js';
 export { newId } from './values.js';
 export { isStorageUnavailable } from './unavailable.js';

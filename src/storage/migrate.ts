@@ -5,6 +5,7 @@ import * as webhooks from './migrations/002_webhooks.js';
 import * as dashboard from './migrations/003_dashboard.js';
 import * as idempotency from './migrations/004_idempotency.js';
 import * as emailVerification from './migrations/005_email_verification.js';
+import * as webhookFairClaim from './migrations/006_webhook_fair_claim.js';
 
 /** Migrations are compiled in, so `dist/` needs no migration folder at run time. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -13,6 +14,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '003_dashboard': dashboard,
   '004_idempotency': idempotency,
   '005_email_verification': emailVerification,
+  '006_webhook_fair_claim': webhookFairClaim,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

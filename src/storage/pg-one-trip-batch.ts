@@ -14,10 +14,12 @@
  *
  * Lock order: `locked` takes the accounts' row locks sorted by id before `moved` updates any of them (its count is
  * a one-time filter of the update); the usage rows and keys, written after the main query, belong to those
- * accounts. Each ledger row's balance after it is the account's new balance less what the batch's later entries
+ * accounts. `delivery_rows` inserts the outbox rows of the batch's events (only events that need no balance: see
+ * PgWriter). Each ledger row's balance after it is the account's new balance less what the batch's later entries
  * for that account move (`later_nano`); its id takes the database's time once `moved` holds the locks
  * (pg-ledger-ids.ts).
  */
+import { DELIVERY_COLUMNS } from './outbox-rows.js';
 import { planBatch, type AccountBalance, type BatchPlan, type CommitResult, type UsageDelta, type WriteBatch } from './batch.js';
 import { NOW_MICROSECONDS_SQL, ledgerIdSql, ledgerIdSuffix, nextBatchTag } from './pg-ledger-ids.js';
 
@@ -46,7 +48,12 @@ usage_rows AS (
 key_rows AS (
   UPDATE api_keys k SET spent_nano = k.spent_nano + coalesce(v.spent_nano, 0), last_used_at = coalesce(v.last_used_at, k.last_used_at)
   FROM unnest($24::text[], $25::int8[], $26::int8[]) AS v(id, spent_nano, last_used_at)
-  WHERE k.id = v.id)
+  WHERE k.id = v.id),
+delivery_rows AS (
+  INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS})
+  SELECT d.id, d.webhook_id, d.account_id, d.event_id, d.event_type, d.payload, 'pending', 0, d.at, d.at, d.at
+  FROM unnest($27::text[], $28::text[], $29::text[], $30::text[], $31::text[], $32::text[], $33::int8[]) AS d(id, webhook_id, account_id, event_id, event_type, payload, at)
+  ON CONFLICT (id) DO NOTHING)
 SELECT 1 / (count(*) = cardinality($1::text[]))::int AS ok, array_agg(id) AS ids, array_agg(balance_nano) AS balances, array_agg(version) AS versions FROM moved`,
 };
 
@@ -55,7 +62,7 @@ const NOTIONAL_START = 2n ** 64n;
 
 type Value = string | number | bigint | null;
 
-/** A batch planned without knowing the balances: what it moves, and the statement's 26 arrays. */
+/** A batch planned without knowing the balances: what it moves, and the statement's 33 arrays. */
 export interface OneTripPlan {
   values: string[];
   /** Finishes the commit result from the balances and versions the statement returned. */
@@ -116,9 +123,26 @@ function statementValues(plan: BatchPlan, accounts: string[], final: (id: string
     keys,
     keys.map((id) => plan.keySpend.get(id) ?? null),
     keys.map((id) => plan.keysUsed.get(id) ?? null),
+    ...deliveryColumns(plan),
   ];
   return columns.map(arrayLiteral);
 }
+
+/** The outbox rows' columns; empty arrays, built once, for the usual batch without events. */
+function deliveryColumns({ deliveries }: BatchPlan): Value[][] {
+  if (deliveries.length === 0) return NO_DELIVERIES;
+  return [
+    deliveries.map((d) => d.id),
+    deliveries.map((d) => d.webhookId),
+    deliveries.map((d) => d.accountId),
+    deliveries.map((d) => d.eventId),
+    deliveries.map((d) => d.eventType),
+    deliveries.map((d) => d.payload),
+    deliveries.map((d) => d.at),
+  ];
+}
+
+const NO_DELIVERIES: Value[][] = Array.from({ length: 7 }, () => []);
 
 /**
  * A one-dimensional PostgreSQL array literal: integers as digits, every string double-quoted (backslash and quote

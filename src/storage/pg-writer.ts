@@ -8,7 +8,7 @@
  *   implicit transaction. It reads no balance first, so replicas charging the same account never make each
  *   other's batches take the slower way (docs/decisions.md, eleventh session).
  * - Two round trips otherwise (a debit to clamp at the balance, retried batches, which look for debits already
- *   written, and batches with invoices): lock and read the accounts, then write and COMMIT. Multi-statement
+ *   written, batches with invoices, and batches whose events need the balance after an entry: low-balance crossings): lock and read the accounts, then write and COMMIT. Multi-statement
  *   queries use PostgreSQL's simple protocol, which takes no parameters: every value is rendered by `literal`,
  *   strings through pg's `escapeLiteral`, so the SQL is built from typed values only.
  *
@@ -17,7 +17,8 @@
  * the CLI) can wait for each other but never deadlock.
  */
 import type pg from 'pg';
-import { accountsOf, planBatch, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type WriteBatch } from './batch.js';
+import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
+import { accountsOf, needsBalances, planBatch, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type WriteBatch } from './batch.js';
 import { NOW_MICROSECONDS_SQL, ledgerIdSuffix, nextBatchTag, pgLedgerId } from './pg-ledger-ids.js';
 import { COMMIT_IN_ONE_TRIP, byUsageRow, planOneTrip } from './pg-one-trip-batch.js';
 import { big } from './values.js';
@@ -60,7 +61,7 @@ export class PgWriter {
 
   /** One round trip, or undefined (rolled back) when a debit would have to be clamped at the balance. */
   private async commitInOneTrip(client: pg.PoolClient, batch: WriteBatch, accounts: string[]): Promise<CommitResult | undefined> {
-    if (batch.retried || accounts.length === 0 || batch.invoices?.length) return undefined;
+    if (batch.retried || accounts.length === 0 || batch.invoices?.length || needsBalances(batch)) return undefined;
     const plan = planOneTrip(batch, accounts);
     let answer: pg.QueryResult<{ ids: string[]; balances: Array<string | bigint>; versions: Array<string | bigint> }>;
     try {
@@ -132,6 +133,10 @@ function writesOf(plan: BatchPlan, lit: Lit): string[] {
   if (plan.invoices.length) {
     const rows = plan.invoices.map((i) => `(${list([i.id, i.account_id, i.month, i.kind, i.amount_nano, i.processor, i.reference, i.created_at])})`);
     writes.push(`INSERT INTO invoices (id, account_id, month, kind, amount_nano, processor, reference, created_at) VALUES ${rows.join(', ')}`);
+  }
+  if (plan.deliveries.length) {
+    const rows = plan.deliveries.map((d) => `(${list(deliveryValues(d))})`);
+    writes.push(`INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS}) VALUES ${rows.join(', ')} ON CONFLICT (id) DO NOTHING`);
   }
   return writes;
 }

@@ -17,7 +17,7 @@
  */
 import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import SQLite, { type Database as SqliteDatabase, type Statement } from 'better-sqlite3';
-import { accountsOf, planBatch, type AccountBalance, type CommitResult, type NewAccount, type WriteBatch } from './batch.js';
+import { accountsOf, planBatch, withBuiltDeliveries, type AccountBalance, type CommitResult, type NewAccount, type WriteBatch } from './batch.js';
 import type { MoneyWriter } from './ledger.js';
 import { PRIVATE_FILE_MODE } from './private-files.js';
 import type { SqliteWriter, StampedBatch } from './sqlite-writer.js';
@@ -97,7 +97,7 @@ export class SqliteJournal implements MoneyWriter {
     const current = new Map<string, AccountBalance>();
     for (const accountId of accountsOf(batch)) current.set(accountId, this.balanceOf(accountId));
     const plan = planBatch(batch, current, undefined, at);
-    const record: JournalRecord = { seq: this.seq + 1, at, batch };
+    const record: JournalRecord = { seq: this.seq + 1, at, batch: withBuiltDeliveries(batch, plan) };
     this.append(`${JSON.stringify(record, encodeBig)}\n`);
     this.seq = record.seq;
     this.pending.push(record);

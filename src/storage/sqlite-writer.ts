@@ -7,6 +7,7 @@
  * while a Kysely transaction is open on the same connection (better-sqlite3 would nest it as a savepoint).
  */
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
+import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
 import { accountsOf, addUsage, planBatch, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type UsageDelta, type WriteBatch } from './batch.js';
 
 /** A batch and the time its rows are stamped with. */
@@ -25,6 +26,7 @@ export class SqliteWriter {
   private readonly addKeySpend: Statement<[bigint, string]>;
   private readonly touchKey: Statement<[number, string]>;
   private readonly insertInvoice: Statement<unknown[]>;
+  private readonly insertDelivery: Statement<unknown[]>;
   private readonly commitTransaction: (batch: WriteBatch) => CommitResult;
   private readonly selectMeta: Statement<[string], { value: string }>;
   private readonly upsertMeta: Statement<[string, string]>;
@@ -60,6 +62,7 @@ export class SqliteWriter {
     this.insertInvoice = sqlite.prepare(
       'INSERT INTO invoices (id, account_id, month, kind, amount_nano, processor, reference, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     );
+    this.insertDelivery = sqlite.prepare(`INSERT OR IGNORE INTO webhook_deliveries (${DELIVERY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.commitTransaction = sqlite.transaction((batch: WriteBatch) => this.apply(batch));
     this.selectMeta = sqlite.prepare('SELECT value FROM meta WHERE key = ?');
     this.upsertMeta = sqlite.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
@@ -145,6 +148,7 @@ export class SqliteWriter {
       this.insertLedger.run(r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at);
     }
     for (const i of plan.invoices) this.insertInvoice.run(i.id, i.account_id, i.month, i.kind, i.amount_nano, i.processor, i.reference, i.created_at);
+    for (const d of plan.deliveries) this.insertDelivery.run(...deliveryValues(d));
   }
 
   private writeTotals(balances: Map<string, AccountBalance>, usage: UsageDelta[], keySpend: Map<string, bigint>, keysUsed: Map<string, number>): void {

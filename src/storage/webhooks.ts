@@ -3,10 +3,11 @@
  * with `FOR UPDATE SKIP LOCKED` (replicas never take the same row), on SQLite by its single writer; a claim is a
  * lease, so a worker that dies mid-attempt leaves a row another worker takes again once the lease runs out.
  */
-import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
+import { type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { Dialect } from './connect.js';
 import type { Database, WebhookDeliveriesTable, WebhooksTable } from './schema.js';
 import { num, numOrNull } from './values.js';
+import { claimFairly, countDue, NO_CAPS, type ClaimCaps } from './webhook-claim.js';
 
 export interface RetryConfig {
   maxAttempts: number;
@@ -194,21 +195,28 @@ export class WebhookStore {
     }
   }
 
-  /** Takes up to `limit` due deliveries (and those whose claim expired) for `leaseMs`, under `token`. */
-  async claim(now: number, limit: number, leaseMs: number, token: string): Promise<DeliveryRecord[]> {
-    const lock = this.dialect === 'postgres' ? sql`for update skip locked` : sql``;
-    const result = await sql<Selectable<WebhookDeliveriesTable>>`
-      update webhook_deliveries
-      set status = 'delivering', lease_token = ${token}, lease_until = ${now + leaseMs}, updated_at = ${now}
-      where id in (
-        select id from webhook_deliveries
-        where (status = 'pending' and next_attempt_at <= ${now}) or (status = 'delivering' and lease_until < ${now})
-        order by next_attempt_at
-        limit ${limit}
-        ${lock}
-      )
-      returning *`.execute(this.db);
-    return result.rows.map(toDelivery);
+  /**
+   * Takes up to `limit` due deliveries (and those whose claim expired) for `leaseMs`, under `token`, leaving
+   * out rows beyond the caps on attempts in flight per webhook and per account (./webhook-claim.ts).
+   */
+  async claim(now: number, limit: number, leaseMs: number, token: string, caps: ClaimCaps = NO_CAPS): Promise<DeliveryRecord[]> {
+    return (await claimFairly(this.db, this.dialect, { now, limit, leaseMs, token, caps })).map(toDelivery);
+  }
+
+  /** Deliveries due now and not claimed. */
+  countDue(now: number): Promise<number> {
+    return countDue(this.db, now);
+  }
+
+  /** Extends the leases of the rows still claimed under `tokens` (attempts in flight) to `until`. */
+  async renewLeases(tokens: readonly string[], until: number): Promise<void> {
+    if (tokens.length === 0) return;
+    await this.db
+      .updateTable('webhook_deliveries')
+      .set({ lease_until: until })
+      .where('status', '=', 'delivering')
+      .where('lease_token', 'in', tokens)
+      .execute();
   }
 
   /** Records an attempt's outcome; false when the claim was lost (expired and taken by another worker). */

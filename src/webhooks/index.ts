@@ -8,19 +8,20 @@ import type { Storage } from '../storage/index.js';
 import { SubscriptionIndex, WebhookOutbox } from './outbox.js';
 import { WebhookService } from './service.js';
 import type { WebhooksSettings } from './types.js';
-import { DeliveryWorker } from './worker.js';
+import { DeliveryWorker, type FinishedAttempt } from './worker.js';
 
 export { WebhookService, parsePage, type Page } from './service.js';
 export { CreateWebhookSchema, PatchWebhookSchema, type CreateWebhookBody, type PatchWebhookBody } from './validation.js';
 export { isPublicAddress, resolveTarget, BlockedAddressError } from './ssrf.js';
 export { retryDelay, JITTER } from './backoff.js';
 export { DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, EVENT_TYPES, WILDCARDS, type WebhooksSettings } from './types.js';
-export { DeliveryWorker, LEASE_MS } from './worker.js';
+export { DeliveryWorker, LEASE_MS, type FinishedAttempt } from './worker.js';
 
 export interface WebhooksOptions {
   storage: Storage;
   settings: WebhooksSettings;
   logger: Logger;
+  onAttempt?: (attempt: FinishedAttempt) => void;
 }
 
 export class Webhooks {
@@ -36,10 +37,12 @@ export class Webhooks {
     this.worker = new DeliveryWorker({
       storage,
       concurrency: settings.concurrency,
+      caps: { perEndpoint: settings.max_in_flight_per_endpoint, perAccount: settings.max_in_flight_per_account },
       pollIntervalMs: settings.poll_interval_ms,
       allowPrivate: settings.allow_private_urls,
       logger,
       active: () => this.index.size > 0,
+      onAttempt: options.onAttempt,
     });
     this.outbox = new WebhookOutbox({
       storage,
@@ -63,6 +66,11 @@ export class Webhooks {
     }, this.options.settings.refresh_ms);
     this.refreshTimer.unref();
     this.worker.start();
+  }
+
+  /** Deliveries due and not claimed; no query while no webhook is registered. */
+  async queueDepth(): Promise<number> {
+    return this.index.size > 0 ? this.options.storage.webhooks.countDue(Date.now()) : 0;
   }
 
   async refresh(): Promise<void> {

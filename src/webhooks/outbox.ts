@@ -1,8 +1,9 @@
 /**
- * The EventSink of webhooks. `wants` is a lookup in an in-memory index of the registrations; `emit` builds the
- * envelope once, picks the matching webhooks of the event's account and buffers one delivery row each. The buffer
- * is written to the outbox table in one multi-row insert per event-loop turn, so the request path never waits for
- * the database. Rows not yet written are lost if the process dies (docs/webhooks.md).
+ * The EventSink of webhooks. `wants` is a lookup in an in-memory index of the registrations; `rows` builds the
+ * envelope once and picks the matching webhooks of the event's account: one delivery row each. Events caused by a
+ * debit go to the committer as rows, written in the debit's transaction. `emit` (the best-effort events) buffers
+ * the rows and writes the buffer in one multi-row insert per event-loop turn, so the request path never waits for
+ * the database; rows not yet written are lost if the process dies (docs/webhooks.md).
  */
 import type { EventSink, GatewayEvent, GatewayEventType } from '../events/index.js';
 import { plainJson } from '../money/index.js';
@@ -74,20 +75,34 @@ export class WebhookOutbox implements EventSink {
     return this.options.index.wants(type, accountId);
   }
 
+  /** Buffers the event's rows, written on the next turn of the event loop (best effort: a crash loses the buffer). */
   emit(event: GatewayEvent): void {
+    const rows = this.rows(event);
+    if (rows.length === 0) return;
+    for (const row of rows) this.buffer.push(row);
+    this.schedule();
+  }
+
+  /** One delivery row per matching webhook, for the caller to write in the transaction of the change behind the event. */
+  rows(event: GatewayEvent): NewDelivery[] {
     const webhooks = this.options.index.subscribers(event.accountId, event.type);
-    if (webhooks.length === 0) return;
+    if (webhooks.length === 0) return [];
     const eventId = newId('evt');
     const envelope = toEnvelope(event, eventId);
     let payload: string | undefined;
     const at = Date.now();
+    const rows: NewDelivery[] = [];
     for (const webhook of webhooks) {
       const specs = webhook.events.filter((spec) => expandType(spec.type).includes(event.type));
       if (!specs.some((spec) => matchesFilters(spec.filters, envelope))) continue;
       payload ??= plainJson(JSON.stringify(envelope));
-      this.buffer.push({ id: newId('whd'), webhookId: webhook.id, accountId: event.accountId, eventId, eventType: event.type, payload, at });
+      rows.push({ id: newId('whd'), webhookId: webhook.id, accountId: event.accountId, eventId, eventType: event.type, payload, at });
     }
-    this.schedule();
+    return rows;
+  }
+
+  written(): void {
+    this.options.onWritten();
   }
 
   /** Writes everything buffered (shutdown); gives up after one failed attempt. */

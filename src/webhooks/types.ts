@@ -31,6 +31,8 @@ export interface WebhooksSettings {
   allow_private_urls: boolean;
   poll_interval_ms: number;
   concurrency: number;
+  max_in_flight_per_endpoint: number;
+  max_in_flight_per_account: number;
   refresh_ms: number;
   max_buffered: number;
 }

@@ -21,6 +21,12 @@ beforeAll(async () => {
     built.push(event);
     emit(event);
   });
+  // Events caused by a debit are built as outbox rows written with it.
+  const rows = sink.rows!.bind(sink);
+  vi.spyOn(sink, 'rows').mockImplementation((event) => {
+    built.push(event);
+    return rows(event);
+  });
 });
 afterAll(async () => {
   await gateway?.close();

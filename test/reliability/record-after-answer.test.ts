@@ -1,6 +1,6 @@
 /**
- * A finished request's metrics, access line and llm.* events are recorded after its answer is written: a failure
- * there has no request left to fail, and must neither crash the gateway nor touch the answer.
+ * A finished request's metrics and access line are recorded after its answer is written, and its llm.completion is
+ * built with its debit: a failure of either must neither crash the gateway nor touch the answer (nor the debit).
  */
 import { Writable } from 'node:stream';
 import pino from 'pino';
@@ -26,7 +26,7 @@ beforeAll(async () => {
 afterAll(() => gateway?.close());
 
 describe('recording a finished request', () => {
-  it('logs a failure of the record and goes on answering', async () => {
+  it('logs a failure of the event sink and goes on answering', async () => {
     const client = gateway.client(gateway.firstKey);
     for (const content of ['first', 'second']) {
       const completion = await client.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content }] });
@@ -34,7 +34,7 @@ describe('recording a finished request', () => {
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(emitted).toBe(2);
-    const failures = lines.filter((line) => line.includes('"record_error":"the event sink is broken"'));
+    const failures = lines.filter((line) => line.includes('the events of a settlement could not be built') && line.includes('the event sink is broken'));
     expect(failures).toHaveLength(2);
   });
 });

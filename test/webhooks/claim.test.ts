@@ -3,6 +3,8 @@
  * (`FOR UPDATE SKIP LOCKED` + leases); on both dialects an expired lease is taken over and the late worker's
  * outcome is refused.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { AdminService } from '../../src/admin/index.js';
@@ -106,6 +108,33 @@ describe('two delivery workers on one PostgreSQL database', () => {
   });
 });
 
+describe('caps on attempts in flight, two storages on one PostgreSQL database', () => {
+  let env: Awaited<ReturnType<typeof setup>>;
+  let second: Storage;
+  beforeAll(async () => {
+    env = await setup('postgres');
+    second = await openStorage(env.options);
+  });
+  afterAll(async () => {
+    await second?.close();
+    await env?.storage.close();
+    await env?.database.drop();
+  });
+
+  it('never lets 20 concurrent claims take more than the caps between them', async () => {
+    const webhooks = [await seed(env.storage, env.accountId, 'http://127.0.0.1:9/a', 100), await seed(env.storage, env.accountId, 'http://127.0.0.1:9/b', 100)];
+    const caps = { perEndpoint: 4, perAccount: 6 };
+    const claims = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? second : env.storage).webhooks.claim(Date.now(), 10, 60_000, `token-${i}`, caps)),
+    );
+    const rows = claims.flat();
+    expect(rows).toHaveLength(6);
+    for (const webhookId of webhooks) expect(rows.filter((row) => row.webhookId === webhookId).length).toBeLessThanOrEqual(4);
+    // Once the claims' leases run out, their rows are due again, within the same caps.
+    expect(await env.storage.webhooks.claim(Date.now() + 60_001, 100, 60_000, 'later', caps)).toHaveLength(6);
+  });
+});
+
 describe.each(DIALECTS)('leases on %s', (dialect) => {
   let env: Awaited<ReturnType<typeof setup>>;
   beforeAll(async () => {
@@ -129,5 +158,30 @@ describe.each(DIALECTS)('leases on %s', (dialect) => {
     expect(await store.finishAttempt(first!.id, 'worker-a', outcome)).toBe(false);
     expect(await store.finishAttempt(first!.id, 'worker-b', outcome)).toBe(true);
     expect((await store.getDelivery(first!.id))!.status).toBe('succeeded');
+  });
+
+  it('renews the lease of an attempt that outlasts it, so a second worker never sends it again', async () => {
+    // A receiver that takes three leases' time to answer.
+    const received: number[] = [];
+    const slow = createServer((request, response) => {
+      request.resume().on('end', () => {
+        received.push(Date.now());
+        setTimeout(() => response.writeHead(200).end('ok'), 1_500);
+      });
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    const webhookId = await seed(env.storage, env.accountId, `http://127.0.0.1:${(slow.address() as AddressInfo).port}/`, 1);
+    const logger = pino({ level: 'silent' });
+    const workers = [0, 1].map(() => new DeliveryWorker({ storage: env.storage, concurrency: 4, pollIntervalMs: 50, leaseMs: 500, allowPrivate: true, logger }));
+    workers.forEach((worker) => worker.start());
+    try {
+      await sleep(2_300);
+    } finally {
+      await Promise.all(workers.map((worker) => worker.stop()));
+      await new Promise((resolve) => slow.close(resolve));
+    }
+    expect(received).toHaveLength(1);
+    const [delivery] = await env.storage.webhooks.listDeliveries({ webhookId }, { limit: 10 });
+    expect(delivery).toMatchObject({ status: 'succeeded', attempts: 1 });
   });
 });

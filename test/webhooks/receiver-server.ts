@@ -72,4 +72,12 @@ export async function startReceiver(respond: Respond = () => 200): Promise<Recei
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Test settings: private URLs allowed (receivers are on loopback), quick polling. */
-export const TEST_WEBHOOKS = { allow_private_urls: true, poll_interval_ms: 25, concurrency: 16, refresh_ms: 200, max_buffered: 10_000 };
+export const TEST_WEBHOOKS = {
+  allow_private_urls: true,
+  poll_interval_ms: 25,
+  concurrency: 16,
+  max_in_flight_per_endpoint: 4,
+  max_in_flight_per_account: 8,
+  refresh_ms: 200,
+  max_buffered: 10_000,
+};
