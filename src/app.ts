@@ -16,6 +16,7 @@ import { Idempotency } from './gateway/index.js';
 import { buildHttpServer, type HttpDeps } from './http/index.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './limits/index.js';
 import { Metrics, createLogger } from './observability/index.js';
+import { cardRechargeProcessor, createPayments } from './payments/index.js';
 import { Router } from './routing/index.js';
 import { JournalInUseError, openStorage, type Storage } from './storage/index.js';
 import { Webhooks } from './webhooks/index.js';
@@ -65,7 +66,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   });
   metrics.observeWebhooks({ queueDepth: () => webhooks.queueDepth(), inFlight: () => webhooks.worker.inFlightByWebhook });
   const events: EventSink = options.events ? fanOut(options.events, webhooks.sink) : webhooks.sink;
-  const processors = paymentProcessors(options.processors);
+  const card = cardRechargeProcessor({ storage, config, logger: logger.child({ module: 'payments' }) });
+  const processors = paymentProcessors([...(options.processors ?? []), ...(card ? [card] : [])]);
   const auth = new Authenticator({ storage, secret, prefix: config.key_prefix });
   const wallet = new Wallet({
     storage,
@@ -76,6 +78,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       processors,
       limits: rechargeLimits(config),
       onRefused: (accountId, reason) => logger.warn({ accountId, reason }, 'auto-recharge held back by a limit'),
+      events,
+      // `changes` exists by the time a recharge runs (after a debit, once the server listens).
+      onAccountChanged: (accountId) => changes.publish({ accountId }),
     },
     // Replicas share holds in Redis so none can spend what another holds; one process keeps them in memory.
     ...(config.redis_url
@@ -113,6 +118,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     if (record) wallet.accounts.applyRecord(record);
   });
   const admin = new AdminService(storage, config, secret, { onChange: (change) => changes.publish(change) }, processors);
+  const payments = createPayments({ storage, config, logger: logger.child({ module: 'payments' }), onCredited: (accountId) => changes.publish({ accountId }) });
   const firstStart = await bootstrap(storage, config, admin);
   const isAdminToken = await adminTokenChecker(storage, config);
   const catalog = new Catalog(config);
@@ -129,6 +135,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     admin,
     processors,
     isAdminToken,
+    payments,
     auth,
     catalog,
     router,

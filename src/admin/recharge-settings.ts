@@ -1,10 +1,10 @@
 /**
  * Auto-recharge and how it is paid. An operator may put an account on `invoice` billing (with a monthly ceiling)
- * and set its auto-recharge; an account's own user may only turn auto-recharge off, unless the account pays
- * through a self-serve processor (a payment method the user saved). So no user action can add unpaid credit.
+ * and set its auto-recharge; an account's own user may only turn auto-recharge off, unless they saved a payment
+ * method (a card, charged by the self-serve processor). So no user action can add unpaid credit.
  */
 import { selfServeRecharge, usdString, type PaymentProcessors, type RechargeLimits } from '../billing/index.js';
-import { invalidRequest } from '../errors/index.js';
+import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { AccountSettings } from '../storage/index.js';
 import { usd } from './usd.js';
 
@@ -44,6 +44,11 @@ export function applyAutoRecharge(settings: AccountSettings, patch: AutoRecharge
   if (enabled !== undefined) {
     if (typeof enabled !== 'boolean') throw invalidRequest('auto_recharge.enabled must be a boolean', 'auto_recharge.enabled');
     autoRecharge.enabled = enabled;
+    // Turned on again: the count of failed recharges starts over.
+    if (enabled) {
+      delete autoRecharge.failures;
+      delete autoRecharge.disabledReason;
+    }
   }
   if (threshold !== undefined) autoRecharge.thresholdNano = usd(threshold, 'auto_recharge.threshold');
   if (amount !== undefined) autoRecharge.amountNano = usd(amount, 'auto_recharge.amount');
@@ -57,11 +62,16 @@ export function applyAutoRecharge(settings: AccountSettings, patch: AutoRecharge
   }
 }
 
-/** An account's own user (dashboard): turning auto-recharge off is always allowed, anything else only when self-serve. */
-export function checkOwnAutoRecharge(settings: AccountSettings, patch: AutoRechargePatch | undefined, processors: PaymentProcessors): void {
+/**
+ * An account's own user (dashboard): turning auto-recharge off is always allowed, anything else only with a
+ * saved payment method (400 `payment_method_required` without one) and not on operator billing.
+ */
+export function checkOwnAutoRecharge(settings: AccountSettings, patch: AutoRechargePatch | undefined, processors: PaymentProcessors, savedPaymentMethod: boolean): void {
   if (!patch || (patch.enabled === false && patch.threshold === undefined && patch.amount === undefined)) return;
-  const { available, reason } = selfServeRecharge(settings, processors);
+  const { available, reason, code } = selfServeRecharge(settings, processors, savedPaymentMethod);
   if (available) return;
   const field = patch.enabled !== undefined ? 'enabled' : patch.threshold !== undefined ? 'threshold' : 'amount';
-  throw invalidRequest(reason ?? 'Auto-recharge is not available for this account', `auto_recharge.${field}`);
+  const message = reason ?? 'Auto-recharge is not available for this account';
+  if (code) throw new GatewayError(code, { message, param: `auto_recharge.${field}` });
+  throw invalidRequest(message, `auto_recharge.${field}`);
 }

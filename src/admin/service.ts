@@ -3,7 +3,7 @@
  * all go through here, so each rule (sign-up grant, key format, corrections never below zero) lives once.
  */
 import { generateKey, hashKey, keyHint } from '../auth/index.js';
-import { parseUsd, paymentProcessors, rechargeLimits, usdString, type Nano, type PaymentProcessors } from '../billing/index.js';
+import { hasSavedPaymentMethod, parseUsd, paymentProcessors, rechargeLimits, selfServeProcessor, usdString, type Nano, type PaymentProcessors } from '../billing/index.js';
 import type { Config } from '../config/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import { normalizeEmail } from './email.js';
@@ -147,7 +147,8 @@ export class AdminService {
     return { account, keys: await this.storage.keys.listByAccount(accountId) };
   }
 
-  async updateAccount(accountId: string, patch: AccountPatch): Promise<AccountRecord> {
+  /** `selfServe`: the account's own user, with a saved payment method, turns auto-recharge on (charged by that processor). */
+  async updateAccount(accountId: string, patch: AccountPatch, selfServe?: string): Promise<AccountRecord> {
     const account = await this.requireAccount(accountId);
     if (patch.plan !== undefined) this.requirePlan(patch.plan);
     const settings: AccountSettings = { ...account.settings, autoRecharge: { ...account.settings.autoRecharge } };
@@ -158,6 +159,7 @@ export class AdminService {
       else settings.dailyLimitNano = patch.daily_limit === 'none' ? null : usd(patch.daily_limit, 'daily_limit');
     }
     if (patch.billing !== undefined) applyBilling(settings, patch.billing, this.processors);
+    if (selfServe && !settings.billing) settings.billing = { processor: selfServe, monthlyCeilingNano: null };
     if (patch.auto_recharge) applyAutoRecharge(settings, patch.auto_recharge, rechargeLimits(this.config));
     if (patch.low_balance_thresholds !== undefined) {
       if (patch.low_balance_thresholds === null) delete settings.lowBalanceThresholdsNano;
@@ -172,12 +174,18 @@ export class AdminService {
   /** The account's own user's change: the operator's rules, and auto-recharge only where they may turn it on. */
   async updateOwnSettings(accountId: string, patch: OwnSettingsPatch): Promise<AccountRecord> {
     const account = await this.requireAccount(accountId);
-    checkOwnAutoRecharge(account.settings, patch.auto_recharge, this.processors);
+    const saved = await hasSavedPaymentMethod(this.storage, accountId);
+    checkOwnAutoRecharge(account.settings, patch.auto_recharge, this.processors, saved);
     const { auto_recharge, low_balance_thresholds } = patch;
-    return this.updateAccount(accountId, {
-      ...(auto_recharge ? { auto_recharge } : {}),
-      ...(low_balance_thresholds !== undefined ? { low_balance_thresholds } : {}),
-    });
+    const selfServe = auto_recharge?.enabled === true && saved ? selfServeProcessor(this.processors)?.id : undefined;
+    return this.updateAccount(
+      accountId,
+      {
+        ...(auto_recharge ? { auto_recharge } : {}),
+        ...(low_balance_thresholds !== undefined ? { low_balance_thresholds } : {}),
+      },
+      selfServe,
+    );
   }
 
   async listAccounts(options: { limit?: number; after?: string } = {}): Promise<AccountRecord[]> {

@@ -7,6 +7,7 @@ import type {
   ChatCompletionChunkSchema,
   ChatCompletionSchema,
   CreditBalanceSchema,
+  CreditPurchaseSchema,
   ErrorSchema,
   ModelListSchema,
   ModelSchema,
@@ -18,6 +19,7 @@ import type {
 export { openApiDocument } from './openapi.js';
 export * as schemas from './schemas.js';
 export type { ChatRequestBody as ChatCompletionRequest } from '../gateway/index.js';
+export type { CreatePurchaseBody as CreatePurchaseRequest } from '../payments/index.js';
 export type { CreateWebhookBody as CreateWebhookRequest, PatchWebhookBody as UpdateWebhookRequest } from '../webhooks/index.js';
 export type { KnownWebhookEvent as WebhookEvent } from '../webhooks/receiver/index.js';
 
@@ -25,6 +27,7 @@ export type ChatCompletion = Static<typeof ChatCompletionSchema>;
 export type ChatCompletionChunk = Static<typeof ChatCompletionChunkSchema>;
 export type Usage = Static<typeof UsageSchema>;
 export type CreditBalance = Static<typeof CreditBalanceSchema>;
+export type CreditPurchase = Static<typeof CreditPurchaseSchema>;
 export type Model = Static<typeof ModelSchema>;
 export type ModelList = Static<typeof ModelListSchema>;
 export type Webhook = Static<typeof WebhookSchema>;

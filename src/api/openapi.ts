@@ -7,11 +7,13 @@ import type { TSchema } from '@sinclair/typebox';
 import { ChatRequestSchema } from '../gateway/index.js';
 import { VERSION } from '../config/index.js';
 import { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSchema } from '../admin/index.js';
+import { CreatePurchaseSchema } from '../payments/index.js';
 import { CreateWebhookSchema, PatchWebhookSchema } from '../webhooks/index.js';
 import {
   ChatCompletionChunkSchema,
   ChatCompletionSchema,
   CreditBalanceSchema,
+  CreditPurchaseSchema,
   ModelListSchema,
   ModelSchema,
   Page,
@@ -32,7 +34,7 @@ const ERRORS: Record<number, string> = {
   413: 'request_too_large',
   422: 'idempotency_key_reused: the Idempotency-Key was used with a different request',
   429: 'rate_limit_exceeded or daily_limit_exceeded, with `retry_after` and the Retry-After header',
-  502: 'upstream_error: every provider for the model failed',
+  502: 'upstream_error: every provider for the model failed (purchases: Stripe failed)',
   503: 'model_unavailable or service_unavailable',
   504: 'upstream_timeout',
 };
@@ -80,6 +82,7 @@ export function openApiDocument(): Json {
       '/v1/credits': {
         get: operation('credits', 'Balance, usage, limits and billing of the key\'s account', { ok: json(CreditBalanceSchema), errors: [401, 429] }),
       },
+      ...purchasePaths(),
       ...webhookPaths(),
       '/v1/openapi.json': {
         get: operation('operations', 'This document', { ok: { 'application/json': { schema: { type: 'object' } } }, errors: [], security: [] }),
@@ -122,6 +125,35 @@ function chatOperation(): Json {
     },
     errors: [400, 401, 402, 403, 404, 409, 413, 422, 429, 502, 503, 504],
   });
+}
+
+function purchasePaths(): Json {
+  const errors = [400, 401, 403, 429];
+  return {
+    '/v1/credits/purchases': {
+      post: operation('credits', 'Buy credit (full keys): a Stripe Checkout session to pay at `checkout_url`; credited once Stripe confirms the payment. 400 when purchasing is off (no Stripe key) or `amount` is out of bounds; 502 when Stripe fails', {
+        body: CreatePurchaseSchema,
+        ok: json(CreditPurchaseSchema),
+        okStatus: 201,
+        errors: [...errors, 502],
+      }),
+      get: operation('credits', "The account's credit purchases, newest first", {
+        parameters: [query('limit', { type: 'integer', minimum: 1, maximum: 100, default: 20 }, 'Page size'), query('before', { type: 'string' }, 'Id of the last item of the previous page')],
+        ok: json(Page(CreditPurchaseSchema)),
+        errors,
+      }),
+    },
+    '/v1/credits/purchases/{id}': {
+      get: operation('credits', 'One credit purchase of the account', { parameters: [path('id', 'Purchase id (`cp_...`)')], ok: json(CreditPurchaseSchema), errors: [...errors, 404] }),
+    },
+    '/webhooks/stripe': {
+      post: operation('credits', "Stripe's event deliveries (signed with the Stripe-Signature header; 400 when it does not verify, nothing changes)", {
+        ok: objectOk(),
+        errors: [400],
+        security: [],
+      }),
+    },
+  };
 }
 
 function webhookPaths(): Json {
@@ -173,6 +205,9 @@ function adminPaths(): Json {
     '/admin/accounts/{id}/keys': { post: operation('admin', 'Create a key (shown once)', { ...admin, parameters: account, body: CreateKeySchema, ok: objectOk(), okStatus: 201 }) },
     '/admin/accounts/{id}/credits': { post: operation('admin', 'Top up (a negative amount is a correction)', { ...admin, parameters: account, body: AddCreditsSchema, ok: objectOk() }) },
     '/admin/accounts/{id}/ledger': { get: operation('admin', 'Ledger entries, newest first', { ...admin, parameters: [...account, query('limit', { type: 'integer', minimum: 1, maximum: 500 }, 'Page size'), query('before', { type: 'string' }, 'Last id of the previous page')], ok: objectOk() }) },
+    '/admin/accounts/{id}/purchases': {
+      get: operation('admin', "The account's credit purchases (Stripe Checkout), newest first", { ...admin, parameters: [...account, query('limit', { type: 'integer', minimum: 1, maximum: 500 }, 'Page size'), query('before', { type: 'string' }, 'Last id of the previous page')], ok: json(Page(CreditPurchaseSchema)) }),
+    },
     '/admin/keys/{id}': { delete: operation('admin', 'Revoke a key', { ...admin, parameters: [path('id', 'Key id (`key_...`)')], ok: objectOk() }) },
   };
 }

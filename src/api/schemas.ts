@@ -124,6 +124,9 @@ export const CreditBalanceSchema = Type.Object(
           amount: Usd('Recharge by'),
           available: Type.Boolean({ description: "Whether the account's own user may turn auto-recharge on or change it" }),
           unavailable_reason: Nullable(Type.String({ description: 'Why not, when `available` is false' })),
+          disabled_reason: Nullable(
+            Type.String({ description: 'Why the gateway turned auto-recharge off itself (3 failed card recharges in a row); null once it is turned on again' }),
+          ),
         }),
         next_billing_date: Type.String({ format: 'date-time' }),
       }),
@@ -200,7 +203,24 @@ export const WebhookDeliverySchema = Type.Object(
   { $id: 'WebhookDelivery' },
 );
 
+export const CreditPurchaseSchema = Type.Object(
+  {
+    id: Type.String({ description: '`cp_...`' }),
+    object: Type.Literal('credit_purchase'),
+    amount: Usd('The amount bought'),
+    currency: Type.Literal('USD'),
+    status: Type.Union([Type.Literal('pending'), Type.Literal('paid'), Type.Literal('expired'), Type.Literal('failed')], {
+      description: 'pending until Stripe confirms the payment (then paid, credited once); expired: the checkout was not completed in time; failed: the checkout could not be started or the payment failed',
+    }),
+    checkout_url: Nullable(Type.String({ description: 'Stripe Checkout page to pay at' })),
+    receipt_url: Nullable(Type.String({ description: "Stripe's receipt, once paid" })),
+    created: UnixSeconds,
+    paid_at: Nullable(UnixSeconds),
+  },
+  { $id: 'CreditPurchase' },
+);
+
 export const Page = <T extends TSchema>(item: T) => Type.Object({ object: Type.Literal('list'), data: Type.Array(item), has_more: Type.Optional(Type.Boolean()) });
 
 /** Every named schema: `components.schemas` of the OpenAPI document, where nested uses become `$ref`s. */
-export const RESPONSE_SCHEMAS = [ErrorSchema, UsageSchema, ChatCompletionSchema, ChatCompletionChunkSchema, CreditBalanceSchema, ModelSchema, ModelListSchema, WebhookSchema, WebhookDeliverySchema];
+export const RESPONSE_SCHEMAS = [ErrorSchema, UsageSchema, ChatCompletionSchema, ChatCompletionChunkSchema, CreditBalanceSchema, ModelSchema, ModelListSchema, WebhookSchema, WebhookDeliverySchema, CreditPurchaseSchema];

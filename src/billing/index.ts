@@ -11,10 +11,13 @@ export {
   paymentProcessors,
   rechargeLimits,
   rechargeProcessor,
+  selfServeProcessor,
   selfServeRecharge,
+  type ChargeResult,
   type PaymentProcessor,
   type PaymentProcessors,
   type RechargeLimits,
   type RechargeOptions,
 } from './recharge.js';
+export { RECHARGE_FAILURE_LIMIT, RechargeFailure, creditRecharge, hasSavedPaymentMethod, type RechargeCredit } from './recharge-outcome.js';
 export { Reservation, Wallet, type Settlement, type WalletOptions } from './wallet.js';

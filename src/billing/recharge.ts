@@ -3,19 +3,28 @@
  * account's payment processor and credit it. An account without a processor is never recharged: credit comes
  * only from an operator, the sign-up grant, or a processor that takes the money. The built-in `invoice`
  * processor records the charge on the account's monthly invoice and credits at once; only an operator puts an
- * account on it, with a monthly ceiling. Every recharge is also bounded by the configured maximum amount and
- * number per account per UTC day.
+ * account on it, with a monthly ceiling. A self-serve processor (a card the user saved, `payments/`) credits only
+ * when its charge succeeded, exactly once (./recharge-outcome.ts). Every recharge is also bounded by the
+ * configured maximum amount and number per account per UTC day.
  */
 import type { Config } from '../config/index.js';
+import type { EventSink } from '../events/index.js';
 import type { AccountSettings, InvoiceInput, Storage } from '../storage/index.js';
 import { newId } from '../storage/index.js';
 import { utcDay, type AccountCache, type AccountState } from './accounts.js';
 import { parseUsd, usdString, type Nano } from '../money/index.js';
+import { RechargeFailure, creditRecharge, recordRechargeFailure } from './recharge-outcome.js';
 
 export interface ChargeResult {
   reference: string;
   /** A line for the account's invoice, when the processor bills that way. */
   invoice?: InvoiceInput;
+  /** The processor's recharge row: the credit moves it to succeeded, so it is credited once (`creditRecharge`). */
+  rechargeId?: string;
+  /** What was charged, when not the amount asked (a recharge taken over from a process that died). */
+  amountNano?: Nano;
+  /** The charge is not final yet: the processor's event credits it later. */
+  pending?: boolean;
 }
 
 export interface PaymentProcessor {
@@ -25,7 +34,12 @@ export interface PaymentProcessor {
    * from a payment method the user saved. The others are an operator's to assign.
    */
   readonly selfServe: boolean;
-  charge(request: { accountId: string; amountNano: Nano; reason: string }): Promise<ChargeResult>;
+  /**
+   * Charges the account, or answers undefined when it charged nothing and nothing failed (another recharge of
+   * the account is in flight, or the balance is back at the threshold). A charge that took no money throws a
+   * RechargeFailure.
+   */
+  charge(request: { accountId: string; amountNano: Nano; thresholdNano: Nano; reason: string }): Promise<ChargeResult | undefined>;
 }
 
 export const invoiceProcessor: PaymentProcessor = {
@@ -60,16 +74,34 @@ export function rechargeProcessor(settings: AccountSettings, processors: Payment
   return settings.billing ? processors.get(settings.billing.processor) : undefined;
 }
 
-/** Whether an account's own user may turn auto-recharge on or change it, and if not, why (shown to them). */
-export function selfServeRecharge(settings: AccountSettings, processors: PaymentProcessors): { available: boolean; reason: string | null } {
+/**
+ * Whether an account's own user may turn auto-recharge on or change it, and if not, why (shown to them):
+ * only with a payment method they saved (`payment_method_required` otherwise), never on operator billing.
+ */
+export function selfServeRecharge(
+  settings: AccountSettings,
+  processors: PaymentProcessors,
+  savedPaymentMethod: boolean,
+): { available: boolean; reason: string | null; code?: 'payment_method_required' } {
   const processor = rechargeProcessor(settings, processors);
-  if (processor?.selfServe) return { available: true, reason: null };
-  if (processor) return { available: false, reason: `Auto-recharge on this account is set up by the operator (billed through ${processor.id}).` };
-  if ([...processors.values()].some((p) => p.selfServe)) return { available: false, reason: 'Auto-recharge needs a saved payment method: add one first.' };
-  return {
-    available: false,
-    reason: 'Auto-recharge needs a saved payment method, and this gateway has no payment processor to take one. The operator adds credit.',
-  };
+  if (processor && !processor.selfServe) return { available: false, reason: `Auto-recharge on this account is set up by the operator (billed through ${processor.id}).` };
+  const selfServe = [...processors.values()].some((p) => p.selfServe);
+  if (!selfServe) {
+    return {
+      available: false,
+      reason: 'Auto-recharge needs a saved payment method, and this gateway has no payment processor to take one. The operator adds credit.',
+      ...(savedPaymentMethod ? {} : { code: 'payment_method_required' as const }),
+    };
+  }
+  if (!savedPaymentMethod) {
+    return { available: false, reason: 'Auto-recharge needs a saved payment method: buy credit once by card (the card is saved), then turn it on.', code: 'payment_method_required' };
+  }
+  return { available: true, reason: null };
+}
+
+/** The self-serve processor, if this gateway has one. */
+export function selfServeProcessor(processors: PaymentProcessors): PaymentProcessor | undefined {
+  return [...processors.values()].find((p) => p.selfServe);
 }
 
 export interface RechargeOptions {
@@ -77,6 +109,11 @@ export interface RechargeOptions {
   limits: RechargeLimits;
   /** A recharge a limit held back (the account is not asked again until its settings or the UTC day change). */
   onRefused?: (accountId: string, reason: string) => void;
+  /** Where `credit.recharge_failed` goes. */
+  events?: EventSink;
+  /** An account's balance or settings changed here: every replica's cache reloads it. */
+  onAccountChanged?: (accountId: string) => void | Promise<void>;
+  onFailed?: (accountId: string, failure: RechargeFailure) => void;
 }
 
 export class AutoRecharger {
@@ -119,13 +156,31 @@ export class AutoRecharger {
       return;
     }
     this.refused.delete(accountId);
-    const charge = await processor.charge({ accountId, amountNano, reason: 'auto-recharge' });
-    const result = await this.storage.ledger.commit({
-      entries: [{ accountId, kind: 'recharge', amountNano, note: `auto-recharge via ${processor.id} ${charge.reference}` }],
-      invoices: charge.invoice ? [charge.invoice] : [],
-    });
+    let charge: ChargeResult | undefined;
+    try {
+      charge = await processor.charge({ accountId, amountNano, thresholdNano: settings.autoRecharge.thresholdNano, reason: 'auto-recharge' });
+    } catch (error) {
+      if (!(error instanceof RechargeFailure)) throw error;
+      return this.failed(accountId, amountNano, error);
+    }
+    if (!charge || charge.pending) return;
+    const charged = charge.amountNano ?? amountNano;
+    const result = charge.rechargeId
+      ? await creditRecharge(this.storage, { accountId, rechargeId: charge.rechargeId, amountNano: charged, processor: processor.id, reference: charge.reference })
+      : await this.storage.ledger.commit({
+          entries: [{ accountId, kind: 'recharge', amountNano: charged, note: `auto-recharge via ${processor.id} ${charge.reference}` }],
+          invoices: charge.invoice ? [charge.invoice] : [],
+        });
     const balance = result.balances.get(accountId);
     if (balance) this.accounts.confirm(accountId, balance.balanceNano, balance.version);
+    if (charge.rechargeId) await this.options.onAccountChanged?.(accountId);
+  }
+
+  private async failed(accountId: string, amountNano: Nano, failure: RechargeFailure): Promise<void> {
+    this.options.onFailed?.(accountId, failure);
+    const account = await recordRechargeFailure(this.storage, this.options.events, accountId, amountNano, failure);
+    if (account) this.accounts.applyRecord(account);
+    await this.options.onAccountChanged?.(accountId);
   }
 
   /** Which limit a recharge of `amountNano` now would pass, if any. */

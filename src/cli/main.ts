@@ -10,6 +10,7 @@ import { doctorCommand } from './doctor.js';
 import { keysCommand } from './keys.js';
 import { modelsCommand } from './models.js';
 import { openapiCommand } from './openapi.js';
+import { purchasesCommand } from './purchases.js';
 import { migrateCommand, startCommand } from './server.js';
 
 
@@ -22,6 +23,7 @@ const program = new Command('tollgate')
   .addCommand(accountsCommand())
   .addCommand(keysCommand())
   .addCommand(creditsCommand())
+  .addCommand(purchasesCommand())
   .addCommand(modelsCommand())
   .addCommand(configCommand())
   .addCommand(doctorCommand())

@@ -55,6 +55,7 @@ export function defaultConfig(): Config {
     dashboard: { enabled: true, signup: true, session_ttl_hours: 168, signin_attempts_per_minute: 10 },
     signup: { grant_without_verification: true, per_ip_per_hour: 20, verification_ttl_hours: 24 },
     smtp: { from: 'tollgate <noreply@localhost>' },
+    payments: { stripe: {}, purchase: { min_amount: 5, max_amount: 1000 } },
     webhooks: {
       allow_private_urls: false,
       poll_interval_ms: 500,
@@ -138,6 +139,11 @@ function fromEnv(env: Env): Record<string, unknown> {
   if (env.SMTP_URL) smtp.url = env.SMTP_URL;
   if (env.SMTP_FROM) smtp.from = env.SMTP_FROM;
   if (Object.keys(smtp).length) out.smtp = smtp;
+  const stripe: Record<string, string> = {};
+  if (env.STRIPE_SECRET_KEY) stripe.secret_key = env.STRIPE_SECRET_KEY;
+  if (env.STRIPE_WEBHOOK_SECRET) stripe.webhook_secret = env.STRIPE_WEBHOOK_SECRET;
+  if (env.STRIPE_API_BASE) stripe.api_base = env.STRIPE_API_BASE;
+  if (Object.keys(stripe).length) out.payments = { stripe };
   if (env.TOLLGATE_LOG_LEVEL) out.log_level = env.TOLLGATE_LOG_LEVEL;
   if (env.TOLLGATE_WORKERS !== undefined) out.workers = envInteger('TOLLGATE_WORKERS', env.TOLLGATE_WORKERS);
   const providers: Record<string, Record<string, string>> = {};
@@ -198,6 +204,11 @@ function checkConsistency(config: Config): void {
   if (!isExactUsd(config.credits.auto_recharge.max_amount)) {
     throw new ConfigError('Invalid configuration: credits.auto_recharge.max_amount: more than 9 decimals');
   }
+  const { min_amount, max_amount } = config.payments.purchase;
+  for (const [name, value] of Object.entries({ min_amount, max_amount })) {
+    if (Math.round(value * 100) / 100 !== value) throw new ConfigError(`Invalid configuration: payments.purchase.${name}: whole cents only`);
+  }
+  if (min_amount > max_amount) throw new ConfigError('Invalid configuration: payments.purchase.min_amount: larger than max_amount');
   const knownIds = new Set([...KNOWN_PROVIDERS.map((p) => p.id), 'sandbox']);
   for (const [id, settings] of Object.entries(config.providers)) {
     if (!knownIds.has(id) && !settings.base_url) {

@@ -190,6 +190,31 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
+    /** Users buying credit themselves (docs/payments.md); off without `payments.stripe.secret_key`. */
+    payments: Type.Object(
+      {
+        stripe: Type.Object(
+          {
+            /** `STRIPE_SECRET_KEY` (sk_live_… or sk_test_…); unset, purchasing is off. */
+            secret_key: Type.Optional(Type.String({ minLength: 1 })),
+            /** `STRIPE_WEBHOOK_SECRET` (whsec_…): verifies the signature of `POST /webhooks/stripe`. */
+            webhook_secret: Type.Optional(Type.String({ minLength: 1 })),
+            /** `STRIPE_API_BASE`: another server speaking Stripe's API (tests); unset, Stripe's own. */
+            api_base: Type.Optional(Type.String({ pattern: '^https?://[^/?#]+/?$' })),
+          },
+          { additionalProperties: false },
+        ),
+        /** Bounds of one purchase, USD (whole cents). */
+        purchase: Type.Object(
+          {
+            min_amount: Type.Number({ minimum: 0.5 }),
+            max_amount: Type.Number({ exclusiveMinimum: 0 }),
+          },
+          { additionalProperties: false },
+        ),
+      },
+      { additionalProperties: false },
+    ),
     /** Outgoing email (verification links); with a URL, sign-up grants wait for a verified email. */
     smtp: Type.Object(
       {

@@ -8,6 +8,7 @@ import type { HttpDeps } from '../http/index.js';
 import { accountRoutes } from './account-routes.js';
 import { assetRoutes, loadBundle } from './assets.js';
 import { authRoutes } from './auth-routes.js';
+import { purchaseRoutes } from './purchase-routes.js';
 import { Sessions } from './session.js';
 import { signupRoutes } from './signup-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
@@ -37,6 +38,7 @@ export function registerDashboard(server: FastifyInstance, deps: HttpDeps): void
       signupRoutes(scope, deps, sessions);
       accountRoutes(scope, deps, sessions);
       webhookRoutes(scope, deps, sessions);
+      purchaseRoutes(scope, deps, sessions);
       assetRoutes(scope, bundle);
     },
     { prefix: '/dashboard' },

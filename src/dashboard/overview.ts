@@ -1,5 +1,5 @@
 /** What the Credits & usage page shows, read from the same stores as `GET /v1/credits`. */
-import { parseUsd, usdNumber, utcDay, type PaymentProcessors, type PlanLimits } from '../billing/index.js';
+import { hasSavedPaymentMethod, parseUsd, usdNumber, utcDay, type PaymentProcessors, type PlanLimits } from '../billing/index.js';
 import type { Config } from '../config/index.js';
 import { renderOwnAutoRecharge } from '../http/render.js';
 import type { AccountRecord, Environment, Storage, UsageTotals } from '../storage/index.js';
@@ -50,7 +50,7 @@ export async function overview(
     billing: {
       plan: account.plan,
       next_billing_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
-      auto_recharge: renderOwnAutoRecharge(settings, processors),
+      auto_recharge: renderOwnAutoRecharge(settings, processors, await hasSavedPaymentMethod(storage, account.id)),
     },
     low_balance_thresholds: thresholds.map(usdNumber),
   };

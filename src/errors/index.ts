@@ -24,7 +24,8 @@ export type ErrorCode =
   | 'idempotency_key_in_use'
   | 'idempotency_key_reused'
   | 'not_signed_in'
-  | 'invalid_credentials';
+  | 'invalid_credentials'
+  | 'payment_method_required';
 
 interface ErrorDefinition {
   status: number;
@@ -81,6 +82,8 @@ export const ERROR_CATALOGUE: Record<ErrorCode, ErrorDefinition> = {
   // The dashboard's session API (docs/dashboard.md).
   not_signed_in: { status: 401, type: 'authentication_error', message: 'Sign in to continue' },
   invalid_credentials: { status: 401, type: 'authentication_error', message: 'Incorrect email or password' },
+  // Turning on auto-recharge (docs/payments.md#auto-recharge-by-card).
+  payment_method_required: { status: 400, type: 'invalid_request_error', message: 'A saved payment method is required' },
 };
 
 export interface ErrorOptions {

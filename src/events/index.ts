@@ -16,7 +16,25 @@ export interface LowBalanceEvent {
   thresholdNano: bigint;
 }
 
-export type GatewayEvent = LowBalanceEvent | LlmEvent;
+/** A card auto-recharge that took no money: declined, needing 3-D Secure, or the processor unreachable. */
+export interface RechargeFailedEvent {
+  type: 'credit.recharge_failed';
+  /** Unix ms */
+  at: number;
+  accountId: string;
+  rechargeId: string | null;
+  amountNano: bigint;
+  /** `card_declined`, `authentication_required`, `processor_unavailable`, `payment_method_required`, … */
+  code: string;
+  declineCode: string | null;
+  message: string;
+  paymentIntentId: string | null;
+  consecutiveFailures: number;
+  /** This failure turned auto-recharge off. */
+  autoRechargeDisabled: boolean;
+}
+
+export type GatewayEvent = LowBalanceEvent | LlmEvent | RechargeFailedEvent;
 export type GatewayEventType = GatewayEvent['type'];
 
 export interface EventSink {

@@ -2,6 +2,7 @@ import type { AdminService } from '../admin/index.js';
 import type { PaymentProcessors } from '../billing/index.js';
 import type { Config } from '../config/index.js';
 import type { GatewayDeps } from '../gateway/index.js';
+import type { Payments } from '../payments/index.js';
 import type { Storage } from '../storage/index.js';
 import type { WebhookService } from '../webhooks/index.js';
 
@@ -13,6 +14,8 @@ export interface HttpDeps extends GatewayDeps {
   /** The payment processors auto-recharge can charge through (shown to users as whether they may enable it). */
   processors: PaymentProcessors;
   isAdminToken(presented: string | undefined): boolean;
+  /** Credit purchases (Stripe Checkout) and Stripe's webhook events. */
+  payments: Payments;
   /** The `/v1/webhooks` API; absent, those routes are not registered. */
   webhooks?: WebhookService;
 }

@@ -6,6 +6,7 @@ import { adminRoutes } from './routes/admin.js';
 import { creditRoutes } from './routes/credits.js';
 import { modelRoutes } from './routes/models.js';
 import { opsRoutes } from './routes/ops.js';
+import { purchaseRoutes } from './routes/purchases.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { createServer, type ServerOptions } from './server.js';
 
@@ -20,6 +21,7 @@ export function buildHttpServer(options: ServerOptions, deps: HttpDeps): Fastify
   opsRoutes(server, deps, adminGuard);
   modelRoutes(server, deps);
   creditRoutes(server, deps);
+  purchaseRoutes(server, deps, deps.payments);
   adminRoutes(server, deps, adminGuard);
   if (deps.webhooks) webhookRoutes(server, deps, deps.webhooks);
   return server;

@@ -61,16 +61,17 @@ export function renderAccount(account: AccountRecord, deps: Pick<HttpDeps, 'limi
 
 /**
  * Auto-recharge as the account's own user sees it (`/v1/credits`, dashboard): on only when a processor can run it,
- * and whether they may change it themselves, with the reason when not.
+ * whether they may change it themselves (with the reason when not), and why the gateway turned it off, if it did.
  */
-export function renderOwnAutoRecharge(settings: AccountSettings, processors: PaymentProcessors) {
-  const { available, reason } = selfServeRecharge(settings, processors);
+export function renderOwnAutoRecharge(settings: AccountSettings, processors: PaymentProcessors, savedPaymentMethod: boolean) {
+  const { available, reason } = selfServeRecharge(settings, processors, savedPaymentMethod);
   return {
     enabled: settings.autoRecharge.enabled && rechargeProcessor(settings, processors) !== undefined,
     threshold: usdNumber(settings.autoRecharge.thresholdNano),
     amount: usdNumber(settings.autoRecharge.amountNano),
     available,
     unavailable_reason: reason,
+    disabled_reason: settings.autoRecharge.disabledReason ?? null,
   };
 }
 

@@ -7,7 +7,7 @@ interface StoredSettings {
   requests_per_minute?: number;
   tokens_per_minute?: number;
   daily_limit_nano?: string | null;
-  auto_recharge?: { enabled: boolean; threshold_nano: string; amount_nano: string };
+  auto_recharge?: { enabled: boolean; threshold_nano: string; amount_nano: string; failures?: number; disabled_reason?: string };
   billing?: { processor: string; monthly_ceiling_nano: string | null };
   low_balance_thresholds_nano?: string[];
 }
@@ -20,6 +20,8 @@ export function encodeSettings(settings: AccountSettings): string {
       amount_nano: settings.autoRecharge.amountNano.toString(),
     },
   };
+  if (settings.autoRecharge.failures) stored.auto_recharge!.failures = settings.autoRecharge.failures;
+  if (settings.autoRecharge.disabledReason) stored.auto_recharge!.disabled_reason = settings.autoRecharge.disabledReason;
   if (settings.requestsPerMinute !== undefined) stored.requests_per_minute = settings.requestsPerMinute;
   if (settings.tokensPerMinute !== undefined) stored.tokens_per_minute = settings.tokensPerMinute;
   if (settings.dailyLimitNano !== undefined) stored.daily_limit_nano = settings.dailyLimitNano?.toString() ?? null;
@@ -39,6 +41,8 @@ export function decodeSettings(text: string): AccountSettings {
       amountNano: BigInt(stored.auto_recharge?.amount_nano ?? '0'),
     },
   };
+  if (stored.auto_recharge?.failures) settings.autoRecharge.failures = stored.auto_recharge.failures;
+  if (stored.auto_recharge?.disabled_reason) settings.autoRecharge.disabledReason = stored.auto_recharge.disabled_reason;
   if (stored.requests_per_minute !== undefined) settings.requestsPerMinute = stored.requests_per_minute;
   if (stored.tokens_per_minute !== undefined) settings.tokensPerMinute = stored.tokens_per_minute;
   if (stored.daily_limit_nano !== undefined) {

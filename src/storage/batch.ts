@@ -67,6 +67,34 @@ export interface WriteBatch {
    * (a commit can succeed while its writer sees an error) and writes none twice. Writers look only then.
    */
   retried?: boolean;
+  /** The entries credit a purchase: they apply only if its processor event is new and the purchase still pending. */
+  purchasePaid?: PurchasePaid;
+  /** The entries credit a card recharge: they apply only if it is not credited yet (then it becomes succeeded). */
+  rechargePaid?: RechargePaid;
+}
+
+/**
+ * A payment processor's word that a card recharge succeeded (its synchronous answer or its event). In the batch's
+ * transaction the recharge goes from pending or failed to succeeded; if it already succeeded, the batch moves no money.
+ */
+export interface RechargePaid {
+  rechargeId: string;
+  paymentIntentId: string;
+  at: number;
+}
+
+/**
+ * A payment processor's word that a purchase is paid. In the batch's transaction the event is recorded and the
+ * purchase goes from pending to paid; if the event was seen before or the purchase is no longer pending, the batch
+ * moves no money. Whatever the order and number of deliveries, a purchase is credited once.
+ */
+export interface PurchasePaid {
+  purchaseId: string;
+  processor: string;
+  eventId: string;
+  eventType: string;
+  paymentIntentId: string | null;
+  at: number;
 }
 
 export interface NewAccount {
@@ -88,6 +116,10 @@ export interface CommitResult {
   /** The account's balance right after each entry, in input order. */
   balancesAfter: bigint[];
   balances: Map<string, AccountBalance>;
+  /** With `purchasePaid`: whether its condition held (false: the batch moved nothing). */
+  purchasePaid?: boolean;
+  /** With `rechargePaid`: whether its condition held (false: the batch moved nothing). */
+  rechargePaid?: boolean;
 }
 
 

@@ -17,13 +17,17 @@ import { SqliteWriter } from './sqlite-writer.js';
 import { JOURNAL_FILE, JournalInUseError, SqliteJournal } from './sqlite-journal.js';
 import type { MoneyWriter } from './ledger.js';
 import { migrateToLatest, pendingMigrations } from './migrate.js';
+import { PurchaseStore } from './purchases.js';
+import { RechargeStore } from './recharges.js';
 import { UsageStore } from './usage.js';
 import { UserStore } from './users.js';
 import { WebhookStore } from './webhooks.js';
 
 export type { Dialect } from './connect.js';
 export type * from './records.js';
-export type { LedgerEntryInput, WriteBatch, CommitResult, AccountBalance, UsageDelta, UsageSlot, InvoiceInput, EntryEvents } from './batch.js';
+export type { LedgerEntryInput, WriteBatch, CommitResult, AccountBalance, UsageDelta, UsageSlot, InvoiceInput, EntryEvents, PurchasePaid, RechargePaid } from './batch.js';
+export type { PurchaseRecord, PurchaseStatus, NewPurchase, PaymentCustomer, PurchaseStore } from './purchases.js';
+export type { RechargeRecord, RechargeStatus, RechargeStore } from './recharges.js';
 export type { NewKey } from './keys.js';
 export type { IdempotencyRecord, IdempotencyStore, NewClaim } from './idempotency.js';
 export type { DailyUsageRow } from './usage.js';
@@ -51,6 +55,10 @@ export interface Storage {
   readonly webhooks: WebhookStore;
   /** Idempotency keys of chat requests and their first answers. */
   readonly idempotency: IdempotencyStore;
+  /** Credit purchases and customers at the payment processor. */
+  readonly purchases: PurchaseStore;
+  /** Auto-recharges charged to a saved card. */
+  readonly recharges: RechargeStore;
   /** Resolves when the database answers a trivial query; rejects within about 3 s otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -123,6 +131,8 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
     users: new UserStore(db),
     webhooks: new WebhookStore(db, dialect),
     idempotency: new IdempotencyStore(db),
+    purchases: new PurchaseStore(db),
+    recharges: new RechargeStore(db),
     ping: () => withTimeout(sql`select 1`.execute(db), PING_TIMEOUT_MS),
     close: async () => {
       journal?.close();

@@ -6,6 +6,8 @@ import * as dashboard from './migrations/003_dashboard.js';
 import * as idempotency from './migrations/004_idempotency.js';
 import * as emailVerification from './migrations/005_email_verification.js';
 import * as webhookFairClaim from './migrations/006_webhook_fair_claim.js';
+import * as creditPurchases from './migrations/007_credit_purchases.js';
+import * as cardRecharges from './migrations/008_card_recharges.js';
 
 /** Migrations are compiled in, so `dist/` needs no migration folder at run time. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -15,6 +17,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '004_idempotency': idempotency,
   '005_email_verification': emailVerification,
   '006_webhook_fair_claim': webhookFairClaim,
+  '007_credit_purchases': creditPurchases,
+  '008_card_recharges': cardRecharges,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -18,7 +18,7 @@
  */
 import type pg from 'pg';
 import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
-import { accountsOf, needsBalances, planBatch, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type WriteBatch } from './batch.js';
+import { accountsOf, needsBalances, planBatch, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type PurchasePaid, type RechargePaid, type WriteBatch } from './batch.js';
 import { NOW_MICROSECONDS_SQL, ledgerIdSuffix, nextBatchTag, pgLedgerId } from './pg-ledger-ids.js';
 import { COMMIT_IN_ONE_TRIP, byUsageRow, planOneTrip } from './pg-one-trip-batch.js';
 import { big } from './values.js';
@@ -61,7 +61,7 @@ export class PgWriter {
 
   /** One round trip, or undefined (rolled back) when a debit would have to be clamped at the balance. */
   private async commitInOneTrip(client: pg.PoolClient, batch: WriteBatch, accounts: string[]): Promise<CommitResult | undefined> {
-    if (batch.retried || accounts.length === 0 || batch.invoices?.length || needsBalances(batch)) return undefined;
+    if (batch.retried || accounts.length === 0 || batch.invoices?.length || batch.purchasePaid || batch.rechargePaid || needsBalances(batch)) return undefined;
     const plan = planOneTrip(batch, accounts);
     let answer: pg.QueryResult<{ ids: string[]; balances: Array<string | bigint>; versions: Array<string | bigint> }>;
     try {
@@ -82,6 +82,9 @@ export class PgWriter {
     const requestIds = batch.retried ? batch.entries.flatMap((e) => (e.kind === 'debit' && e.requestId ? [e.requestId] : [])) : [];
 
     const reads = ['BEGIN', ...(first?.(lit) ?? [])];
+    // The purchase's row lock comes before the accounts' (nothing locks them the other way round).
+    if (batch.purchasePaid) reads.push(purchasePaidSql(batch.purchasePaid, lit));
+    if (batch.rechargePaid) reads.push(rechargePaidSql(batch.rechargePaid, lit));
     const firstAnswer = reads.length;
     if (accounts.length) reads.push(`SELECT id, balance_nano, version FROM accounts WHERE id IN (${list(accounts)}) ORDER BY id FOR UPDATE`);
     if (requestIds.length) reads.push(`SELECT request_id, amount_nano FROM ledger WHERE kind = 'debit' AND request_id IN (${list(requestIds)})`);
@@ -95,7 +98,10 @@ export class PgWriter {
     if (requestIds.length) for (const row of answers[next++]!.rows) written.set(row.request_id, big(row.amount_nano));
     const stamp = big(answers[next]!.rows[0].us);
 
-    const plan = planBatch(batch, current, written);
+    const held = batch.purchasePaid || batch.rechargePaid ? answers[firstAnswer - 1]!.rows.length === 1 : true;
+    const plan = planBatch(held ? batch : { entries: [] }, current, written);
+    if (batch.purchasePaid) plan.result.purchasePaid = held;
+    if (batch.rechargePaid) plan.result.rechargePaid = held;
     const batchTag = nextBatchTag();
     plan.ledger.forEach((row, i) => (row.id = pgLedgerId(stamp, ledgerIdSuffix(batchTag, i))));
     const writes: string[] = [];
@@ -105,6 +111,27 @@ export class PgWriter {
     await client.query(writes.concat(writesOf(plan, lit), 'COMMIT').join('; '));
     return plan.result;
   }
+}
+
+/**
+ * Records the processor's event and moves the purchase from pending to paid, in one statement: a row comes back
+ * only if both happened. A second delivery of the event waits on the first's uncommitted key, then finds it.
+ */
+function purchasePaidSql(paid: PurchasePaid, lit: Lit): string {
+  return (
+    `WITH event AS (INSERT INTO payment_events (id, processor, type, received_at) VALUES (${[paid.eventId, paid.processor, paid.eventType, paid.at].map(lit).join(', ')}) ` +
+    'ON CONFLICT (id) DO NOTHING RETURNING id) ' +
+    `UPDATE credit_purchases SET status = 'paid', paid_at = ${lit(paid.at)}, payment_intent_id = coalesce(${lit(paid.paymentIntentId)}, payment_intent_id) ` +
+    `WHERE id = ${lit(paid.purchaseId)} AND status = 'pending' AND EXISTS (SELECT 1 FROM event) RETURNING id`
+  );
+}
+
+/** Moves the recharge to succeeded unless it already is: a row comes back only if this batch did. */
+function rechargePaidSql(paid: RechargePaid, lit: Lit): string {
+  return (
+    `UPDATE card_recharges SET status = 'succeeded', settled_at = ${lit(paid.at)}, payment_intent_id = ${lit(paid.paymentIntentId)} ` +
+    `WHERE id = ${lit(paid.rechargeId)} AND status <> 'succeeded' RETURNING id`
+  );
 }
 
 /** The batch's rows, after its balance updates: ledger, usage, keys and invoices, in the global lock order. */

@@ -7,6 +7,10 @@ export interface AutoRecharge {
   enabled: boolean;
   thresholdNano: bigint;
   amountNano: bigint;
+  /** Card recharges that failed in a row since the last success or the user turning it on. */
+  failures?: number;
+  /** Why the gateway turned auto-recharge off itself (after failed recharges); cleared when it is turned on. */
+  disabledReason?: string;
 }
 
 /** How an account's auto-recharges are paid: set by an operator (invoice) or by a saved payment method. */

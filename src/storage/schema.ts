@@ -155,6 +155,10 @@ export interface Database {
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   idempotency_keys: IdempotencyKeysTable;
+  credit_purchases: CreditPurchasesTable;
+  payment_events: PaymentEventsTable;
+  payment_customers: PaymentCustomersTable;
+  card_recharges: CardRechargesTable;
 }
 
 export interface IdempotencyKeysTable {
@@ -169,3 +173,49 @@ export interface IdempotencyKeysTable {
   expires_at: Big;
 }
 
+
+export interface CreditPurchasesTable {
+  id: string;
+  account_id: string;
+  amount_nano: Big;
+  currency: string;
+  status: string;
+  processor: string;
+  checkout_session_id: string | null;
+  checkout_url: string | null;
+  payment_intent_id: string | null;
+  receipt_url: string | null;
+  created_at: Big;
+  paid_at: NullableBig;
+}
+
+/** Payment processor events already applied, by the processor's event id. */
+export interface PaymentEventsTable {
+  id: string;
+  processor: string;
+  type: string;
+  received_at: Big;
+}
+
+/** An account's customer at the payment processor and the payment method saved for off-session charges. */
+export interface PaymentCustomersTable {
+  account_id: string;
+  processor: string;
+  customer_id: string;
+  payment_method_id: string | null;
+  updated_at: Big;
+}
+
+/** Auto-recharges charged to a saved card, one row per attempt (at most one pending per account). */
+export interface CardRechargesTable {
+  id: string;
+  account_id: string;
+  amount_nano: Big;
+  status: string;
+  processor: string;
+  payment_intent_id: string | null;
+  failure: string | null;
+  created_at: Big;
+  claimed_at: Big;
+  settled_at: NullableBig;
+}

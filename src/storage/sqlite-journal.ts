@@ -83,6 +83,8 @@ export class SqliteJournal implements MoneyWriter {
   /** Plans the batch against the balances in memory, journals it, and returns what it moves. */
   commit(batch: WriteBatch): CommitResult {
     if (this.closed) throw new Error('the ledger journal is closed');
+    // Its condition is judged on SQLite's rows, so it is written there at once, after what is pending.
+    if (batch.purchasePaid || batch.rechargePaid) return this.commitDirectly(batch);
     const at = Date.now();
     // Another connection (the CLI, a second gateway) committed since: plan on SQLite's balances, not on memory's.
     // Asked at most every VERSION_CHECK_MS: each asking is a read transaction, two `fcntl` calls.
@@ -104,6 +106,15 @@ export class SqliteJournal implements MoneyWriter {
     for (const [accountId, balance] of plan.result.balances) this.balances.set(accountId, balance);
     this.timer ??= setTimeout(() => this.applyQuietly(), this.applyMs).unref();
     return plan.result;
+  }
+
+  private commitDirectly(batch: WriteBatch): CommitResult {
+    this.apply();
+    try {
+      return this.writer.commit(batch);
+    } finally {
+      for (const accountId of accountsOf(batch)) this.balances.delete(accountId);
+    }
   }
 
   createAccount(account: NewAccount): void {

@@ -8,7 +8,7 @@
  */
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
-import { accountsOf, addUsage, planBatch, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type UsageDelta, type WriteBatch } from './batch.js';
+import { accountsOf, addUsage, planBatch, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type PurchasePaid, type RechargePaid, type UsageDelta, type WriteBatch } from './batch.js';
 
 /** A batch and the time its rows are stamped with. */
 export interface StampedBatch {
@@ -27,6 +27,9 @@ export class SqliteWriter {
   private readonly touchKey: Statement<[number, string]>;
   private readonly insertInvoice: Statement<unknown[]>;
   private readonly insertDelivery: Statement<unknown[]>;
+  private readonly insertPaymentEvent: Statement<[string, string, string, number]>;
+  private readonly markPurchasePaid: Statement<[number, string | null, string]>;
+  private readonly markRechargePaid: Statement<[number, string, string]>;
   private readonly commitTransaction: (batch: WriteBatch) => CommitResult;
   private readonly selectMeta: Statement<[string], { value: string }>;
   private readonly upsertMeta: Statement<[string, string]>;
@@ -63,6 +66,11 @@ export class SqliteWriter {
       'INSERT INTO invoices (id, account_id, month, kind, amount_nano, processor, reference, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.insertDelivery = sqlite.prepare(`INSERT OR IGNORE INTO webhook_deliveries (${DELIVERY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.insertPaymentEvent = sqlite.prepare('INSERT OR IGNORE INTO payment_events (id, processor, type, received_at) VALUES (?, ?, ?, ?)');
+    this.markPurchasePaid = sqlite.prepare(
+      "UPDATE credit_purchases SET status = 'paid', paid_at = ?, payment_intent_id = coalesce(?, payment_intent_id) WHERE id = ? AND status = 'pending'",
+    );
+    this.markRechargePaid = sqlite.prepare("UPDATE card_recharges SET status = 'succeeded', settled_at = ?, payment_intent_id = ? WHERE id = ? AND status <> 'succeeded'");
     this.commitTransaction = sqlite.transaction((batch: WriteBatch) => this.apply(batch));
     this.selectMeta = sqlite.prepare('SELECT value FROM meta WHERE key = ?');
     this.upsertMeta = sqlite.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
@@ -129,8 +137,11 @@ export class SqliteWriter {
         const balance = balances.get(accountId) ?? this.balance(accountId);
         if (balance) current.set(accountId, balance);
       }
+      const held = batch.purchasePaid ? this.purchaseBecamePaid(batch.purchasePaid) : batch.rechargePaid ? this.rechargeBecamePaid(batch.rechargePaid) : true;
       // Ledger rows are written batch by batch: a retried batch looks for its debits among them.
-      const plan = planBatch(batch, current, this.writtenDebits(batch), at);
+      const plan = planBatch(held ? batch : { entries: [] }, current, this.writtenDebits(batch), at);
+      if (batch.purchasePaid) plan.result.purchasePaid = held;
+      if (batch.rechargePaid) plan.result.rechargePaid = held;
       this.insertRows(plan);
       for (const [accountId, balance] of plan.result.balances) balances.set(accountId, balance);
       for (const delta of plan.usage) addUsage(usage, delta);
@@ -141,6 +152,16 @@ export class SqliteWriter {
     }
     this.writeTotals(balances, [...usage.values()], keySpend, keysUsed);
     return result;
+  }
+
+  /** Records the event; true only if it is new and moved the purchase from pending to paid. */
+  private purchaseBecamePaid(paid: PurchasePaid): boolean {
+    if (this.insertPaymentEvent.run(paid.eventId, paid.processor, paid.eventType, paid.at).changes === 0) return false;
+    return this.markPurchasePaid.run(paid.at, paid.paymentIntentId, paid.purchaseId).changes === 1;
+  }
+
+  private rechargeBecamePaid(paid: RechargePaid): boolean {
+    return this.markRechargePaid.run(paid.at, paid.paymentIntentId, paid.rechargeId).changes === 1;
   }
 
   private insertRows(plan: BatchPlan): void {

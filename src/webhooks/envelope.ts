@@ -22,6 +22,25 @@ export function toEnvelope(event: GatewayEvent, id: string): Envelope {
       },
     };
   }
+  if (event.type === 'credit.recharge_failed') {
+    return {
+      id,
+      timestamp: new Date(event.at).toISOString(),
+      event: event.type,
+      data: {
+        account_id: event.accountId,
+        recharge_id: event.rechargeId,
+        amount: usdNumber(event.amountNano),
+        currency: 'USD',
+        code: event.code,
+        decline_code: event.declineCode,
+        message: event.message,
+        payment_intent_id: event.paymentIntentId,
+        consecutive_failures: event.consecutiveFailures,
+        auto_recharge_disabled: event.autoRechargeDisabled,
+      },
+    };
+  }
   return { id, timestamp: new Date(event.at).toISOString(), event: event.type, data: event.data as unknown as Record<string, unknown> };
 }
 

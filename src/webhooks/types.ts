@@ -4,6 +4,7 @@ import type { RetryConfig } from '../storage/index.js';
 
 export const EVENT_TYPES: readonly GatewayEventType[] = [
   'credit.low_balance',
+  'credit.recharge_failed',
   'llm.completion',
   'llm.error',
   'llm.streaming.start',

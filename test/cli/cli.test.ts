@@ -6,6 +6,7 @@ import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/index.js';
 import { cli, json } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { MOCK_SECRET_KEY, MOCK_WEBHOOK_SECRET, startMockStripe } from '../support/mock-stripe.js';
 
 describe('tollgate CLI on SQLite', () => {
   let db: TestDatabase;
@@ -122,6 +123,42 @@ describe('tollgate CLI on SQLite', () => {
     } finally {
       await app.close();
     }
+  });
+
+  it('purchases list shows the purchases bought through the gateway, the paid one with its Stripe payment and receipt', async () => {
+    const stripe = await startMockStripe();
+    const env = { TOLLGATE_DATA_DIR: dir, PORT: '0', HOST: '127.0.0.1', TOLLGATE_LOG_LEVEL: 'silent', STRIPE_SECRET_KEY: MOCK_SECRET_KEY, STRIPE_WEBHOOK_SECRET: MOCK_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url };
+    const app = await createApp(loadConfig({ env, file: undefined }));
+    let paidId: string;
+    let pendingId: string;
+    try {
+      const url = await app.listen();
+      const buy = async (amount: number) => {
+        const response = await fetch(`${url}/v1/credits/purchases`, { method: 'POST', headers: { authorization: `Bearer ${liveKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ amount }) });
+        return ((await response.json()) as { id: string }).id;
+      };
+      paidId = await buy(20);
+      pendingId = await buy(6);
+      const session = [...stripe.sessions.values()].find((s) => s.client_reference_id === paidId)!;
+      expect((await stripe.deliver(url, stripe.event('checkout.session.completed', stripe.pay(session.id)))).status).toBe(200);
+    } finally {
+      await app.close();
+      await stripe.close();
+    }
+
+    const listed = await json(dir, ['purchases', 'list', '--account', accountId]);
+    expect(listed.data.map((p: any) => [p.id, p.amount, p.status])).toEqual([
+      [pendingId, 6, 'pending'],
+      [paidId, 20, 'paid'],
+    ]);
+    const table = await cli(dir, ['purchases', 'list', '--account', accountId]);
+    expect(table.code).toBe(0);
+    const paidLine = table.stdout.split('\n').find((line) => line.startsWith(paidId))!;
+    expect(paidLine).toMatch(/\$20\.00\s+paid\s+.*\bpi_\w+\s+https:\/\/pay\.stripe\.test\/receipts\//);
+    expect(table.stdout.split('\n').find((line) => line.startsWith(pendingId))).toMatch(/\$6\.00\s+pending\s/);
+    const unknown = await cli(dir, ['purchases', 'list', '--account', 'acct_nope']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^tollgate: .*acct_nope/);
   });
 });
 

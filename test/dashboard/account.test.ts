@@ -65,9 +65,9 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard account API on %s', (d
     expect([plan.status, plan.body.error.param]).toEqual([400, 'plan']);
   });
 
-  test('auto-recharge cannot be enabled without a payment processor, so no request adds unpaid credit', async () => {
+  test('auto-recharge cannot be enabled without a saved payment method, so no request adds unpaid credit', async () => {
     const attack = await client.request('PATCH', '/settings', { auto_recharge: { enabled: true, threshold: 5, amount: 1000 } });
-    expect([attack.status, attack.body.error.code, attack.body.error.param]).toEqual([400, 'invalid_request', 'auto_recharge.enabled']);
+    expect([attack.status, attack.body.error.code, attack.body.error.param]).toEqual([400, 'payment_method_required', 'auto_recharge.enabled']);
     expect(attack.body.error.message).toMatch(/payment/i);
     for (const body of [{ auto_recharge: { amount: 1000 } }, { auto_recharge: { threshold: 5 } }]) {
       expect((await client.request('PATCH', '/settings', body)).status).toBe(400);

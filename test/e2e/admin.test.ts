@@ -1,6 +1,7 @@
 /** The operator API under /admin, as an operator (and the keys it hands out) sees it. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
+import { MOCK_SECRET_KEY, MOCK_WEBHOOK_SECRET, startMockStripe, type MockStripe } from '../support/mock-stripe.js';
 
 const KEY_FORMAT = /^tg-live-[0-9A-Za-z]{32}$/;
 const TEST_KEY_FORMAT = /^tg-test-[0-9A-Za-z]{32}$/;
@@ -392,5 +393,49 @@ describe('admin API (sqlite)', () => {
       expect(response.status, `${method} ${path}`).toBe(404);
       expect(response.body.error, `${method} ${path}`).toMatchObject({ type: 'invalid_request_error', code: 'not_found' });
     }
+  });
+});
+
+describe.each(['sqlite', 'postgres'] as const)("an account's credit purchases (%s)", (dialect) => {
+  let stripe: MockStripe;
+  let gw: TestGateway;
+  beforeAll(async () => {
+    stripe = await startMockStripe();
+    gw = await startGateway({ dialect, env: { STRIPE_SECRET_KEY: MOCK_SECRET_KEY, STRIPE_WEBHOOK_SECRET: MOCK_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await stripe?.close();
+  });
+
+  it('GET /admin/accounts/{id}/purchases lists them newest first, paid ones with the receipt, a page at a time', async () => {
+    const { id: accountId, key } = await gw.account();
+    const buy = async (amount: number) => (await raw(gw, 'POST', '/v1/credits/purchases', { token: key, body: { amount } })).body;
+    const first = await buy(20);
+    const second = await buy(12.5);
+    const session = [...stripe.sessions.values()].find((s) => s.client_reference_id === first.id)!;
+    expect((await stripe.deliver(gw.url, stripe.event('checkout.session.completed', stripe.pay(session.id)))).status).toBe(200);
+
+    const all = await gw.admin('GET', `/admin/accounts/${accountId}/purchases`);
+    expect(all.status).toBe(200);
+    expect(all.body.object).toBe('list');
+    expect(all.body.data.map((p: any) => [p.id, p.amount, p.status])).toEqual([
+      [second.id, 12.5, 'pending'],
+      [first.id, 20, 'paid'],
+    ]);
+    expect(all.body.data[1].receipt_url).toMatch(/^https:\/\/pay\.stripe\.test\/receipts\//);
+    expect(all.body.data[0].receipt_url).toBeNull();
+
+    const page = await gw.admin('GET', `/admin/accounts/${accountId}/purchases?limit=1`);
+    expect(page.body.data.map((p: any) => p.id)).toEqual([second.id]);
+    expect(page.body.has_more).toBe(true);
+    const rest = await gw.admin('GET', `/admin/accounts/${accountId}/purchases?limit=1&before=${second.id}`);
+    expect(rest.body.data.map((p: any) => p.id)).toEqual([first.id]);
+
+    expect((await gw.admin('GET', '/admin/accounts/acct_nope/purchases')).status).toBe(404);
+    const badLimit = await gw.admin('GET', `/admin/accounts/${accountId}/purchases?limit=0`);
+    expect(badLimit.status).toBe(400);
+    expect(badLimit.body.error.param).toBe('limit');
+    expect((await raw(gw, 'GET', `/admin/accounts/${accountId}/purchases`, { token: key })).status).toBe(401);
   });
 });

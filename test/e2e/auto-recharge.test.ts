@@ -69,6 +69,7 @@ describe('invoice billing (operators only)', () => {
       amount: 10,
       available: false,
       unavailable_reason: expect.stringMatching(/operator/),
+      disabled_reason: null,
     });
   });
 

@@ -115,6 +115,15 @@ describe('GET /v1/openapi.json', () => {
     for (const item of deliveries.body.data) expectMatches('WebhookDelivery', item);
   });
 
+  it("documents an account's purchases for the operator as pages of CreditPurchase", async () => {
+    const operation = doc.paths['/admin/accounts/{id}/purchases'].get;
+    expect(JSON.stringify(operation.responses['200'])).toContain('#/components/schemas/CreditPurchase');
+    expect(operation.parameters.map((p: any) => p.name)).toEqual(['id', 'limit', 'before']);
+    const listed = await gateway.admin('GET', `/admin/accounts/${accountId}/purchases`);
+    expect(listed.status).toBe(200);
+    expect(listed.body).toEqual({ object: 'list', data: [], has_more: false });
+  });
+
   it('names only routes that exist', async () => {
     const operations = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, methods]) =>
       Object.keys(methods).map((method) => ({ method: method.toUpperCase(), path: path.replace(/\{[^}]+\}/g, 'x_unknown') })),

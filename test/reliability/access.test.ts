@@ -32,6 +32,12 @@ const ROUTES: Array<[string, string, unknown, Expect]> = [
   ['GET', '/v1/models', undefined, { key: 200 }],
   ['GET', '/v1/models/sandbox/echo', undefined, { key: 200 }],
   ['GET', '/v1/credits', undefined, { key: 200 }],
+  // Purchasing is off on this gateway (no Stripe key): a full key hears so (400), the others are refused first.
+  ['POST', '/v1/credits/purchases', { amount: 20 }, { full: 400, test: 400, readOnly: 403, project: 403 }],
+  ['GET', '/v1/credits/purchases', undefined, MANAGE],
+  ['GET', '/v1/credits/purchases/cp_nope', undefined, MISSING],
+  // Stripe's deliveries carry a signature, not a key: refused (400) whatever credential comes with them.
+  ['POST', '/webhooks/stripe', {}, { all: 400 }],
   ['POST', '/v1/webhooks', hook, { full: 201, test: 201, readOnly: 403, project: 403 }],
   ['GET', '/v1/webhooks', undefined, MANAGE],
   ['GET', '/v1/webhooks/dead-letters', undefined, MANAGE],
@@ -48,6 +54,7 @@ const ROUTES: Array<[string, string, unknown, Expect]> = [
   ['POST', '/admin/accounts/:acct/keys', { name: 'x' }, { ...ADMIN_ONLY, admin: 201 }],
   ['POST', '/admin/accounts/acct_nope/credits', { amount: 1 }, { ...ADMIN_ONLY, admin: 404 }],
   ['GET', '/admin/accounts/:acct/ledger', undefined, { ...ADMIN_ONLY, admin: 200 }],
+  ['GET', '/admin/accounts/:acct/purchases', undefined, { ...ADMIN_ONLY, admin: 200 }],
   ['DELETE', '/admin/keys/key_nope', undefined, { ...ADMIN_ONLY, admin: 404 }],
   ['GET', '/metrics', undefined, { ...ADMIN_ONLY, admin: 200 }],
   ['GET', '/health', undefined, { all: 200 }],
@@ -59,6 +66,10 @@ const ROUTES: Array<[string, string, unknown, Expect]> = [
   ['GET', '/dashboard/api/keys', undefined, { all: 401 }],
   ['GET', '/dashboard/api/webhooks', undefined, { all: 401 }],
   ['POST', '/dashboard/api/keys', { name: 'x' }, { all: 403 }],
+  ['GET', '/dashboard/api/purchasing', undefined, { all: 401 }],
+  ['GET', '/dashboard/api/purchases', undefined, { all: 401 }],
+  ['GET', '/dashboard/api/purchases/cp_nope', undefined, { all: 401 }],
+  ['POST', '/dashboard/api/purchases', { amount: 20 }, { all: 403 }],
 ];
 
 describe('keys and access', () => {

@@ -82,6 +82,8 @@ export interface AutoRecharge {
   /** Whether this user may turn it on or change it; when not, `unavailable_reason` says why. */
   available: boolean;
   unavailable_reason: string | null;
+  /** Why the gateway turned it off itself (failed card recharges); null once turned on again. */
+  disabled_reason: string | null;
 }
 
 export interface Overview {
@@ -162,4 +164,24 @@ export interface Delivery {
   last_error: string | null;
   created: number;
   completed_at: number | null;
+}
+
+export interface Purchasing {
+  /** Whether this gateway sells credit; when not, `unavailable_reason` says why. */
+  available: boolean;
+  unavailable_reason: string | null;
+  min_amount: number;
+  max_amount: number;
+  currency: string;
+}
+
+export interface Purchase {
+  id: string;
+  amount: number;
+  currency: string;
+  status: 'pending' | 'paid' | 'expired' | 'failed';
+  checkout_url: string | null;
+  receipt_url: string | null;
+  created: number;
+  paid_at: number | null;
 }

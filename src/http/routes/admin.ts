@@ -5,6 +5,7 @@ import { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSch
 import type { AdminGuard } from '../admin-guard.js';
 import type { HttpDeps } from '../deps.js';
 import { renderAccount, renderKey, renderLedgerEntry } from '../render.js';
+import { renderPurchase } from './purchases.js';
 
 type IdParams = { id: string };
 
@@ -61,6 +62,16 @@ export function adminRoutes(server: FastifyInstance, deps: HttpDeps, guard: Admi
       if (!Number.isInteger(parsed) || parsed < 1 || parsed > 500) throw invalidRequest('limit must be 1 to 500', 'limit');
       const entries = await deps.storage.ledger.list(id, { limit: parsed, ...(before ? { before } : {}) });
       return { object: 'list', data: entries.map(renderLedgerEntry), has_more: entries.length === parsed };
+    });
+
+    admin.get('/admin/accounts/:id/purchases', async (request) => {
+      const id = (request.params as IdParams).id;
+      await deps.admin.getAccount(id);
+      const { limit, before } = request.query as { limit?: string; before?: string };
+      const parsed = limit === undefined ? 50 : Number(limit);
+      if (!Number.isInteger(parsed) || parsed < 1 || parsed > 500) throw invalidRequest('limit must be 1 to 500', 'limit');
+      const purchases = await deps.payments.purchases.list(id, { limit: parsed, ...(before ? { before } : {}) });
+      return { object: 'list', data: purchases.map(renderPurchase), has_more: purchases.length === parsed };
     });
 
     admin.delete('/admin/keys/:id', async (request) => renderKey(await deps.admin.revokeKey((request.params as IdParams).id)));

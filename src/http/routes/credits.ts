@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { seesFullCredits } from '../../auth/index.js';
-import { usdNumber, utcDay } from '../../billing/index.js';
+import { hasSavedPaymentMethod, usdNumber, utcDay } from '../../billing/index.js';
 import { GatewayError } from '../../errors/index.js';
 import type { UsageTotals } from '../../storage/index.js';
 import { admitRead } from '../admit-read.js';
@@ -42,7 +42,7 @@ export function creditRoutes(server: FastifyInstance, deps: HttpDeps): void {
       },
       billing: {
         plan: account.plan,
-        auto_recharge: renderOwnAutoRecharge(account.settings, deps.processors),
+        auto_recharge: renderOwnAutoRecharge(account.settings, deps.processors, await hasSavedPaymentMethod(deps.storage, account.id)),
         next_billing_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
       },
     };

@@ -26,6 +26,18 @@ export interface WebhookDataByType {
     api_key_id: string | null;
     account_id: string;
   };
+  'credit.recharge_failed': {
+    account_id: string;
+    recharge_id: string | null;
+    amount: number;
+    currency: 'USD';
+    code: string;
+    decline_code: string | null;
+    message: string;
+    payment_intent_id: string | null;
+    consecutive_failures: number;
+    auto_recharge_disabled: boolean;
+  };
   /** Sent by `POST /v1/webhooks/{id}/test`. */
   'webhook.test': { webhookId: string; message: string };
 }

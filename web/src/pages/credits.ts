@@ -1,4 +1,4 @@
-/** Credits & usage: balance, today and this month, limits and plan, 30-day charts, settings and the ledger. */
+/** Credits & usage: balance, today and this month, buying credit, limits and plan, 30-day charts, settings and the ledger. */
 import type { Chart } from 'chart.js';
 import { html, render } from 'lit-html';
 import { api, type Overview, type UsageHistory, type UsageTotals } from '../api.js';
@@ -6,6 +6,7 @@ import type { Page } from '../app.js';
 import { dailyChart, modelChart } from '../charts.js';
 import { count, isoDate, plural, usd } from '../format.js';
 import { ledgerSection } from './ledger.js';
+import { purchasesSection } from './purchases.js';
 import { settingsSection } from './settings.js';
 
 export const creditsPage: Page = (container) => {
@@ -120,7 +121,9 @@ export const creditsPage: Page = (container) => {
           </label>
         </div>
         ${error ? html`<p class="error" role="alert">${error}</p>` : null}
-        ${overview ? summary(overview) : html`<p class="loading">Loading…</p>`} ${history ? usageSection(history) : null}
+        ${overview ? summary(overview) : html`<p class="loading">Loading…</p>`}
+        <div id="purchases-section"></div>
+        ${history ? usageSection(history) : null}
         <div id="settings-section"></div>
         <div id="ledger-section"></div>
       `,
@@ -130,7 +133,14 @@ export const creditsPage: Page = (container) => {
 
   draw();
   void load();
+  const stopPurchases = purchasesSection(container.querySelector('#purchases-section')!, () => {
+    void load();
+    ledgerSection(container.querySelector('#ledger-section')!);
+  });
   settingsSection(container.querySelector('#settings-section')!);
   ledgerSection(container.querySelector('#ledger-section')!);
-  return () => charts.forEach((chart) => chart.destroy());
+  return () => {
+    stopPurchases();
+    charts.forEach((chart) => chart.destroy());
+  };
 };

@@ -50,6 +50,7 @@ export function settingsSection(container: HTMLElement): void {
             ? html`<form class="grid-form" @submit=${save}>
                 <label class="inline"><input type="checkbox" name="enabled" ?checked=${o.billing.auto_recharge.enabled} ?disabled=${locked} aria-describedby=${locked ? 'recharge-help' : nothing} /> Recharge automatically</label>
                 ${locked ? html`<p id="recharge-help" class="help">${o.billing.auto_recharge.unavailable_reason}</p>` : null}
+                ${o.billing.auto_recharge.disabled_reason ? html`<p id="recharge-disabled" class="help" role="status">${o.billing.auto_recharge.disabled_reason}</p>` : null}
                 <label for="recharge-threshold">When the balance falls below (USD)</label>
                 <input id="recharge-threshold" name="threshold" type="number" min="0" step="0.01" inputmode="decimal" ?disabled=${locked} .value=${String(o.billing.auto_recharge.threshold)} />
                 <label for="recharge-amount">Add this amount (USD)</label>

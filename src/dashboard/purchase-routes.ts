@@ -1,0 +1,62 @@
+/**
+ * "Add credits" for the signed-in user: the same Purchases as `/v1/credits/purchases` (same validation, the same
+ * Stripe Checkout), reached with the session instead of a full key.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { GatewayError, invalidRequest } from '../errors/index.js';
+import type { HttpDeps } from '../http/index.js';
+import { checkoutReturnUrl, renderPurchase } from '../http/routes/purchases.js';
+import { usdNumber } from '../money/index.js';
+import type { Sessions } from './session.js';
+
+type Query = Record<string, string | string[] | undefined>;
+
+export function purchaseRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
+  const { purchases } = deps.payments;
+
+  async function buyer(request: FastifyRequest) {
+    const { accountId } = await sessions.require(request);
+    const account = await deps.storage.accounts.get(accountId);
+    if (!account) throw new GatewayError('not_signed_in');
+    return { id: account.id, email: account.email };
+  }
+
+  /** Whether this gateway sells credit, and the bounds of one purchase. */
+  scope.get('/api/purchasing', async (request) => {
+    await sessions.require(request);
+    return {
+      object: 'purchasing',
+      available: purchases.enabled,
+      unavailable_reason: purchases.unavailableReason,
+      min_amount: usdNumber(purchases.minNano),
+      max_amount: usdNumber(purchases.maxNano),
+      currency: 'USD',
+    };
+  });
+
+  scope.post('/api/purchases', async (request, reply) => {
+    const purchase = await purchases.create(await buyer(request), request.body, checkoutReturnUrl(deps.config, request));
+    return reply.code(201).send(renderPurchase(purchase));
+  });
+
+  scope.get('/api/purchases', async (request) => {
+    const { id } = await buyer(request);
+    const { limit, before } = pageOf(request.query as Query);
+    const rows = await purchases.list(id, { limit: limit + 1, ...(before ? { before } : {}) });
+    const page = rows.slice(0, limit);
+    return { object: 'list', data: page.map(renderPurchase), has_more: rows.length > limit, next_before: rows.length > limit ? page.at(-1)!.id : null };
+  });
+
+  scope.get('/api/purchases/:id', async (request) => {
+    const { id } = await buyer(request);
+    return renderPurchase(await purchases.get(id, (request.params as { id: string }).id));
+  });
+}
+
+function pageOf(query: Query): { limit: number; before?: string } {
+  const { limit: limitText = '10', before } = query;
+  if (Array.isArray(limitText) || Array.isArray(before)) throw invalidRequest('Query parameters may be given once each');
+  const limit = Number(limitText);
+  if (!/^\d+$/.test(limitText) || limit < 1 || limit > 100) throw invalidRequest("Invalid value for 'limit': a whole number from 1 to 100", 'limit');
+  return before ? { limit, before } : { limit };
+}

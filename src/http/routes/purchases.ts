@@ -1,0 +1,67 @@
+/** `/v1/credits/purchases` (full keys: buying credit through Stripe Checkout) and Stripe's `POST /webhooks/stripe`. */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Config } from '../../config/index.js';
+import { GatewayError } from '../../errors/index.js';
+import { usdNumber } from '../../money/index.js';
+import type { Payments } from '../../payments/index.js';
+import type { PurchaseRecord } from '../../storage/index.js';
+import { parsePage } from '../../webhooks/index.js';
+import { admitRead } from '../admit-read.js';
+import type { HttpDeps } from '../deps.js';
+
+const seconds = (ms: number | null) => (ms === null ? null : Math.floor(ms / 1000));
+
+export function renderPurchase(purchase: PurchaseRecord): Record<string, unknown> {
+  return {
+    id: purchase.id,
+    object: 'credit_purchase',
+    amount: usdNumber(purchase.amountNano),
+    currency: purchase.currency,
+    status: purchase.status,
+    checkout_url: purchase.checkoutUrl,
+    receipt_url: purchase.receiptUrl,
+    created: seconds(purchase.createdAt),
+    paid_at: seconds(purchase.paidAt),
+  };
+}
+
+/** Where Stripe sends the buyer back: the public URL, else the address the purchase request came to. */
+export function checkoutReturnUrl(config: Config, request: FastifyRequest): string {
+  return config.server.public_url?.replace(/\/$/, '') ?? `${request.protocol}://${request.host}`;
+}
+
+export function purchaseRoutes(server: FastifyInstance, deps: HttpDeps, payments: Payments): void {
+  const returnTo = (request: FastifyRequest) => checkoutReturnUrl(deps.config, request);
+
+  server.post('/v1/credits/purchases', async (request, reply) => {
+    const key = await admitRead(deps, request, reply, 'manage');
+    const account = await deps.storage.accounts.get(key.accountId);
+    if (!account) throw new GatewayError('invalid_api_key');
+    const purchase = await payments.purchases.create({ id: account.id, email: account.email }, request.body, returnTo(request));
+    return reply.code(201).send(renderPurchase(purchase));
+  });
+
+  server.get('/v1/credits/purchases', async (request, reply) => {
+    const key = await admitRead(deps, request, reply, 'manage');
+    const page = parsePage(request.query as Record<string, string | undefined>, false);
+    const items = await payments.purchases.list(key.accountId, page);
+    return { object: 'list', data: items.map(renderPurchase), has_more: items.length === page.limit };
+  });
+
+  server.get('/v1/credits/purchases/:id', async (request, reply) => {
+    const key = await admitRead(deps, request, reply, 'manage');
+    return renderPurchase(await payments.purchases.get(key.accountId, (request.params as { id: string }).id));
+  });
+
+  // Stripe signs the exact bytes it sent: this route alone takes its body unparsed.
+  void server.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+    scope.post('/webhooks/stripe', async (request) => {
+      const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+      const signature = request.headers['stripe-signature'];
+      await payments.stripeEvents.receive(body, typeof signature === 'string' ? signature : undefined);
+      return { received: true };
+    });
+  });
+}

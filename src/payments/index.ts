@@ -1,0 +1,38 @@
+/**
+ * Payments' public face: users buying credit through Stripe Checkout (docs/payments.md). Without a Stripe secret
+ * key purchasing is off and says so; the rest of the gateway works the same.
+ */
+import type { Logger } from 'pino';
+import type { PaymentProcessor } from '../billing/index.js';
+import type { Config } from '../config/index.js';
+import type { Storage } from '../storage/index.js';
+import { CardRecharge } from './card-recharge.js';
+import { Purchases } from './purchases.js';
+import { StripeEvents } from './stripe-events.js';
+import { stripeClient } from './stripe-client.js';
+
+export { Purchases, type Buyer } from './purchases.js';
+export { CardRecharge, RECHARGE_LEASE_MS } from './card-recharge.js';
+export { StripeEvents, type EventOutcome } from './stripe-events.js';
+export { CreatePurchaseSchema, type CreatePurchaseBody } from './schemas.js';
+
+export interface Payments {
+  purchases: Purchases;
+  stripeEvents: StripeEvents;
+}
+
+export function createPayments(options: { storage: Storage; config: Config; logger: Logger; onCredited(accountId: string): void | Promise<void> }): Payments {
+  const { secret_key, webhook_secret, api_base } = options.config.payments.stripe;
+  const stripe = secret_key ? stripeClient(secret_key, api_base) : undefined;
+  if (stripe && !webhook_secret) options.logger.warn('STRIPE_SECRET_KEY is set without STRIPE_WEBHOOK_SECRET: purchases cannot be confirmed, so none is credited');
+  return {
+    purchases: new Purchases(options.storage, options.config, stripe, options.logger),
+    stripeEvents: new StripeEvents({ storage: options.storage, stripe, webhookSecret: webhook_secret, logger: options.logger, onCredited: options.onCredited }),
+  };
+}
+
+/** Auto-recharge by saved card, when Stripe is configured (docs/payments.md#auto-recharge-by-card). */
+export function cardRechargeProcessor(options: { storage: Storage; config: Config; logger: Logger }): PaymentProcessor | undefined {
+  const { secret_key, api_base } = options.config.payments.stripe;
+  return secret_key ? new CardRecharge(options.storage, stripeClient(secret_key, api_base), options.logger) : undefined;
+}

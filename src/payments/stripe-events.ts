@@ -1,0 +1,151 @@
+/**
+ * `POST /webhooks/stripe`: Stripe's signed events. A paid Checkout Session credits its purchase as a ledger `topup`
+ * in one transaction with the event's record and the purchase's move from pending to paid (storage's
+ * `purchasePaid`), so a purchase is credited once whatever the order and number of deliveries. A succeeded
+ * PaymentIntent of a card auto-recharge credits it the same way (`rechargePaid`, ./card-recharge.ts). Anything
+ * Stripe sends that tollgate does not act on is acknowledged and ignored.
+ */
+import Stripe from 'stripe';
+import type { Logger } from 'pino';
+import { creditRecharge } from '../billing/index.js';
+import { invalidRequest } from '../errors/index.js';
+import type { PurchaseRecord, Storage } from '../storage/index.js';
+import { STRIPE } from './purchases.js';
+import { NANO_PER_CENT } from './stripe-client.js';
+
+export interface StripeEventsOptions {
+  storage: Storage;
+  stripe: Stripe | undefined;
+  webhookSecret: string | undefined;
+  logger: Logger;
+  /** An account's balance changed: caches must reload it. */
+  onCredited(accountId: string): void | Promise<void>;
+}
+
+export type EventOutcome = 'credited' | 'already_applied' | 'recorded' | 'ignored';
+
+export class StripeEvents {
+  constructor(private readonly options: StripeEventsOptions) {}
+
+  /** Verifies the signature over the raw body (400 if it does not hold, nothing changes), then applies the event. */
+  async receive(rawBody: Buffer, signature: string | undefined): Promise<EventOutcome> {
+    const { webhookSecret } = this.options;
+    if (!webhookSecret) throw invalidRequest('Stripe webhooks are not configured on this gateway (STRIPE_WEBHOOK_SECRET is not set)');
+    let event: Stripe.Event;
+    try {
+      event = Stripe.webhooks.constructEvent(rawBody, signature ?? '', webhookSecret);
+    } catch {
+      throw invalidRequest('The Stripe-Signature header is missing or does not match the body', 'Stripe-Signature');
+    }
+    switch (event.type) {
+      case 'checkout.session.completed':
+        // Bank debits and other delayed methods complete unpaid; their async_payment_succeeded credits.
+        return event.data.object.payment_status === 'paid' ? this.credit(event, event.data.object) : 'ignored';
+      case 'checkout.session.async_payment_succeeded':
+        return this.credit(event, event.data.object);
+      case 'checkout.session.expired':
+        return this.close(event.data.object, 'expired');
+      case 'checkout.session.async_payment_failed':
+        return this.close(event.data.object, 'failed');
+      case 'payment_intent.succeeded':
+        return this.creditRecharge(event.data.object);
+      case 'payment_intent.payment_failed':
+        return this.failRecharge(event.data.object);
+      default:
+        return 'ignored';
+    }
+  }
+
+  private async credit(event: Stripe.Event, session: Stripe.Checkout.Session): Promise<EventOutcome> {
+    const purchase = await this.purchaseOf(session);
+    if (!purchase) return 'ignored';
+    const paymentIntentId = idOf(session.payment_intent);
+    const result = await this.options.storage.ledger.commit({
+      entries: [{ accountId: purchase.accountId, kind: 'topup', amountNano: purchase.amountNano, note: `Stripe payment ${paymentIntentId ?? session.id} (purchase ${purchase.id})` }],
+      purchasePaid: { purchaseId: purchase.id, processor: STRIPE, eventId: event.id, eventType: event.type, paymentIntentId, at: Date.now() },
+    });
+    if (result.purchasePaid) await this.announce(purchase.accountId);
+    // On every delivery until it is stored: a failure here answers 500 and Stripe delivers again (the credit stays once).
+    if (purchase.receiptUrl === null) await this.keepPaymentDetails(purchase, session, paymentIntentId);
+    return result.purchasePaid ? 'credited' : 'already_applied';
+  }
+
+  /** The auto-recharge a PaymentIntent paid for, unless it was credited already (by Stripe's synchronous answer). */
+  private async creditRecharge(intent: Stripe.PaymentIntent): Promise<EventOutcome> {
+    const rechargeId = intent.metadata?.recharge_id;
+    if (!rechargeId) return 'ignored';
+    const recharge = await this.options.storage.recharges.get(rechargeId);
+    if (!recharge || intent.currency !== 'usd' || BigInt(intent.amount_received || intent.amount) * NANO_PER_CENT !== recharge.amountNano) {
+      this.options.logger.error({ paymentIntentId: intent.id, rechargeId }, 'a Stripe payment intent matches no auto-recharge (id, amount or currency); nothing credited');
+      return 'ignored';
+    }
+    const result = await creditRecharge(this.options.storage, {
+      accountId: recharge.accountId,
+      rechargeId,
+      amountNano: recharge.amountNano,
+      processor: STRIPE,
+      reference: intent.id,
+    });
+    if (!result.rechargePaid) return 'already_applied';
+    await this.announce(recharge.accountId);
+    return 'credited';
+  }
+
+  /** A recharge left pending (its PaymentIntent was `processing`) that failed later frees the account for the next. */
+  private async failRecharge(intent: Stripe.PaymentIntent): Promise<EventOutcome> {
+    const rechargeId = intent.metadata?.recharge_id;
+    if (!rechargeId) return 'ignored';
+    const reason = intent.last_payment_error?.code ?? 'payment_failed';
+    return (await this.options.storage.recharges.fail(rechargeId, `${reason}: reported by Stripe`, Date.now())) ? 'recorded' : 'already_applied';
+  }
+
+  /** Caches reload the balance at once; if that fails, their 1 s refresh still does (the credit is committed). */
+  private async announce(accountId: string): Promise<void> {
+    try {
+      await this.options.onCredited(accountId);
+    } catch (error) {
+      this.options.logger.warn({ err: error, accountId }, 'a credited purchase could not be announced to the caches; they pick it up within a second');
+    }
+  }
+
+  /** The purchase a session is for, if the session matches it (same session, amount and currency). */
+  private async purchaseOf(session: Stripe.Checkout.Session): Promise<PurchaseRecord | undefined> {
+    const id = session.metadata?.purchase_id ?? session.client_reference_id;
+    const purchase = id ? await this.options.storage.purchases.get(id) : undefined;
+    const matches =
+      purchase !== undefined &&
+      (purchase.checkoutSessionId === null || purchase.checkoutSessionId === session.id) &&
+      session.currency === 'usd' &&
+      session.amount_total !== null &&
+      BigInt(session.amount_total) * NANO_PER_CENT === purchase.amountNano;
+    if (!matches) {
+      this.options.logger.error({ sessionId: session.id, purchaseId: id }, 'a Stripe checkout session matches no purchase (id, amount or currency); nothing credited');
+      return undefined;
+    }
+    return purchase;
+  }
+
+  /** The Stripe customer and the card saved for off-session charges (kept on the account), and the receipt link. */
+  private async keepPaymentDetails(purchase: PurchaseRecord, session: Stripe.Checkout.Session, paymentIntentId: string | null): Promise<void> {
+    const { storage, stripe } = this.options;
+    const customerId = idOf(session.customer);
+    if (!stripe || !paymentIntentId) return;
+    const intent = await stripe.paymentIntents.retrieve(paymentIntentId, { expand: ['latest_charge'] });
+    const paymentMethodId = idOf(intent.payment_method);
+    if (customerId && paymentMethodId) await storage.purchases.savePaymentMethod(purchase.accountId, STRIPE, customerId, paymentMethodId);
+    const charge = intent.latest_charge;
+    if (charge && typeof charge === 'object' && charge.receipt_url) await storage.purchases.setReceipt(purchase.id, charge.receipt_url);
+  }
+
+  private async close(session: Stripe.Checkout.Session, status: 'expired' | 'failed'): Promise<EventOutcome> {
+    const purchase = await this.purchaseOf(session);
+    if (!purchase) return 'ignored';
+    await this.options.storage.purchases.close(purchase.id, status);
+    return 'recorded';
+  }
+}
+
+function idOf(value: string | { id: string } | null | undefined): string | null {
+  if (value === null || value === undefined) return null;
+  return typeof value === 'string' ? value : value.id;
+}

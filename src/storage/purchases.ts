@@ -1,0 +1,121 @@
+/** Credit purchases through a payment processor, and each account's customer and saved payment method there. */
+import type { Kysely, Selectable } from 'kysely';
+import type { CreditPurchasesTable, Database } from './schema.js';
+import { big, numOrNull, num } from './values.js';
+
+export type PurchaseStatus = 'pending' | 'paid' | 'expired' | 'failed';
+
+export interface PurchaseRecord {
+  id: string;
+  accountId: string;
+  amountNano: bigint;
+  currency: string;
+  status: PurchaseStatus;
+  processor: string;
+  checkoutSessionId: string | null;
+  checkoutUrl: string | null;
+  paymentIntentId: string | null;
+  receiptUrl: string | null;
+  createdAt: number;
+  paidAt: number | null;
+}
+
+export interface NewPurchase {
+  id: string;
+  accountId: string;
+  amountNano: bigint;
+  currency: string;
+  processor: string;
+  createdAt: number;
+}
+
+export interface PaymentCustomer {
+  processor: string;
+  customerId: string;
+  paymentMethodId: string | null;
+}
+
+export class PurchaseStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(purchase: NewPurchase): Promise<void> {
+    await this.db
+      .insertInto('credit_purchases')
+      .values({
+        id: purchase.id,
+        account_id: purchase.accountId,
+        amount_nano: purchase.amountNano,
+        currency: purchase.currency,
+        status: 'pending',
+        processor: purchase.processor,
+        created_at: purchase.createdAt,
+      })
+      .execute();
+  }
+
+  async attachCheckout(id: string, sessionId: string, url: string): Promise<void> {
+    await this.db.updateTable('credit_purchases').set({ checkout_session_id: sessionId, checkout_url: url }).where('id', '=', id).execute();
+  }
+
+  /** Moves a pending purchase to `status` (expired, failed); a paid one stays paid. */
+  async close(id: string, status: Exclude<PurchaseStatus, 'pending' | 'paid'>): Promise<void> {
+    await this.db.updateTable('credit_purchases').set({ status }).where('id', '=', id).where('status', '=', 'pending').execute();
+  }
+
+  async setReceipt(id: string, receiptUrl: string): Promise<void> {
+    await this.db.updateTable('credit_purchases').set({ receipt_url: receiptUrl }).where('id', '=', id).execute();
+  }
+
+  async get(id: string): Promise<PurchaseRecord | undefined> {
+    const row = await this.db.selectFrom('credit_purchases').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toPurchase(row);
+  }
+
+  /** Newest first; `before` is the id of the last purchase of the previous page. */
+  async list(accountId: string, page: { limit: number; before?: string }): Promise<PurchaseRecord[]> {
+    let query = this.db.selectFrom('credit_purchases').selectAll().where('account_id', '=', accountId).orderBy('id', 'desc').limit(page.limit);
+    if (page.before) query = query.where('id', '<', page.before);
+    return (await query.execute()).map(toPurchase);
+  }
+
+  async customer(accountId: string): Promise<PaymentCustomer | undefined> {
+    const row = await this.db.selectFrom('payment_customers').selectAll().where('account_id', '=', accountId).executeTakeFirst();
+    return row && { processor: row.processor, customerId: row.customer_id, paymentMethodId: row.payment_method_id };
+  }
+
+  /** Keeps the first customer saved for the account (a concurrent second one is not kept) and returns it. */
+  async saveCustomer(accountId: string, processor: string, customerId: string): Promise<PaymentCustomer> {
+    await this.db
+      .insertInto('payment_customers')
+      .values({ account_id: accountId, processor, customer_id: customerId, updated_at: Date.now() })
+      .onConflict((oc) => oc.column('account_id').doNothing())
+      .execute();
+    return (await this.customer(accountId))!;
+  }
+
+  async savePaymentMethod(accountId: string, processor: string, customerId: string, paymentMethodId: string): Promise<void> {
+    const updated_at = Date.now();
+    await this.db
+      .insertInto('payment_customers')
+      .values({ account_id: accountId, processor, customer_id: customerId, payment_method_id: paymentMethodId, updated_at })
+      .onConflict((oc) => oc.column('account_id').doUpdateSet({ payment_method_id: paymentMethodId, updated_at }))
+      .execute();
+  }
+}
+
+function toPurchase(row: Selectable<CreditPurchasesTable>): PurchaseRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    amountNano: big(row.amount_nano),
+    currency: row.currency,
+    status: row.status as PurchaseStatus,
+    processor: row.processor,
+    checkoutSessionId: row.checkout_session_id,
+    checkoutUrl: row.checkout_url,
+    paymentIntentId: row.payment_intent_id,
+    receiptUrl: row.receipt_url,
+    createdAt: num(row.created_at),
+    paidAt: numOrNull(row.paid_at),
+  };
+}

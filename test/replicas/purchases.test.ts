@@ -1,0 +1,46 @@
+/**
+ * Two gateway processes on one PostgreSQL database receive the same Stripe events (Stripe retries, and a load
+ * balancer spreads them): the purchase is credited once.
+ */
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { MOCK_SECRET_KEY, MOCK_WEBHOOK_SECRET, startMockStripe, type MockStripe } from '../support/mock-stripe.js';
+import { startReplicas, type Replicas } from '../support/replicas.js';
+
+describe('credit purchases on two replicas', () => {
+  let stripe: MockStripe;
+  let replicas: Replicas;
+
+  beforeAll(async () => {
+    stripe = await startMockStripe();
+    replicas = await startReplicas(2, { env: { STRIPE_SECRET_KEY: MOCK_SECRET_KEY, STRIPE_WEBHOOK_SECRET: MOCK_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url } });
+  }, 90_000);
+  afterAll(async () => {
+    await replicas?.stop();
+    await stripe?.close();
+  });
+
+  it('credits a purchase once when both replicas receive every delivery at the same time', async () => {
+    onTestFailed(() => console.log(replicas.outputs()));
+    const created = await replicas.admin('POST', '/admin/accounts', { email: `buyer-${Date.now()}@example.com` });
+    const { id: accountId, api_key: key } = created.body;
+    const bought = await fetch(`${replicas.urls[0]}/v1/credits/purchases`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ amount: 20 }),
+    });
+    expect(bought.status).toBe(201);
+    const purchase = (await bought.json()) as any;
+    const session = [...stripe.sessions.values()].find((s) => s.client_reference_id === purchase.id)!;
+    const paid = stripe.pay(session.id);
+    const events = [stripe.event('checkout.session.completed', paid), stripe.event('checkout.session.async_payment_succeeded', paid)];
+    const deliveries = replicas.urls.flatMap((url) => events.flatMap((event) => [1, 2, 3].map(() => stripe.deliver(url, event))));
+    expect(new Set((await Promise.all(deliveries)).map((d) => d.status))).toEqual(new Set([200]));
+
+    for (const url of replicas.urls) {
+      const credits = (await (await fetch(`${url}/v1/credits`, { headers: { authorization: `Bearer ${key}` } })).json()) as any;
+      expect(credits.balance.credits).toBe(25);
+    }
+    const ledger = (await replicas.admin('GET', `/admin/accounts/${accountId}/ledger`)).body.data as any[];
+    expect(ledger.filter((e) => e.kind === 'topup').map((e) => e.amount)).toEqual([20]);
+  });
+});

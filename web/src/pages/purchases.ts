@@ -1,0 +1,155 @@
+/**
+ * Buying credit: "Add credits" sends the browser to Stripe's checkout; back from it (`?purchase=cp_…`) the
+ * purchase shows pending until Stripe confirms it (polled every 2 s for 2 minutes); and the purchases, with receipts.
+ */
+import { html, render } from 'lit-html';
+import { ApiError, api, type List, type Purchase, type Purchasing } from '../api.js';
+import { dateTime, usd } from '../format.js';
+
+const PAGE = 10;
+const POLL_MS = 2_000;
+const POLL_FOR_MS = 120_000;
+
+/** `onPaid`: the purchase the buyer came back with was credited (the balance changed). Returns the cleanup. */
+export function purchasesSection(container: HTMLElement, onPaid: () => void): () => void {
+  const params = new URLSearchParams(location.search);
+  const returning = params.get('purchase');
+  const canceled = params.get('canceled') === '1';
+  let purchasing: Purchasing | undefined;
+  let page: List<Purchase> | undefined;
+  let current: Purchase | undefined;
+  let waitedTooLong = false;
+  let error = '';
+  let busy = false;
+  const cursors: Array<string | undefined> = [];
+  let cursor: string | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const pollUntil = Date.now() + POLL_FOR_MS;
+
+  async function loadList() {
+    page = await api<List<Purchase>>('GET', `/purchases?limit=${PAGE}${cursor ? `&before=${encodeURIComponent(cursor)}` : ''}`);
+  }
+
+  async function load() {
+    try {
+      [purchasing] = await Promise.all([api<Purchasing>('GET', '/purchasing'), loadList()]);
+      if (returning) await poll();
+    } catch (caught) {
+      error = (caught as Error).message;
+    }
+    draw();
+  }
+
+  async function poll() {
+    const before = current?.status;
+    current = await api<Purchase>('GET', `/purchases/${encodeURIComponent(returning!)}`);
+    if (current.status === 'pending' && !canceled) {
+      if (Date.now() < pollUntil) timer = setTimeout(() => void poll().catch(() => undefined).finally(draw), POLL_MS);
+      else waitedTooLong = true;
+    } else if (before === 'pending' && current.status !== 'pending') {
+      await loadList();
+      if (current.status === 'paid') onPaid();
+    }
+  }
+
+  async function buy(event: SubmitEvent) {
+    event.preventDefault();
+    const amount = Number(new FormData(event.target as HTMLFormElement).get('amount'));
+    busy = true;
+    error = '';
+    draw();
+    try {
+      const purchase = await api<Purchase>('POST', '/purchases', { amount });
+      if (!purchase.checkout_url) throw new Error('The payment page could not be opened; try again.');
+      location.assign(purchase.checkout_url);
+      return;
+    } catch (caught) {
+      error = caught instanceof ApiError || caught instanceof Error ? caught.message : 'The purchase could not be started.';
+    }
+    busy = false;
+    draw();
+  }
+
+  const pageTo = (next: string | undefined, back: boolean) => {
+    if (back) {
+      cursor = cursors.pop();
+    } else {
+      cursors.push(cursor);
+      cursor = next;
+    }
+    void loadList().then(draw, (caught: Error) => ((error = caught.message), draw()));
+  };
+
+  const receipt = (p: Purchase) => (p.receipt_url ? html`<a href=${p.receipt_url} target="_blank" rel="noopener noreferrer">Receipt</a>` : html`<span class="muted">–</span>`);
+
+  function returnNotice(p: Purchase) {
+    const what = `Your purchase of ${usd(p.amount)}`;
+    let text: string;
+    let tone = '';
+    if (p.status === 'paid') text = `${what} is paid: ${usd(p.amount)} was added to your balance.`;
+    else if (p.status === 'expired') (text = `${what} expired before it was paid; nothing was charged.`), (tone = 'failed');
+    else if (p.status === 'failed') (text = `${what} failed; nothing was credited.`), (tone = 'failed');
+    else if (canceled) (text = `${what} was canceled at checkout; nothing was charged.`), (tone = 'failed');
+    else if (waitedTooLong) (text = `${what} is still pending: Stripe has not confirmed the payment yet. It is credited as soon as Stripe does; reload this page to check.`), (tone = 'pending-text');
+    else (text = `${what} is pending: waiting for Stripe to confirm the payment…`), (tone = 'pending-text');
+    return html`<div class="purchase-notice ${p.status}" data-testid="purchase-status" data-status=${p.status}>
+      <span class="badge purchase-${p.status}">${p.status}</span>
+      <p class="status ${tone}" role="status">${text}</p>
+      ${p.receipt_url ? html`<p class="small">${receipt(p)}</p>` : null}
+    </div>`;
+  }
+
+  function form(o: Purchasing) {
+    if (!o.available) return html`<p class="help" data-testid="purchasing-off">${o.unavailable_reason}</p>`;
+    return html`<form class="grid-form" @submit=${buy}>
+      <label for="purchase-amount">Amount to add (USD)</label>
+      <input id="purchase-amount" name="amount" type="number" required min=${o.min_amount} max=${o.max_amount} step="0.01" inputmode="decimal" aria-describedby="purchase-help" />
+      <p id="purchase-help" class="help">From ${usd(o.min_amount)} to ${usd(o.max_amount)} per purchase. You pay by card on Stripe's checkout page and come back here.</p>
+      <div class="actions"><button type="submit" ?disabled=${busy}>${busy ? 'Opening checkout…' : 'Add credits'}</button></div>
+    </form>`;
+  }
+
+  const row = (p: Purchase) => html`<tr>
+    <td data-label="Date">${dateTime(p.created)}</td>
+    <td data-label="Amount" class="num">${usd(p.amount)}</td>
+    <td data-label="Status"><span class="badge purchase-${p.status}">${p.status}</span></td>
+    <td data-label="Paid">${p.paid_at === null ? '' : dateTime(p.paid_at)}</td>
+    <td data-label="Receipt">${receipt(p)}</td>
+  </tr>`;
+
+  function list(l: List<Purchase>) {
+    if (!l.data.length && !cursors.length) return html`<p class="muted">No purchases yet.</p>`;
+    return html`<div class="table-wrap">
+        <table id="purchases" class="cards-on-mobile">
+          <caption class="visually-hidden">Credit purchases, newest first</caption>
+          <thead><tr><th>Date</th><th class="num">Amount</th><th>Status</th><th>Paid</th><th>Receipt</th></tr></thead>
+          <tbody>${l.data.map(row)}</tbody>
+        </table>
+      </div>
+      ${l.has_more || cursors.length
+        ? html`<nav class="pager" aria-label="Purchase pages">
+            <button type="button" class="secondary small" ?disabled=${cursors.length === 0} @click=${() => pageTo(undefined, true)}>Newer</button>
+            <span class="muted small">Page ${cursors.length + 1}</span>
+            <button type="button" class="secondary small" ?disabled=${!l.has_more} @click=${() => pageTo(l.next_before ?? undefined, false)}>Older</button>
+          </nav>`
+        : null}`;
+  }
+
+  function draw() {
+    render(
+      html`
+        <section class="card" aria-labelledby="purchase-heading">
+          <h2 id="purchase-heading">Add credits</h2>
+          ${current ? returnNotice(current) : null} ${error ? html`<p class="error" role="alert">${error}</p>` : null}
+          ${purchasing ? form(purchasing) : html`<p class="loading">Loading…</p>`}
+          ${page && (purchasing?.available || page.data.length || cursors.length) ? html`<h3>Purchases</h3>${list(page)}` : null}
+        </section>
+      `,
+      container,
+    );
+  }
+
+  draw();
+  void load();
+  return () => clearTimeout(timer);
+}
