@@ -1,7 +1,7 @@
 /**
  * POST /v1/chat/completions, answered from Node's request event ahead of Fastify. It is the route every metered
  * request takes, and Fastify's work per request (its Request and Reply objects, hooks, a child logger, the
- * content-type parser, reply serialisation) was ~6 % of a request's CPU here (docs/performance.md). Everything
+ * content-type parser, reply serialisation) was ~6 % of a request's CPU here (docs/decisions.md). Everything
  * Fastify did for this route is done here with the same helpers: request ids, CORS, the request metrics, the
  * server span, the body's rules, and the contract's error envelope.
  */

@@ -6,7 +6,7 @@ process.on('exit', () => {
   for (const lines of waiting) lines.flush();
 });
 
-/** How long a log line may wait for others to share its write (measured: docs/performance.md, tenth session). */
+/** How long a log line may wait for others to share its write (docs/decisions.md). */
 const LOG_FLUSH_MS = 20;
 /** Or until this many characters are waiting. */
 const LOG_FLUSH_CHARS = 64 * 1024;

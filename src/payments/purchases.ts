@@ -112,7 +112,7 @@ export class Purchases {
     return nano;
   }
 
-  /** The account's Stripe customer, created once and reused (phase B charges its saved card off-session). */
+  /** The account's Stripe customer, created once and reused (auto-recharge charges its saved card off-session). */
   private async customerOf(stripe: Stripe, buyer: Buyer): Promise<string> {
     const known = await this.storage.purchases.customer(buyer.id);
     if (known) return known.customerId;
