@@ -6,7 +6,7 @@ import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/index.js';
 import { cli, json } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
-import { MOCK_SECRET_KEY, MOCK_WEBHOOK_SECRET, startMockStripe } from '../support/mock-stripe.js';
+import { startMockStripe } from '../support/mock-stripe.js';
 
 describe('tollgate CLI on SQLite', () => {
   let db: TestDatabase;
@@ -127,7 +127,7 @@ describe('tollgate CLI on SQLite', () => {
 
   it('purchases list shows the purchases bought through the gateway, the paid one with its Stripe payment and receipt', async () => {
     const stripe = await startMockStripe();
-    const env = { TOLLGATE_DATA_DIR: dir, PORT: '0', HOST: '127.0.0.1', TOLLGATE_LOG_LEVEL: 'silent', STRIPE_SECRET_KEY: MOCK_SECRET_KEY, STRIPE_WEBHOOK_SECRET: MOCK_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url };
+    const env = { TOLLGATE_DATA_DIR: dir, PORT: '0', HOST: '127.0.0.1', TOLLGATE_LOG_LEVEL: 'silent', ...stripe.env };
     const app = await createApp(loadConfig({ env, file: undefined }));
     let paidId: string;
     let pendingId: string;

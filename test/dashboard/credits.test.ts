@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startGateway, type TestGateway } from '../support/gateway.js';
-import { MOCK_SECRET_KEY, MOCK_WEBHOOK_SECRET, startMockStripe, type MockStripe } from '../support/mock-stripe.js';
+import { startMockStripe, type MockStripe } from '../support/mock-stripe.js';
 import { DashboardClient, uniqueEmail } from './client.js';
 
 describe('dashboard purchases with Stripe', () => {
@@ -14,7 +14,7 @@ describe('dashboard purchases with Stripe', () => {
 
   beforeAll(async () => {
     stripe = await startMockStripe();
-    gateway = await startGateway({ env: { STRIPE_SECRET_KEY: MOCK_SECRET_KEY, STRIPE_WEBHOOK_SECRET: MOCK_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url } });
+    gateway = await startGateway({ env: stripe.env });
   });
   afterAll(async () => {
     await gateway?.close();

@@ -6,7 +6,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startGateway, type TestGateway } from '../support/gateway.js';
-import { MOCK_SECRET_KEY, MOCK_WEBHOOK_SECRET, startMockStripe, type MockStripe } from '../support/mock-stripe.js';
+import { startMockStripe, type MockStripe } from '../support/mock-stripe.js';
 import { buildBundle, launch, screenshot, unlabelledControls, watchErrors } from './browser.js';
 import { DashboardClient, uniqueEmail } from './client.js';
 
@@ -18,7 +18,7 @@ beforeAll(async () => {
   await buildBundle();
   stripe = await startMockStripe();
   [gateway, browser] = await Promise.all([
-    startGateway({ env: { STRIPE_SECRET_KEY: MOCK_SECRET_KEY, STRIPE_WEBHOOK_SECRET: MOCK_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url } }),
+    startGateway({ env: stripe.env }),
     launch(),
   ]);
 });

@@ -1,7 +1,7 @@
 /** The operator API under /admin, as an operator (and the keys it hands out) sees it. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
-import { MOCK_SECRET_KEY, MOCK_WEBHOOK_SECRET, startMockStripe, type MockStripe } from '../support/mock-stripe.js';
+import { startMockStripe, type MockStripe } from '../support/mock-stripe.js';
 
 const KEY_FORMAT = /^tg-live-[0-9A-Za-z]{32}$/;
 const TEST_KEY_FORMAT = /^tg-test-[0-9A-Za-z]{32}$/;
@@ -401,7 +401,7 @@ describe.each(['sqlite', 'postgres'] as const)("an account's credit purchases (%
   let gw: TestGateway;
   beforeAll(async () => {
     stripe = await startMockStripe();
-    gw = await startGateway({ dialect, env: { STRIPE_SECRET_KEY: MOCK_SECRET_KEY, STRIPE_WEBHOOK_SECRET: MOCK_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url } });
+    gw = await startGateway({ dialect, env: stripe.env });
   });
   afterAll(async () => {
     await gw?.close();

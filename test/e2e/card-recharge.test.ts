@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { DashboardClient, uniqueEmail } from '../dashboard/client.js';
 import { DIALECTS, tempDir } from '../support/databases.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
-import { MOCK_SECRET_KEY, MOCK_WEBHOOK_SECRET, startMockStripe, type MockStripe } from '../support/mock-stripe.js';
+import { startMockStripe, type MockStripe } from '../support/mock-stripe.js';
 import { REDIS_TEST_URL } from '../support/redis.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver-server.js';
 
@@ -67,7 +67,7 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
     receiver = await startReceiver();
     gw = await startGateway({
       dialect,
-      env: { STRIPE_SECRET_KEY: MOCK_SECRET_KEY, STRIPE_WEBHOOK_SECRET: MOCK_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url },
+      env: stripe.env,
       overrides: { webhooks: WEBHOOKS } as never,
     });
   });
@@ -182,7 +182,7 @@ describe('two gateways on one PostgreSQL database (and Redis)', () => {
 
   beforeAll(async () => {
     stripe = await startMockStripe();
-    const env = { STRIPE_SECRET_KEY: MOCK_SECRET_KEY, STRIPE_WEBHOOK_SECRET: MOCK_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url, REDIS_URL: REDIS_TEST_URL, TOLLGATE_REDIS_PREFIX: `tg-card-${Date.now()}:` };
+    const env = { ...stripe.env, REDIS_URL: REDIS_TEST_URL, TOLLGATE_REDIS_PREFIX: `tg-card-${Date.now()}:` };
     gw = await startGateway({ dialect: 'postgres', env });
     const config = loadConfig({
       env: { ...env, TOLLGATE_DATA_DIR: tempDir(), DATABASE_URL: gw.database.databaseUrl!, TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, TOLLGATE_LOG_LEVEL: 'silent', PORT: '0', HOST: '127.0.0.1' },

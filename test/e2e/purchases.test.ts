@@ -6,7 +6,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../support/databases.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
-import { MOCK_SECRET_KEY, MOCK_WEBHOOK_SECRET, startMockStripe, type MockStripe } from '../support/mock-stripe.js';
+import { MOCK_WEBHOOK_SECRET, startMockStripe, type MockStripe } from '../support/mock-stripe.js';
 
 async function call(gw: TestGateway, key: string, method: string, path: string, body?: unknown) {
   const response = await fetch(`${gw.url}${path}`, {
@@ -35,7 +35,7 @@ describe.each(DIALECTS)('credit purchases through Stripe (%s)', (dialect) => {
 
   beforeAll(async () => {
     stripe = await startMockStripe();
-    gw = await startGateway({ dialect, env: { STRIPE_SECRET_KEY: MOCK_SECRET_KEY, STRIPE_WEBHOOK_SECRET: MOCK_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url } });
+    gw = await startGateway({ dialect, env: stripe.env });
   });
   afterAll(async () => {
     await gw?.close();

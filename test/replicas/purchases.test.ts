@@ -3,7 +3,7 @@
  * balancer spreads them): the purchase is credited once.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
-import { MOCK_SECRET_KEY, MOCK_WEBHOOK_SECRET, startMockStripe, type MockStripe } from '../support/mock-stripe.js';
+import { startMockStripe, type MockStripe } from '../support/mock-stripe.js';
 import { startReplicas, type Replicas } from '../support/replicas.js';
 
 describe('credit purchases on two replicas', () => {
@@ -12,7 +12,7 @@ describe('credit purchases on two replicas', () => {
 
   beforeAll(async () => {
     stripe = await startMockStripe();
-    replicas = await startReplicas(2, { env: { STRIPE_SECRET_KEY: MOCK_SECRET_KEY, STRIPE_WEBHOOK_SECRET: MOCK_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url } });
+    replicas = await startReplicas(2, { env: stripe.env });
   }, 90_000);
   afterAll(async () => {
     await replicas?.stop();

@@ -29,8 +29,8 @@ export interface ChildGateway {
 }
 
 export async function startChildGateway(options: { dataDir: string; adminToken: string; env?: Record<string, string>; nodeArgs?: string[] }): Promise<ChildGateway> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+  let port = await freePort();
+  let url = `http://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
   let text = '';
@@ -71,7 +71,18 @@ export async function startChildGateway(options: { dataDir: string; adminToken: 
       await new Promise((r) => setTimeout(r, 25));
     }
   };
-  await start();
+  // A free port can be taken between finding it and the child binding it (e.g. by the child's own inspector, which
+  // also binds an ephemeral port): the first start moves to another port then.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      break;
+    } catch (error) {
+      if (attempt >= 3 || !new RegExp(`EADDRINUSE[^\\n]*:${port}\\b`).test(String(error))) throw error;
+      port = await freePort();
+      url = `http://127.0.0.1:${port}`;
+    }
+  }
 
   return {
     url,

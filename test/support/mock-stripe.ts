@@ -23,6 +23,8 @@ export interface RecordedCall {
 
 export interface MockStripe {
   url: string;
+  /** The gateway's settings that point it at this server: `STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`, `STRIPE_API_BASE`. */
+  env: Record<string, string>;
   calls: RecordedCall[];
   sessions: Map<string, Json>;
   customers: Map<string, Json>;
@@ -169,8 +171,10 @@ export async function startMockStripe(): Promise<MockStripe> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
 
+  const url = `http://127.0.0.1:${port}`;
   const mock: MockStripe = {
-    url: `http://127.0.0.1:${port}`,
+    url,
+    env: { STRIPE_SECRET_KEY: MOCK_SECRET_KEY, STRIPE_WEBHOOK_SECRET: MOCK_WEBHOOK_SECRET, STRIPE_API_BASE: url },
     calls,
     sessions,
     customers,
