@@ -31,6 +31,14 @@ export const AddCreditsSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** An operator's refund of a purchase through Stripe; without `amount`, what is left of the purchase. */
+export const RefundPurchaseSchema = Type.Object(
+  {
+    amount: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+
 const NullablePositive = Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]));
 export const PatchAccountSchema = Type.Object(
   {

@@ -6,7 +6,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import { ChatRequestSchema } from '../gateway/index.js';
 import { VERSION } from '../config/index.js';
-import { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSchema } from '../admin/index.js';
+import { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSchema, RefundPurchaseSchema } from '../admin/index.js';
 import { CreatePurchaseSchema } from '../payments/index.js';
 import { CreateWebhookSchema, PatchWebhookSchema } from '../webhooks/index.js';
 import {
@@ -207,6 +207,15 @@ function adminPaths(): Json {
     '/admin/accounts/{id}/ledger': { get: operation('admin', 'Ledger entries, newest first', { ...admin, parameters: [...account, query('limit', { type: 'integer', minimum: 1, maximum: 500 }, 'Page size'), query('before', { type: 'string' }, 'Last id of the previous page')], ok: objectOk() }) },
     '/admin/accounts/{id}/purchases': {
       get: operation('admin', "The account's credit purchases (Stripe Checkout), newest first", { ...admin, parameters: [...account, query('limit', { type: 'integer', minimum: 1, maximum: 500 }, 'Page size'), query('before', { type: 'string' }, 'Last id of the previous page')], ok: json(Page(CreditPurchaseSchema)) }),
+    },
+    '/admin/accounts/{id}/purchases/{purchase}/refund': {
+      post: operation('admin', 'Refund a paid purchase through Stripe (default: what is left of it) and debit it; the balance may go below zero', {
+        ...admin,
+        errors: [...admin.errors, 502],
+        parameters: [...account, path('purchase', 'Purchase id (`cp_...`)')],
+        body: RefundPurchaseSchema,
+        ok: objectOk(),
+      }),
     },
     '/admin/keys/{id}': { delete: operation('admin', 'Revoke a key', { ...admin, parameters: [path('id', 'Key id (`key_...`)')], ok: objectOk() }) },
   };

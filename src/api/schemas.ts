@@ -102,7 +102,12 @@ export const ChatCompletionChunkSchema = Type.Object(
 
 const Tokens = Type.Object({ prompt: Type.Integer(), completion: Type.Integer(), total: Type.Integer() });
 const UsagePeriod = Type.Object({ credits_used: Usd('Spent in the period'), requests: Type.Integer(), tokens: Tokens });
-const Balance = Type.Object({ credits: Usd('Current balance'), currency: Type.Literal('USD') });
+const Balance = Type.Object({
+  credits: Usd('Current balance; below zero only after a refund or dispute took back more than was left'),
+  currency: Type.Literal('USD'),
+  can_spend: Type.Optional(Type.Literal(false, { description: 'Present when the balance is below zero: no live request runs until credit is added' })),
+  reason: Type.Optional(Type.String({ description: 'Why the account cannot spend' })),
+});
 
 export const CreditBalanceSchema = Type.Object(
   {

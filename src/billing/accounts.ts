@@ -39,10 +39,9 @@ export function utcDay(now = Date.now()): string {
   return cachedDay;
 }
 
-/** What the account can still pay: never negative. */
+/** What the account can still pay: below zero only when the balance is (a refund or dispute took it there). */
 export function available(state: AccountState): Nano {
-  const free = state.balanceNano - state.reservedNano - state.pendingNano;
-  return free > 0n ? free : 0n;
+  return state.balanceNano - state.reservedNano - state.pendingNano;
 }
 
 export class AccountCache {

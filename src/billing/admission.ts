@@ -6,6 +6,9 @@ import { GatewayError } from '../errors/index.js';
 import { usdString, type Nano } from '../money/index.js';
 import { affordableCompletionTokens, costOf, type Price } from './pricing.js';
 
+/** Shown when a refund or a dispute took back more than the balance had: no live request runs until it is repaid. */
+export const NEGATIVE_BALANCE = 'The balance is below zero because a payment was refunded or disputed. Add credits to continue.';
+
 export interface AdmissionInput {
   price: Price;
   promptTokens: number;
@@ -52,6 +55,7 @@ export function admit(input: AdmissionInput): Admission {
   }
   const worst = requestedMaxTokens ?? Math.min(modelMaxTokens, room);
   if (input.free) return { maxTokens: worst, lowered: false, holdNano: 0n };
+  if (input.balanceAvailable < 0n) throw new GatewayError('insufficient_credits', { message: NEGATIVE_BALANCE });
 
   let cap = worst;
   const budgets: Array<[Nano | null, () => GatewayError]> = [

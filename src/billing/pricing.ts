@@ -14,9 +14,9 @@ export function costOf(price: Price, promptTokens: number, completionTokens: num
 
 /** The most completion tokens `budget` pays for once `promptTokens` are paid (0 when it cannot). */
 export function affordableCompletionTokens(price: Price, promptTokens: number, budget: Nano): number {
-  if (price.completionPer1k === 0n) return Number.MAX_SAFE_INTEGER;
   const left = budget * 1000n - BigInt(promptTokens) * price.promptPer1k;
   if (left < 0n) return 0;
+  if (price.completionPer1k === 0n) return Number.MAX_SAFE_INTEGER;
   const tokens = left / price.completionPer1k;
   return tokens > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(tokens);
 }

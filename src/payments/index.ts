@@ -8,17 +8,23 @@ import type { Config } from '../config/index.js';
 import type { Storage } from '../storage/index.js';
 import { CardRecharge } from './card-recharge.js';
 import { Purchases } from './purchases.js';
+import { Reversals } from './reversals.js';
 import { StripeEvents } from './stripe-events.js';
 import { stripeClient } from './stripe-client.js';
+
+export { stripeClient } from './stripe-client.js';
 
 export { Purchases, type Buyer } from './purchases.js';
 export { CardRecharge, RECHARGE_LEASE_MS } from './card-recharge.js';
 export { StripeEvents, type EventOutcome } from './stripe-events.js';
+export { Reversals, type Refunded } from './reversals.js';
 export { CreatePurchaseSchema, type CreatePurchaseBody } from './schemas.js';
 
 export interface Payments {
   purchases: Purchases;
   stripeEvents: StripeEvents;
+  /** Refunds and disputes; an operator's refund of a purchase. */
+  reversals: Reversals;
 }
 
 export function createPayments(options: { storage: Storage; config: Config; logger: Logger; onCredited(accountId: string): void | Promise<void> }): Payments {
@@ -28,6 +34,7 @@ export function createPayments(options: { storage: Storage; config: Config; logg
   return {
     purchases: new Purchases(options.storage, options.config, stripe, options.logger),
     stripeEvents: new StripeEvents({ storage: options.storage, stripe, webhookSecret: webhook_secret, logger: options.logger, onCredited: options.onCredited }),
+    reversals: new Reversals(options.storage, stripe, options.logger, options.onCredited),
   };
 }
 

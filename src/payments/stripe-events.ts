@@ -2,8 +2,9 @@
  * `POST /webhooks/stripe`: Stripe's signed events. A paid Checkout Session credits its purchase as a ledger `topup`
  * in one transaction with the event's record and the purchase's move from pending to paid (storage's
  * `purchasePaid`), so a purchase is credited once whatever the order and number of deliveries. A succeeded
- * PaymentIntent of a card auto-recharge credits it the same way (`rechargePaid`, ./card-recharge.ts). Anything
- * Stripe sends that tollgate does not act on is acknowledged and ignored.
+ * PaymentIntent of a card auto-recharge credits it the same way (`rechargePaid`, ./card-recharge.ts). Refunds and
+ * disputes take the payment back (./reversals.ts). Anything Stripe sends that tollgate does not act on is
+ * acknowledged and ignored.
  */
 import Stripe from 'stripe';
 import type { Logger } from 'pino';
@@ -11,6 +12,7 @@ import { creditRecharge } from '../billing/index.js';
 import { invalidRequest } from '../errors/index.js';
 import type { PurchaseRecord, Storage } from '../storage/index.js';
 import { STRIPE } from './purchases.js';
+import { idOf, Reversals } from './reversals.js';
 import { NANO_PER_CENT } from './stripe-client.js';
 
 export interface StripeEventsOptions {
@@ -18,14 +20,18 @@ export interface StripeEventsOptions {
   stripe: Stripe | undefined;
   webhookSecret: string | undefined;
   logger: Logger;
-  /** An account's balance changed: caches must reload it. */
+  /** An account's balance changed (a credit, a refund, a dispute): caches must reload it. */
   onCredited(accountId: string): void | Promise<void>;
 }
 
-export type EventOutcome = 'credited' | 'already_applied' | 'recorded' | 'ignored';
+export type EventOutcome = 'credited' | 'debited' | 'already_applied' | 'recorded' | 'ignored';
 
 export class StripeEvents {
-  constructor(private readonly options: StripeEventsOptions) {}
+  private readonly reversals: Reversals;
+
+  constructor(private readonly options: StripeEventsOptions) {
+    this.reversals = new Reversals(options.storage, options.stripe, options.logger, options.onCredited);
+  }
 
   /** Verifies the signature over the raw body (400 if it does not hold, nothing changes), then applies the event. */
   async receive(rawBody: Buffer, signature: string | undefined): Promise<EventOutcome> {
@@ -51,6 +57,12 @@ export class StripeEvents {
         return this.creditRecharge(event.data.object);
       case 'payment_intent.payment_failed':
         return this.failRecharge(event.data.object);
+      case 'charge.refunded':
+        return this.reversed(await this.reversals.refunded(event.data.object));
+      case 'charge.dispute.created':
+      case 'charge.dispute.updated':
+      case 'charge.dispute.closed':
+        return this.reversed(await this.reversals.disputed(event.data.object));
       default:
         return 'ignored';
     }
@@ -99,6 +111,12 @@ export class StripeEvents {
     return (await this.options.storage.recharges.fail(rechargeId, `${reason}: reported by Stripe`, Date.now())) ? 'recorded' : 'already_applied';
   }
 
+  private async reversed(outcome: { accountId: string; movedNano: bigint } | undefined): Promise<EventOutcome> {
+    if (!outcome) return 'ignored';
+    if (outcome.movedNano === 0n) return 'already_applied';
+    return outcome.movedNano < 0n ? 'debited' : 'credited';
+  }
+
   /** Caches reload the balance at once; if that fails, their 1 s refresh still does (the credit is committed). */
   private async announce(accountId: string): Promise<void> {
     try {
@@ -143,9 +161,4 @@ export class StripeEvents {
     await this.options.storage.purchases.close(purchase.id, status);
     return 'recorded';
   }
-}
-
-function idOf(value: string | { id: string } | null | undefined): string | null {
-  if (value === null || value === undefined) return null;
-  return typeof value === 'string' ? value : value.id;
 }

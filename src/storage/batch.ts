@@ -1,6 +1,6 @@
 /**
  * The arithmetic of a write batch, apart from any database: given the accounts' current balances, what each
- * entry really moves (negative entries clamped at the balance), the rows to write and the balances after.
+ * entry really moves (debits clamped at the balance), the rows to write and the balances after.
  * Both the PostgreSQL and the SQLite writers apply the same plan.
  */
 import type { LedgerKind, UsageTotals } from './records.js';
@@ -16,7 +16,10 @@ export interface UsageSlot {
 export interface LedgerEntryInput {
   accountId: string;
   kind: LedgerKind;
-  /** Signed nano-USD; negative amounts are clamped so the balance stays >= 0. */
+  /**
+   * Signed nano-USD. A debit is clamped at what the balance has (spending never takes it below zero); only a
+   * payment taken back (`refund`, `dispute`) moves in full, and may leave the balance below zero.
+   */
   amountNano: bigint;
   requestId?: string;
   keyId?: string;
@@ -71,6 +74,46 @@ export interface WriteBatch {
   purchasePaid?: PurchasePaid;
   /** The entries credit a card recharge: they apply only if it is not credited yet (then it becomes succeeded). */
   rechargePaid?: RechargePaid;
+  /** A payment taken back: the writer derives the batch's one entry from what was taken back before (`planReversal`). */
+  paymentReversed?: PaymentReversed;
+}
+
+/**
+ * A processor's word that part of a payment went back to the payer (`refund`) or is disputed (`dispute`):
+ * `totalNano` is how much of the payment is taken back now (Stripe reports a charge's refunds as a running total).
+ * The ledger moves the difference from what the row for `id` recorded, so however often and in whatever order
+ * deliveries come, a payment is taken back once. An open reversal only grows; a final one (a closed dispute:
+ * lost keeps the amount, won gives it back) sets the total and nothing changes it after.
+ */
+export interface PaymentReversed {
+  id: string;
+  accountId: string;
+  processor: string;
+  kind: 'refund' | 'dispute';
+  paymentReference: string;
+  totalNano: bigint;
+  final: boolean;
+  note: string;
+  at: number;
+}
+
+/** What a payment reversal's row holds: the amount taken back so far, and whether it can still change. */
+export interface ReversalState {
+  amountNano: bigint;
+  final: boolean;
+}
+
+/**
+ * The entry a reversal moves given what was taken back before (`stored`), and the row's new state; undefined when
+ * it moves nothing (a repeated or stale delivery, or a reversal already final).
+ */
+export function planReversal(reversal: PaymentReversed, stored: ReversalState | undefined): { entry: LedgerEntryInput; state: ReversalState } | undefined {
+  if (stored?.final) return undefined;
+  const before = stored?.amountNano ?? 0n;
+  const total = reversal.final || reversal.totalNano > before ? reversal.totalNano : before;
+  if (total === before && !reversal.final) return undefined;
+  const entry: LedgerEntryInput = { accountId: reversal.accountId, kind: reversal.kind, amountNano: before - total, note: reversal.note };
+  return { entry, state: { amountNano: total, final: reversal.final } };
 }
 
 /**
@@ -120,6 +163,8 @@ export interface CommitResult {
   purchasePaid?: boolean;
   /** With `rechargePaid`: whether its condition held (false: the batch moved nothing). */
   rechargePaid?: boolean;
+  /** With `paymentReversed`: what the ledger took back (negative) or gave back; 0n when nothing moved. */
+  reversedNano?: bigint;
 }
 
 
@@ -176,7 +221,9 @@ export function withBuiltDeliveries(batch: WriteBatch, plan: BatchPlan): WriteBa
 
 /** Accounts the batch touches, in a fixed order (so concurrent writers lock them in the same order). */
 export function accountsOf(batch: WriteBatch): string[] {
-  return [...new Set(batch.entries.map((e) => e.accountId))].sort();
+  const ids = batch.entries.map((e) => e.accountId);
+  if (batch.paymentReversed) ids.push(batch.paymentReversed.accountId);
+  return [...new Set(ids)].sort();
 }
 
 /**
@@ -203,7 +250,9 @@ export function planBatch(batch: WriteBatch, current: Map<string, AccountBalance
       balancesAfter[index] = balance;
       return;
     }
-    const amount = entry.amountNano < 0n && -entry.amountNano > balance ? -balance : entry.amountNano;
+    const free = balance > 0n ? balance : 0n;
+    const takenBack = entry.kind === 'refund' || entry.kind === 'dispute';
+    const amount = entry.amountNano < 0n && !takenBack && -entry.amountNano > free ? -free : entry.amountNano;
     const after = balance + amount;
     running.set(entry.accountId, after);
     applied[index] = amount;

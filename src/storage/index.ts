@@ -25,8 +25,8 @@ import { WebhookStore } from './webhooks.js';
 
 export type { Dialect } from './connect.js';
 export type * from './records.js';
-export type { LedgerEntryInput, WriteBatch, CommitResult, AccountBalance, UsageDelta, UsageSlot, InvoiceInput, EntryEvents, PurchasePaid, RechargePaid } from './batch.js';
-export type { PurchaseRecord, PurchaseStatus, NewPurchase, PaymentCustomer, PurchaseStore } from './purchases.js';
+export type { LedgerEntryInput, WriteBatch, CommitResult, AccountBalance, UsageDelta, UsageSlot, InvoiceInput, EntryEvents, PurchasePaid, RechargePaid, PaymentReversed } from './batch.js';
+export type { PurchaseRecord, PurchaseStatus, NewPurchase, PaymentCustomer, PurchaseStore, PaidPayment } from './purchases.js';
 export type { RechargeRecord, RechargeStatus, RechargeStore } from './recharges.js';
 export type { NewKey } from './keys.js';
 export type { IdempotencyRecord, IdempotencyStore, NewClaim } from './idempotency.js';

@@ -8,6 +8,7 @@ import * as emailVerification from './migrations/005_email_verification.js';
 import * as webhookFairClaim from './migrations/006_webhook_fair_claim.js';
 import * as creditPurchases from './migrations/007_credit_purchases.js';
 import * as cardRecharges from './migrations/008_card_recharges.js';
+import * as paymentReversals from './migrations/009_payment_reversals.js';
 
 /** Migrations are compiled in, so `dist/` needs no migration folder at run time. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -19,6 +20,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '006_webhook_fair_claim': webhookFairClaim,
   '007_credit_purchases': creditPurchases,
   '008_card_recharges': cardRecharges,
+  '009_payment_reversals': paymentReversals,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
@@ -33,6 +35,12 @@ export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** Applies migrations up to and including `name` (tests of a migration start from the schema before it). */
+export async function migrateTo(db: Kysely<any>, name: string): Promise<void> {
+  const { error } = await new Migrator({ db, provider, allowUnorderedMigrations: true }).migrateTo(name);
+  if (error) throw error instanceof Error ? error : new Error(String(error));
 }
 
 /** Names of the migrations not yet applied to this database (`tollgate doctor`). */

@@ -19,7 +19,7 @@
  */
 import type pg from 'pg';
 import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
-import { accountsOf, needsBalances, planBatch, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type PurchasePaid, type RechargePaid, type WriteBatch } from './batch.js';
+import { accountsOf, needsBalances, planBatch, planReversal, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type PaymentReversed, type PurchasePaid, type RechargePaid, type ReversalState, type WriteBatch } from './batch.js';
 import { NOW_MICROSECONDS_SQL, ledgerIdSuffix, nextBatchTag, pgLedgerId } from './pg-ledger-ids.js';
 import { COMMIT_IN_ONE_TRIP, byUsageRow, planOneTrip } from './pg-one-trip-batch.js';
 import { big } from './values.js';
@@ -62,7 +62,7 @@ export class PgWriter {
 
   /** One round trip, or undefined (rolled back) when a debit would have to be clamped at the balance. */
   private async commitInOneTrip(client: pg.PoolClient, batch: WriteBatch, accounts: string[]): Promise<CommitResult | undefined> {
-    if (batch.retried || accounts.length === 0 || batch.invoices?.length || batch.purchasePaid || batch.rechargePaid || needsBalances(batch)) return undefined;
+    if (batch.retried || accounts.length === 0 || batch.invoices?.length || batch.purchasePaid || batch.rechargePaid || batch.paymentReversed || needsBalances(batch)) return undefined;
     const plan = planOneTrip(batch, accounts);
     let answer: pg.QueryResult<{ ids: string[]; balances: Array<string | bigint>; versions: Array<string | bigint> }>;
     try {
@@ -86,6 +86,7 @@ export class PgWriter {
     // The purchase's row lock comes before the accounts' (nothing locks them the other way round).
     if (batch.purchasePaid) reads.push(purchasePaidSql(batch.purchasePaid, lit));
     if (batch.rechargePaid) reads.push(rechargePaidSql(batch.rechargePaid, lit));
+    if (batch.paymentReversed) reads.push(...reversalReadSql(batch.paymentReversed, lit));
     const firstAnswer = reads.length;
     if (accounts.length) reads.push(`SELECT id, balance_nano, version FROM accounts WHERE id IN (${list(accounts)}) ORDER BY id FOR UPDATE`);
     if (requestIds.length) reads.push(`SELECT request_id, amount_nano FROM ledger WHERE kind = 'debit' AND request_id IN (${list(requestIds)})`);
@@ -100,15 +101,19 @@ export class PgWriter {
     const stamp = big(answers[next]!.rows[0].us);
 
     const held = batch.purchasePaid || batch.rechargePaid ? answers[firstAnswer - 1]!.rows.length === 1 : true;
-    const plan = planBatch(held ? batch : { entries: [] }, current, written);
+    const reversal = batch.paymentReversed && reversalOf(batch.paymentReversed, answers[firstAnswer - 1]!.rows[0]);
+    const planned = batch.paymentReversed ? { entries: reversal ? [reversal.entry] : [] } : held ? batch : { entries: [] };
+    const plan = planBatch(planned, current, written);
     if (batch.purchasePaid) plan.result.purchasePaid = held;
     if (batch.rechargePaid) plan.result.rechargePaid = held;
+    if (batch.paymentReversed) plan.result.reversedNano = plan.result.applied[0] ?? 0n;
     const batchTag = nextBatchTag();
     plan.ledger.forEach((row, i) => (row.id = pgLedgerId(stamp, ledgerIdSuffix(batchTag, i))));
     const writes: string[] = [];
     for (const [id, balance] of plan.result.balances) {
       writes.push(`UPDATE accounts SET balance_nano = ${lit(balance.balanceNano)}, version = ${lit(balance.version)} WHERE id = ${lit(id)}`);
     }
+    if (batch.paymentReversed && reversal) writes.push(reversalWriteSql(batch.paymentReversed, reversal.state, lit));
     await client.query(writes.concat(writesOf(plan, lit), 'COMMIT').join('; '));
     return plan.result;
   }
@@ -133,6 +138,26 @@ function rechargePaidSql(paid: RechargePaid, lit: Lit): string {
     `UPDATE card_recharges SET status = 'succeeded', settled_at = ${lit(paid.at)}, payment_intent_id = ${lit(paid.paymentIntentId)} ` +
     `WHERE id = ${lit(paid.rechargeId)} AND status <> 'succeeded' RETURNING id`
   );
+}
+
+/**
+ * The reversal's row, created empty if it is new, then locked: a concurrent delivery of the same reversal waits
+ * here until this transaction commits, then reads what it wrote.
+ */
+function reversalReadSql(reversal: PaymentReversed, lit: Lit): string[] {
+  const values = [reversal.id, reversal.accountId, reversal.processor, reversal.kind, reversal.paymentReference, 0n, 0, reversal.at].map(lit).join(', ');
+  return [
+    `INSERT INTO payment_reversals (id, account_id, processor, kind, payment_reference, amount_nano, final, updated_at) VALUES (${values}) ON CONFLICT (id) DO NOTHING`,
+    `SELECT amount_nano, final FROM payment_reversals WHERE id = ${lit(reversal.id)} FOR UPDATE`,
+  ];
+}
+
+function reversalOf(reversal: PaymentReversed, row: { amount_nano: string | bigint; final: number } | undefined): ReturnType<typeof planReversal> {
+  return planReversal(reversal, row && { amountNano: big(row.amount_nano), final: Number(row.final) === 1 });
+}
+
+function reversalWriteSql(reversal: PaymentReversed, state: ReversalState, lit: Lit): string {
+  return `UPDATE payment_reversals SET amount_nano = ${lit(state.amountNano)}, final = ${lit(state.final ? 1 : 0)}, updated_at = ${lit(reversal.at)} WHERE id = ${lit(reversal.id)}`;
 }
 
 /** The batch's rows, after its balance updates: ledger, usage, keys and invoices, in the global lock order. */

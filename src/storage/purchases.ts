@@ -35,6 +35,13 @@ export interface PaymentCustomer {
   paymentMethodId: string | null;
 }
 
+export interface PaidPayment {
+  kind: 'purchase' | 'recharge';
+  id: string;
+  accountId: string;
+  amountNano: bigint;
+}
+
 export class PurchaseStore {
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -76,6 +83,30 @@ export class PurchaseStore {
     let query = this.db.selectFrom('credit_purchases').selectAll().where('account_id', '=', accountId).orderBy('id', 'desc').limit(page.limit);
     if (page.before) query = query.where('id', '<', page.before);
     return (await query.execute()).map(toPurchase);
+  }
+
+  /** The purchase or card recharge a processor's payment paid for, if any (refunds and disputes name the payment). */
+  async paymentOf(paymentIntentId: string): Promise<PaidPayment | undefined> {
+    const purchase = await this.db
+      .selectFrom('credit_purchases')
+      .select(['id', 'account_id', 'amount_nano'])
+      .where('payment_intent_id', '=', paymentIntentId)
+      .where('status', '=', 'paid')
+      .executeTakeFirst();
+    if (purchase) return { kind: 'purchase', id: purchase.id, accountId: purchase.account_id, amountNano: big(purchase.amount_nano) };
+    const recharge = await this.db
+      .selectFrom('card_recharges')
+      .select(['id', 'account_id', 'amount_nano'])
+      .where('payment_intent_id', '=', paymentIntentId)
+      .where('status', '=', 'succeeded')
+      .executeTakeFirst();
+    return recharge && { kind: 'recharge', id: recharge.id, accountId: recharge.account_id, amountNano: big(recharge.amount_nano) };
+  }
+
+  /** How much of a payment refunds and disputes have taken back so far. */
+  async reversedOf(paymentReference: string): Promise<bigint> {
+    const rows = await this.db.selectFrom('payment_reversals').select('amount_nano').where('payment_reference', '=', paymentReference).execute();
+    return rows.reduce((sum, row) => sum + big(row.amount_nano), 0n);
   }
 
   async customer(accountId: string): Promise<PaymentCustomer | undefined> {

@@ -58,7 +58,7 @@ export interface KeyRecord {
   revokedAt: number | null;
 }
 
-export type LedgerKind = 'grant' | 'topup' | 'recharge' | 'debit' | 'refund' | 'correction';
+export type LedgerKind = 'grant' | 'topup' | 'recharge' | 'debit' | 'refund' | 'dispute' | 'correction';
 
 export interface LedgerRecord {
   id: string;

@@ -159,6 +159,7 @@ export interface Database {
   payment_events: PaymentEventsTable;
   payment_customers: PaymentCustomersTable;
   card_recharges: CardRechargesTable;
+  payment_reversals: PaymentReversalsTable;
 }
 
 export interface IdempotencyKeysTable {
@@ -218,4 +219,16 @@ export interface CardRechargesTable {
   created_at: Big;
   claimed_at: Big;
   settled_at: NullableBig;
+}
+
+/** How much of one payment a refund or a dispute has taken back, as the ledger debited it. */
+export interface PaymentReversalsTable {
+  id: string;
+  account_id: string;
+  processor: string;
+  kind: string;
+  payment_reference: string;
+  amount_nano: Big;
+  final: number;
+  updated_at: Big;
 }

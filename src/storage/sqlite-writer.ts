@@ -8,7 +8,7 @@
  */
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
-import { accountsOf, addUsage, planBatch, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type PurchasePaid, type RechargePaid, type UsageDelta, type WriteBatch } from './batch.js';
+import { accountsOf, addUsage, planBatch, planReversal, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type PaymentReversed, type PurchasePaid, type RechargePaid, type UsageDelta, type WriteBatch } from './batch.js';
 
 /** A batch and the time its rows are stamped with. */
 export interface StampedBatch {
@@ -30,6 +30,8 @@ export class SqliteWriter {
   private readonly insertPaymentEvent: Statement<[string, string, string, number]>;
   private readonly markPurchasePaid: Statement<[number, string | null, string]>;
   private readonly markRechargePaid: Statement<[number, string, string]>;
+  private readonly selectReversal: Statement<[string], { amount_nano: bigint; final: number }>;
+  private readonly upsertReversal: Statement<unknown[]>;
   private readonly commitTransaction: (batch: WriteBatch) => CommitResult;
   private readonly selectMeta: Statement<[string], { value: string }>;
   private readonly upsertMeta: Statement<[string, string]>;
@@ -71,6 +73,11 @@ export class SqliteWriter {
       "UPDATE credit_purchases SET status = 'paid', paid_at = ?, payment_intent_id = coalesce(?, payment_intent_id) WHERE id = ? AND status = 'pending'",
     );
     this.markRechargePaid = sqlite.prepare("UPDATE card_recharges SET status = 'succeeded', settled_at = ?, payment_intent_id = ? WHERE id = ? AND status <> 'succeeded'");
+    this.selectReversal = sqlite.prepare('SELECT amount_nano, final FROM payment_reversals WHERE id = ?');
+    this.upsertReversal = sqlite.prepare(
+      `INSERT INTO payment_reversals (id, account_id, processor, kind, payment_reference, amount_nano, final, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET amount_nano = excluded.amount_nano, final = excluded.final, updated_at = excluded.updated_at`,
+    );
     this.commitTransaction = sqlite.transaction((batch: WriteBatch) => this.apply(batch));
     this.selectMeta = sqlite.prepare('SELECT value FROM meta WHERE key = ?');
     this.upsertMeta = sqlite.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
@@ -131,7 +138,9 @@ export class SqliteWriter {
     const usage = new Map<string, UsageDelta>();
     const keySpend = new Map<string, bigint>();
     const keysUsed = new Map<string, number>();
-    for (const { batch, at } of batches) {
+    for (const stamped of batches) {
+      const { at } = stamped;
+      const batch = stamped.batch.paymentReversed ? this.reversalBatch(stamped.batch.paymentReversed) : stamped.batch;
       const current = new Map<string, AccountBalance>();
       for (const accountId of accountsOf(batch)) {
         const balance = balances.get(accountId) ?? this.balance(accountId);
@@ -142,6 +151,7 @@ export class SqliteWriter {
       const plan = planBatch(held ? batch : { entries: [] }, current, this.writtenDebits(batch), at);
       if (batch.purchasePaid) plan.result.purchasePaid = held;
       if (batch.rechargePaid) plan.result.rechargePaid = held;
+      if (stamped.batch.paymentReversed) plan.result.reversedNano = plan.result.applied[0] ?? 0n;
       this.insertRows(plan);
       for (const [accountId, balance] of plan.result.balances) balances.set(accountId, balance);
       for (const delta of plan.usage) addUsage(usage, delta);
@@ -158,6 +168,16 @@ export class SqliteWriter {
   private purchaseBecamePaid(paid: PurchasePaid): boolean {
     if (this.insertPaymentEvent.run(paid.eventId, paid.processor, paid.eventType, paid.at).changes === 0) return false;
     return this.markPurchasePaid.run(paid.at, paid.paymentIntentId, paid.purchaseId).changes === 1;
+  }
+
+  /** The reversal's entry, judged on what its row holds, and the row's new state written; no entries if nothing moves. */
+  private reversalBatch(reversal: PaymentReversed): WriteBatch {
+    const row = this.selectReversal.get(reversal.id);
+    const planned = planReversal(reversal, row && { amountNano: BigInt(row.amount_nano), final: Number(row.final) === 1 });
+    if (!planned) return { entries: [] };
+    const { amountNano, final } = planned.state;
+    this.upsertReversal.run(reversal.id, reversal.accountId, reversal.processor, reversal.kind, reversal.paymentReference, amountNano, final ? 1 : 0, reversal.at);
+    return { entries: [planned.entry] };
   }
 
   private rechargeBecamePaid(paid: RechargePaid): boolean {

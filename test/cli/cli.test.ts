@@ -143,7 +143,6 @@ describe('tollgate CLI on SQLite', () => {
       expect((await stripe.deliver(url, stripe.event('checkout.session.completed', stripe.pay(session.id)))).status).toBe(200);
     } finally {
       await app.close();
-      await stripe.close();
     }
 
     const listed = await json(dir, ['purchases', 'list', '--account', accountId]);
@@ -159,6 +158,20 @@ describe('tollgate CLI on SQLite', () => {
     const unknown = await cli(dir, ['purchases', 'list', '--account', 'acct_nope']);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/^tollgate: .*acct_nope/);
+
+    // A refund through Stripe debits the ledger; without Stripe's settings the CLI says what is missing.
+    try {
+      const before = (await json(dir, ['accounts', 'show', accountId])).balance.credits as number;
+      const refunded = await json(dir, ['purchases', 'refund', paidId, '--account', accountId, '--amount', '2.5'], stripe.env);
+      expect(refunded).toMatchObject({ object: 'credit_refund', status: 'succeeded', amount_refunded: 2.5, debited: 2.5 });
+      expect(refunded.balance.credits).toBeCloseTo(before - 2.5, 9);
+      expect(stripe.refunds.map((r) => r.amount)).toEqual([250]);
+      const noStripe = await cli(dir, ['purchases', 'refund', paidId, '--account', accountId]);
+      expect(noStripe.code).toBe(1);
+      expect(noStripe.stderr).toMatch(/STRIPE_SECRET_KEY/);
+    } finally {
+      await stripe.close();
+    }
   });
 });
 

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStorage, type Storage } from '../../src/storage/index.js';
+import { connect } from '../../src/storage/connect.js';
+import { migrateTo, migrateToLatest } from '../../src/storage/migrate.js';
 import { DIALECTS, createTestDatabase, type TestDatabase } from '../support/databases.js';
 
 const usd = (n: number) => BigInt(Math.round(n * 1000)) * 1_000_000n;
@@ -21,6 +23,23 @@ describe.each(CONFIGURATIONS)('storage on %s (ledger journal: %s)', (dialect, le
     database = await createTestDatabase(dialect);
     storage = await open();
   }
+
+  it('lets a payment taken back leave the balance below zero, once per running total; spending then takes nothing', async () => {
+    await setup();
+    await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: usd(5) });
+    const refund = (totalNano: bigint) => ({ id: 'stripe:refund:ch_1', accountId: 'acct_1', processor: 'stripe', kind: 'refund' as const, paymentReference: 'pi_1', totalNano, final: false, note: 'refund', at: Date.now() });
+    expect((await storage.ledger.commit({ entries: [], paymentReversed: refund(usd(8)) })).reversedNano).toBe(-usd(8));
+    expect((await storage.accounts.get('acct_1'))?.balanceNano).toBe(-usd(3));
+    // A debit on a balance below zero moves nothing (it must never turn into a credit).
+    const debit = await storage.ledger.commit({ entries: [{ accountId: 'acct_1', kind: 'debit', amountNano: -usd(1), requestId: 'req_neg' }] });
+    expect(debit.applied).toEqual([0n]);
+    expect((await storage.ledger.commit({ entries: [], paymentReversed: refund(usd(8)) })).reversedNano).toBe(0n);
+    expect((await storage.ledger.commit({ entries: [], paymentReversed: refund(usd(5)) })).reversedNano).toBe(0n);
+    await storage.ledger.commit({ entries: [{ accountId: 'acct_1', kind: 'topup', amountNano: usd(10) }] });
+    expect((await storage.ledger.commit({ entries: [], paymentReversed: refund(usd(9)) })).reversedNano).toBe(-usd(1));
+    expect((await storage.accounts.get('acct_1'))?.balanceNano).toBe(usd(6));
+    expect(await storage.ledger.sum('acct_1')).toBe(usd(6));
+  });
 
   it('creates an account with its sign-up grant in the ledger', async () => {
     await setup();
@@ -203,6 +222,30 @@ describe('migrations on postgres', () => {
       expect((await starters[4]!.accounts.get('acct_1'))?.balanceNano).toBe(1n);
       await Promise.all(starters.map((s) => s.close()));
     } finally {
+      await database.drop();
+    }
+  });
+});
+
+describe('migration 009 on sqlite', () => {
+  it('drops the balance check of an existing database and keeps its rows, indexes and foreign keys', async () => {
+    const database = await createTestDatabase('sqlite');
+    const { db, sqlite: handle } = connect({ dataDir: database.dataDir });
+    const sqlite = handle!;
+    try {
+      await migrateTo(db, '008_card_recharges');
+      sqlite.prepare("INSERT INTO accounts (id, email, plan, balance_nano, version, settings, created_at) VALUES ('acct_1', 'a@example.com', 'free', 700, 3, '{}', 1)").run();
+      sqlite.prepare("INSERT INTO api_keys (id, account_id, name, key_hash, hint, environment, permissions, created_at) VALUES ('key_1', 'acct_1', 'k', 'h', 'x', 'live', 'full', 1)").run();
+      expect(() => sqlite.prepare("UPDATE accounts SET balance_nano = -1 WHERE id = 'acct_1'").run()).toThrow(/CHECK/);
+
+      expect(await migrateToLatest(db)).toContain('009_payment_reversals');
+      expect(sqlite.prepare("SELECT balance_nano, version, email FROM accounts WHERE id = 'acct_1'").get()).toEqual({ balance_nano: 700n, version: 3n, email: 'a@example.com' });
+      sqlite.prepare("UPDATE accounts SET balance_nano = -1 WHERE id = 'acct_1'").run();
+      expect(() => sqlite.prepare("INSERT INTO accounts (id, email, plan, created_at) VALUES ('acct_2', 'a@example.com', 'free', 1)").run()).toThrow(/UNIQUE/);
+      expect(() => sqlite.prepare("INSERT INTO api_keys (id, account_id, name, key_hash, hint, environment, permissions, created_at) VALUES ('key_2', 'nobody', 'k', 'h2', 'x', 'live', 'full', 1)").run()).toThrow(/FOREIGN KEY/);
+      expect(sqlite.pragma('foreign_keys', { simple: true })).toBe(1n);
+    } finally {
+      await db.destroy();
       await database.drop();
     }
   });

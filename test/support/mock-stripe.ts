@@ -30,6 +30,11 @@ export interface MockStripe {
   customers: Map<string, Json>;
   /** Payment intents, by id: those of paid sessions and those created by `POST /v1/payment_intents`. */
   intents: Map<string, Json>;
+  /** Charges by id (with `amount_refunded`), and the refunds made by `POST /v1/refunds`. */
+  charges: Map<string, Json>;
+  refunds: Json[];
+  /** A dispute of a payment intent's charge as Stripe shows it (`status` e.g. needs_response, won, lost). */
+  dispute(paymentIntentId: string, status: string, amount?: number): Json;
   /**
    * How the next `POST /v1/payment_intents` (an off-session charge of a saved card) ends: `succeeded`, declined
    * (402 `card_error`, `card_declined`), needing 3-D Secure (402 `card_error`, `authentication_required`), or
@@ -58,6 +63,8 @@ export async function startMockStripe(): Promise<MockStripe> {
   const customers = new Map<string, Json>();
   const intents = new Map<string, Json>();
   const replies = new Map<string, [number, Json]>();
+  const charges = new Map<string, Json>();
+  const refunds: Json[] = [];
 
   const routes: Array<[string, RegExp, (params: Json, match: RegExpExecArray) => [number, Json]]> = [
     ['POST', /^\/v1\/customers$/, (params) => {
@@ -95,6 +102,10 @@ export async function startMockStripe(): Promise<MockStripe> {
       sessions.set(id, session);
       return [200, session];
     }],
+    ['GET', /^\/v1\/charges\/([^/]+)$/, (_params, match) => {
+      const charge = charges.get(match[1]!);
+      return charge ? [200, charge] : [404, stripeError('invalid_request_error', 'resource_missing', `No such charge: '${match[1]}'`, 'id')];
+    }],
     ['GET', /^\/v1\/payment_intents\/([^/]+)$/, (params, match) => {
       const intent = intents.get(match[1]!);
       if (!intent) return [404, stripeError('invalid_request_error', 'resource_missing', `No such payment_intent: '${match[1]}'`, 'intent')];
@@ -102,6 +113,43 @@ export async function startMockStripe(): Promise<MockStripe> {
       return [200, { ...intent, latest_charge: expand.includes('latest_charge') ? intent.charge : intent.charge.id }];
     }],
   ];
+
+  /** A charge as Stripe shows it, kept so refunds can find it by payment intent and `GET /v1/charges/{id}` can show it. */
+  function newCharge(paymentIntent: string, amount: number, currency: string, paid: boolean): Json {
+    const charge = {
+      id: token('ch'),
+      object: 'charge',
+      amount,
+      amount_refunded: 0,
+      currency,
+      paid,
+      refunded: false,
+      payment_intent: paymentIntent,
+      receipt_url: `https://pay.stripe.test/receipts/${token('rcpt')}`,
+      created: now(),
+      livemode: false,
+    };
+    charges.set(charge.id, charge);
+    return charge;
+  }
+
+  /** `POST /v1/refunds`: refunds `amount` (default: what is left) of a payment intent's charge. */
+  function createRefund(params: Json): [number, Json] {
+    if (!params.payment_intent && !params.charge) return missing('payment_intent');
+    const charge = params.charge ? charges.get(params.charge) : intents.get(params.payment_intent)?.charge;
+    if (!charge) return [400, stripeError('invalid_request_error', 'resource_missing', `No such payment_intent: '${params.payment_intent}'`, 'payment_intent')];
+    const left = charge.amount - charge.amount_refunded;
+    const amount = params.amount === undefined ? left : Number(params.amount);
+    if (left === 0) return [400, stripeError('invalid_request_error', 'charge_already_refunded', `Charge ${charge.id} has already been refunded.`)];
+    if (!(amount > 0) || amount > left) {
+      return [400, stripeError('invalid_request_error', 'amount_too_large', `Refund amount ($${(amount / 100).toFixed(2)}) is greater than unrefunded amount on charge ($${(left / 100).toFixed(2)})`, 'amount')];
+    }
+    charge.amount_refunded += amount;
+    charge.refunded = charge.amount_refunded === charge.amount;
+    const refund = { id: token('re'), object: 'refund', amount, charge: charge.id, currency: charge.currency, payment_intent: charge.payment_intent, metadata: params.metadata ?? {}, status: 'succeeded', created: now() };
+    refunds.push(refund);
+    return [200, refund];
+  }
 
   const server = createServer((req, res) => {
     void handle(req, res).catch((error) => send(res, 500, stripeError('api_error', null, String(error))));
@@ -113,9 +161,10 @@ export async function startMockStripe(): Promise<MockStripe> {
     if (params.customer && !customers.has(params.customer)) return [400, stripeError('invalid_request_error', 'resource_missing', `No such customer: '${params.customer}'`, 'customer')];
     const outcome = mock.intentOutcome;
     if (outcome === 'api_error') return [500, stripeError('api_error', null, 'An unknown error occurred')];
-    const charge = { id: token('ch'), object: 'charge', amount: Number(params.amount), paid: outcome === 'succeeded', receipt_url: `https://pay.stripe.test/receipts/${token('rcpt')}` };
+    const intentId = token('pi');
+    const charge = newCharge(intentId, Number(params.amount), params.currency, outcome === 'succeeded');
     const intent: Json = {
-      id: token('pi'),
+      id: intentId,
       object: 'payment_intent',
       amount: Number(params.amount),
       amount_received: outcome === 'succeeded' ? Number(params.amount) : 0,
@@ -158,6 +207,11 @@ export async function startMockStripe(): Promise<MockStripe> {
       if (idempotencyKey) replies.set(idempotencyKey, reply);
       return send(res, reply[0], reply[1]);
     }
+    if (req.method === 'POST' && url.pathname === '/v1/refunds') {
+      const reply = (idempotencyKey && replies.get(idempotencyKey)) || createRefund(params);
+      if (idempotencyKey) replies.set(idempotencyKey, reply);
+      return send(res, reply[0], reply[1]);
+    }
     for (const [method, pattern, answer] of routes) {
       const match = pattern.exec(url.pathname);
       if (match && method === req.method) {
@@ -179,14 +233,33 @@ export async function startMockStripe(): Promise<MockStripe> {
     sessions,
     customers,
     intents,
+    charges,
+    refunds,
+    dispute(paymentIntentId, status, amount) {
+      const charge = intents.get(paymentIntentId)!.charge;
+      return {
+        id: `dp_${paymentIntentId.slice(3)}`,
+        object: 'dispute',
+        amount: amount ?? charge.amount,
+        charge: charge.id,
+        currency: charge.currency,
+        payment_intent: paymentIntentId,
+        reason: 'fraudulent',
+        status,
+        is_charge_refundable: false,
+        created: now(),
+        livemode: false,
+      };
+    },
     intentOutcome: 'succeeded',
     intentDelayMs: 0,
     pay(sessionId) {
       const session = sessions.get(sessionId)!;
       const paymentMethod = token('pm');
-      const charge = { id: token('ch'), object: 'charge', amount: session.amount_total, paid: true, receipt_url: `https://pay.stripe.test/receipts/${token('rcpt')}` };
+      const intentId = token('pi');
+      const charge = newCharge(intentId, session.amount_total, session.currency, true);
       const intent = {
-        id: token('pi'),
+        id: intentId,
         object: 'payment_intent',
         amount: session.amount_total,
         currency: session.currency,

@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { usdNumber } from '../../billing/index.js';
 import { GatewayError, invalidRequest } from '../../errors/index.js';
-import { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSchema, type AccountPatch, type NewKeyRequest } from '../../admin/index.js';
+import { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSchema, RefundPurchaseSchema, usd, type AccountPatch, type NewKeyRequest } from '../../admin/index.js';
 import type { AdminGuard } from '../admin-guard.js';
 import type { HttpDeps } from '../deps.js';
 import { renderAccount, renderKey, renderLedgerEntry } from '../render.js';
-import { renderPurchase } from './purchases.js';
+import { renderPurchase, renderRefund } from './purchases.js';
 
 type IdParams = { id: string };
 
@@ -72,6 +72,15 @@ export function adminRoutes(server: FastifyInstance, deps: HttpDeps, guard: Admi
       if (!Number.isInteger(parsed) || parsed < 1 || parsed > 500) throw invalidRequest('limit must be 1 to 500', 'limit');
       const purchases = await deps.payments.purchases.list(id, { limit: parsed, ...(before ? { before } : {}) });
       return { object: 'list', data: purchases.map(renderPurchase), has_more: purchases.length === parsed };
+    });
+
+    admin.post('/admin/accounts/:id/purchases/:purchase/refund', { schema: { body: RefundPurchaseSchema }, preValidation: emptyBodyIsObject }, async (request) => {
+      const { id, purchase } = request.params as { id: string; purchase: string };
+      const { amount } = request.body as { amount?: number };
+      await deps.admin.getAccount(id);
+      const refunded = await deps.payments.reversals.refund(id, purchase, amount === undefined ? undefined : usd(amount, 'amount'));
+      const { account } = await deps.admin.getAccount(id);
+      return renderRefund(refunded, account.balanceNano);
     });
 
     admin.delete('/admin/keys/:id', async (request) => renderKey(await deps.admin.revokeKey((request.params as IdParams).id)));

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { seesFullCredits } from '../../auth/index.js';
-import { hasSavedPaymentMethod, usdNumber, utcDay } from '../../billing/index.js';
+import { NEGATIVE_BALANCE, hasSavedPaymentMethod, usdNumber, utcDay } from '../../billing/index.js';
 import { GatewayError } from '../../errors/index.js';
 import type { UsageTotals } from '../../storage/index.js';
 import { admitRead } from '../admit-read.js';
@@ -12,7 +12,8 @@ export function creditRoutes(server: FastifyInstance, deps: HttpDeps): void {
     const key = await admitRead(deps, request, reply, 'credits');
     const account = await deps.storage.accounts.get(key.accountId);
     if (!account) throw new GatewayError('invalid_api_key');
-    const balance = { credits: usdNumber(account.balanceNano), currency: 'USD' };
+    // A refund or a dispute can take the balance below zero; then nothing runs until credit is added.
+    const balance = { credits: usdNumber(account.balanceNano), currency: 'USD', ...(account.balanceNano < 0n ? { can_spend: false, reason: NEGATIVE_BALANCE } : {}) };
     if (!seesFullCredits(key)) return { object: 'credit_balance', balance };
 
     const now = new Date();

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/index.js';
 import { GatewayError } from '../../errors/index.js';
 import { usdNumber } from '../../money/index.js';
-import type { Payments } from '../../payments/index.js';
+import type { Payments, Refunded } from '../../payments/index.js';
 import type { PurchaseRecord } from '../../storage/index.js';
 import { parsePage } from '../../webhooks/index.js';
 import { admitRead } from '../admit-read.js';
@@ -22,6 +22,20 @@ export function renderPurchase(purchase: PurchaseRecord): Record<string, unknown
     receipt_url: purchase.receiptUrl,
     created: seconds(purchase.createdAt),
     paid_at: seconds(purchase.paidAt),
+  };
+}
+
+/** An operator's refund of a purchase: Stripe's refund, what the ledger debited, and the balance after. */
+export function renderRefund(refunded: Refunded, balanceNano: bigint): Record<string, unknown> {
+  return {
+    id: refunded.refundId,
+    object: 'credit_refund',
+    status: refunded.status,
+    account_id: refunded.accountId,
+    purchase_id: refunded.purchaseId,
+    amount_refunded: usdNumber(refunded.refundedNano),
+    debited: usdNumber(refunded.debitedNano),
+    balance: { credits: usdNumber(balanceNano), currency: 'USD' },
   };
 }
 

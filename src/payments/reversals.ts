@@ -1,0 +1,145 @@
+/**
+ * Payments taken back: refunds and disputes debit the account in full, in the ledger (kinds `refund`, `dispute`),
+ * so the balance may go below zero; spending then stops until credit is added (docs/payments.md#refunds-and-disputes).
+ * Each is applied as a running total per charge or dispute (`paymentReversed` in storage), so Stripe's repeated and
+ * out-of-order deliveries take a payment back once. An operator refunds a purchase through Stripe here too.
+ */
+import type Stripe from 'stripe';
+import type { Logger } from 'pino';
+import { GatewayError, invalidRequest } from '../errors/index.js';
+import { usdString, type Nano } from '../money/index.js';
+import type { PaidPayment, Storage } from '../storage/index.js';
+import { NANO_PER_CENT } from './stripe-client.js';
+
+const STRIPE = 'stripe';
+/** A dispute closed with the money back with the merchant: nothing stays taken back. */
+const DISPUTE_RETURNED = new Set(['won', 'warning_closed']);
+const DISPUTE_CLOSED = new Set(['won', 'lost', 'warning_closed']);
+
+export interface ReversalOutcome {
+  accountId: string;
+  /** What the ledger moved now: negative when it took money back, positive when a won dispute gave it back. */
+  movedNano: Nano;
+}
+
+export interface Refunded {
+  refundId: string;
+  status: string | null;
+  accountId: string;
+  purchaseId: string;
+  /** How much of the purchase is refunded in all, and what this call debited. */
+  refundedNano: Nano;
+  debitedNano: Nano;
+}
+
+export class Reversals {
+  constructor(
+    private readonly storage: Storage,
+    private readonly stripe: Stripe | undefined,
+    private readonly logger: Logger,
+    /** An account's balance changed: caches must reload it. */
+    private readonly onMoved: (accountId: string) => void | Promise<void>,
+  ) {}
+
+  /** `charge.refunded`: the charge's `amount_refunded` is the running total of its refunds. */
+  async refunded(charge: Stripe.Charge): Promise<ReversalOutcome | undefined> {
+    const payment = await this.paymentOf(idOf(charge.payment_intent), charge.currency, charge.id);
+    if (!payment) return undefined;
+    return this.apply(payment, {
+      id: `${STRIPE}:refund:${charge.id}`,
+      kind: 'refund',
+      cents: charge.amount_refunded,
+      final: false,
+      note: `Stripe refund of charge ${charge.id} (${payment.kind} ${payment.id})`,
+    });
+  }
+
+  /** `charge.dispute.*`: while open the disputed amount is taken back; a closed dispute keeps it (lost) or returns it. */
+  async disputed(dispute: Stripe.Dispute): Promise<ReversalOutcome | undefined> {
+    const payment = await this.paymentOf(idOf(dispute.payment_intent), dispute.currency, dispute.id);
+    if (!payment) return undefined;
+    return this.apply(payment, {
+      id: `${STRIPE}:dispute:${dispute.id}`,
+      kind: 'dispute',
+      cents: DISPUTE_RETURNED.has(dispute.status) ? 0 : dispute.amount,
+      final: DISPUTE_CLOSED.has(dispute.status),
+      note: `Stripe dispute ${dispute.id} of charge ${idOf(dispute.charge)} (${payment.kind} ${payment.id}), ${dispute.status}`,
+    });
+  }
+
+  /**
+   * An operator's refund of a paid purchase through Stripe (`amount` omitted: what is left of it). The debit is
+   * applied from the refunded charge at once; Stripe's `charge.refunded` later finds it applied.
+   */
+  async refund(accountId: string, purchaseId: string, amountNano?: Nano): Promise<Refunded> {
+    if (!this.stripe) throw invalidRequest('Refunds go through Stripe, and this gateway has no STRIPE_SECRET_KEY');
+    const purchase = await this.storage.purchases.get(purchaseId);
+    if (!purchase || purchase.accountId !== accountId) throw new GatewayError('not_found', { message: `No credit purchase ${purchaseId}`, param: 'id' });
+    if (purchase.status !== 'paid' || !purchase.paymentIntentId) throw invalidRequest(`Purchase ${purchaseId} is ${purchase.status}, not paid: nothing to refund`, 'id');
+    const already = await this.storage.purchases.reversedOf(purchase.paymentIntentId);
+    const left = purchase.amountNano - already;
+    const amount = amountNano ?? left;
+    if (amount <= 0n || amount % NANO_PER_CENT !== 0n) throw invalidRequest('amount must be a positive USD amount in whole cents', 'amount');
+    if (amount > left) throw invalidRequest(`amount is more than what is left to refund of this purchase (${usdString(left > 0n ? left : 0n)} USD)`, 'amount');
+
+    let refund: Stripe.Refund;
+    let charge: Stripe.Charge | undefined;
+    try {
+      refund = await this.stripe.refunds.create(
+        { payment_intent: purchase.paymentIntentId, amount: Number(amount / NANO_PER_CENT), metadata: { purchase_id: purchase.id } },
+        // The same refund asked twice (a retried click) is one refund at Stripe.
+        { idempotencyKey: `refund-${purchase.id}-${already}-${amount}` },
+      );
+      const chargeId = idOf(refund.charge);
+      charge = chargeId ? await this.stripe.charges.retrieve(chargeId) : undefined;
+    } catch (error) {
+      this.logger.error({ err: error, purchaseId }, 'Stripe refused or failed a refund');
+      // Stripe's refusal of the request itself (already refunded, say) is the operator's to read.
+      if ((error as { type?: string }).type === 'StripeInvalidRequestError') throw invalidRequest(`Stripe refused the refund: ${(error as Error).message}`);
+      throw new GatewayError('upstream_error', { message: 'Stripe could not be reached or failed; the refund may not have happened. Its charge.refunded event debits it if it did.' });
+    }
+    const applied = charge ? await this.refunded(charge) : undefined;
+    return {
+      refundId: refund.id,
+      status: refund.status,
+      accountId,
+      purchaseId: purchase.id,
+      refundedNano: charge ? BigInt(charge.amount_refunded) * NANO_PER_CENT : already + amount,
+      debitedNano: applied ? -applied.movedNano : 0n,
+    };
+  }
+
+  private async apply(payment: PaidPayment & { reference: string }, reversal: { id: string; kind: 'refund' | 'dispute'; cents: number; final: boolean; note: string }): Promise<ReversalOutcome> {
+    const asked = BigInt(reversal.cents) * NANO_PER_CENT;
+    // Never more than the payment credited.
+    const totalNano = asked < payment.amountNano ? asked : payment.amountNano;
+    const result = await this.storage.ledger.commit({
+      entries: [],
+      paymentReversed: { ...reversal, accountId: payment.accountId, processor: STRIPE, paymentReference: payment.reference, totalNano, at: Date.now() },
+    });
+    const movedNano = result.reversedNano ?? 0n;
+    if (movedNano !== 0n) {
+      try {
+        await this.onMoved(payment.accountId);
+      } catch (error) {
+        this.logger.warn({ err: error, accountId: payment.accountId }, 'a refund or dispute could not be announced to the caches; they pick it up within a second');
+      }
+    }
+    return { accountId: payment.accountId, movedNano };
+  }
+
+  /** The purchase or recharge a charge paid, when it is one of ours and in USD. */
+  private async paymentOf(paymentIntentId: string | null, currency: string, objectId: string): Promise<(PaidPayment & { reference: string }) | undefined> {
+    const payment = paymentIntentId ? await this.storage.purchases.paymentOf(paymentIntentId) : undefined;
+    if (!payment || !paymentIntentId || currency !== 'usd') {
+      this.logger.error({ objectId, paymentIntentId }, 'a Stripe refund or dispute matches no paid purchase or recharge (payment or currency); nothing debited');
+      return undefined;
+    }
+    return { ...payment, reference: paymentIntentId };
+  }
+}
+
+export function idOf(value: string | { id: string } | null | undefined): string | null {
+  if (value === null || value === undefined) return null;
+  return typeof value === 'string' ? value : value.id;
+}
