@@ -42,7 +42,7 @@ interface RunFacts {
 }
 
 let runs = 0;
-/** Totals over all runs, for docs/reliability.md. */
+/** Totals over all runs, printed at the end so a run shows how much it exercised. */
 const stats = { reserved: 0, refused: 0, settled: 0, charged: 0, released: 0, crashes: 0, lostAcks: 0 };
 
 async function play(world: World, ops: Op[]): Promise<RunFacts> {

@@ -93,7 +93,7 @@ describe.each(CONFIGURATIONS)('storage on %s (ledger journal: %s)', (dialect, le
   });
 
   // Two writers on one database: replicas on PostgreSQL, or SQLite without the journal. A second process cannot see
-  // the charges the journal's owner confirmed in its last 20 ms (docs/decisions.md).
+  // the charges the journal's owner confirmed in its last 20 ms (docs/adr/0038-sqlite-ledger-journal.md).
   it.skipIf(ledgerJournal)('plans every batch on the current balance when another writer moved it in between', async () => {
     await setup();
     const other = await open();
