@@ -1,15 +1,16 @@
 /**
  * `tollgate doctor`: checks what the server needs, one line per check, in plain words: the configuration, the
- * database and its migrations, Redis, the admin token, and each configured provider's reachability and key.
- * Exits 1 when a check fails; warnings do not fail.
+ * database and its migrations, Redis, the admin token, each configured provider's reachability and key, and
+ * Stripe when purchasing is on. Exits 1 when a check fails; warnings do not fail.
  */
 import { existsSync } from 'node:fs';
 import { Command } from 'commander';
+import Stripe from 'stripe';
 import { ConfigError, KNOWN_PROVIDERS, loadConfig, type Config } from '../config/index.js';
 import { connectFailFast } from '../redis/index.js';
-import { ProviderSet } from '../routing/index.js';
 import { inspectStorage } from '../storage/index.js';
-import { UpstreamError } from '../providers/types.js';
+import { ProviderSet, UpstreamError } from '../providers/index.js';
+import { stripeClient } from '../payments/index.js';
 import { print, printJson, printTable } from './output.js';
 
 type Outcome = 'ok' | 'warn' | 'fail' | 'skip';
@@ -22,10 +23,16 @@ interface Check {
 
 const PROBE_TIMEOUT_MS = 10_000;
 const REDIS_TIMEOUT_MS = 3_000;
+const STRIPE_TIMEOUT_MS = 5_000;
+/**
+ * Stripe's check asks for a PaymentIntent that does not exist: the answer `resource_missing` (404) says the key was
+ * accepted, with no more access than the gateway's own use needs (a restricted key may lack balance or list reads).
+ */
+const PROBE_PAYMENT_INTENT = 'pi_tollgate_doctor_probe';
 
 export function doctorCommand(): Command {
   return new Command('doctor')
-    .description('Check the configuration, database, Redis and every configured provider, and say what is wrong')
+    .description('Check the configuration, database, Redis, every configured provider and Stripe, and say what is wrong')
     .option('--json', 'print JSON: {ok, checks: [{check, outcome, detail}]}')
     .action(async (options: { json?: boolean }) => {
       const checks = await runChecks();
@@ -52,6 +59,7 @@ async function runChecks(): Promise<Check[]> {
   const checks: Check[] = [{ check: 'configuration', outcome: 'ok', detail: `valid (${sources})` }];
   checks.push(await databaseCheck(config), await redisCheck(config), adminCheck(config), keySecretCheck(config), signupCheck(config));
   checks.push(...(await providerChecks(config)));
+  checks.push(...(await stripeChecks(config)));
   return checks;
 }
 
@@ -154,6 +162,69 @@ function providerProblem(error: unknown, env: string | undefined): string {
   if (error.status !== undefined) return `answered HTTP ${error.status}: ${error.message}`;
   if (error.kind === 'timeout') return `no answer within ${PROBE_TIMEOUT_MS / 1000} s`;
   return `unreachable: ${error.message}`;
+}
+
+/** Purchasing through Stripe: the key's mode and where it goes, whether Stripe accepts it, the webhook secret. */
+async function stripeChecks(config: Config): Promise<Check[]> {
+  const { secret_key: key, webhook_secret: webhookSecret, api_base: apiBase } = config.payments.stripe;
+  if (!key) return [{ check: 'stripe', outcome: 'skip', detail: 'STRIPE_SECRET_KEY not set: purchasing is off (users cannot buy credit or recharge by card; an operator adds credit)' }];
+  return [await stripeKeyCheck(key, apiBase), stripeWebhookCheck(webhookSecret, config.server.public_url)];
+}
+
+async function stripeKeyCheck(key: string, apiBase: string | undefined): Promise<Check> {
+  const check = 'stripe';
+  const prefix = /^[sr]k_(live|test)_/.exec(key);
+  const mode = prefix?.[1] as 'live' | 'test' | undefined;
+  const elsewhere = apiBase !== undefined && new URL(apiBase).hostname !== 'api.stripe.com';
+  const where = elsewhere ? apiBase!.replace(/\/$/, '') : 'Stripe';
+  if (mode === 'live' && elsewhere) {
+    return { check, outcome: 'warn', detail: `a live key (${prefix?.[0]}…) with STRIPE_API_BASE=${where}, which is not Stripe: real payments go through Stripe's own API (unset STRIPE_API_BASE). Not probed, so doctor did not send the key there` };
+  }
+  const started = Date.now();
+  try {
+    await stripeClient(key, apiBase).paymentIntents.retrieve(PROBE_PAYMENT_INTENT, {}, { timeout: STRIPE_TIMEOUT_MS, maxNetworkRetries: 0 });
+  } catch (error) {
+    const missing = error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 404;
+    if (!missing) return { check, outcome: 'fail', detail: `${where}: ${stripeProblem(error, key)}` };
+  }
+  const accepted = `${where} accepted the key (${Date.now() - started} ms)`;
+  if (mode === 'live') return { check, outcome: 'ok', detail: `live mode: ${accepted}` };
+  if (mode === 'test') return { check, outcome: 'warn', detail: `test mode (${prefix?.[0]}…): ${accepted}; purchases are paid with Stripe's test cards and no money moves. A live deployment needs a live key (sk_live_…)` };
+  return { check, outcome: 'warn', detail: `${accepted}, but STRIPE_SECRET_KEY does not look like a Stripe secret key (sk_live_… or sk_test_…)` };
+}
+
+/** Why Stripe's check failed, without the key (Stripe's own messages may quote part of it). */
+function stripeProblem(error: unknown, key: string): string {
+  if (error instanceof Stripe.errors.StripeAuthenticationError) return `the key was refused (HTTP ${error.statusCode ?? 401}): check STRIPE_SECRET_KEY`;
+  if (error instanceof Stripe.errors.StripePermissionError) {
+    return `the key may not read PaymentIntents (HTTP ${error.statusCode ?? 403}): a restricted key needs write access to Checkout Sessions, Customers and PaymentIntents`;
+  }
+  if (error instanceof Stripe.errors.StripeConnectionError) {
+    if (/timeout/i.test(error.message)) return `no answer within ${STRIPE_TIMEOUT_MS / 1000} s`;
+    const cause = (error.detail as { message?: unknown } | undefined)?.message;
+    return `unreachable: ${withoutKey(typeof cause === 'string' ? cause : error.message, key)}`;
+  }
+  if (error instanceof Stripe.errors.StripeError) return `answered${error.statusCode ? ` HTTP ${error.statusCode}` : ''}: ${withoutKey(error.message, key)}`;
+  return withoutKey(messageOf(error), key);
+}
+
+function withoutKey(text: string, key: string): string {
+  const masked = key.length >= 8 ? text.split(key).join('[key]') : text;
+  return masked.replace(/\b[sr]k_(live|test)_[A-Za-z0-9*]+/g, '[key]');
+}
+
+function stripeWebhookCheck(secret: string | undefined, publicUrl: string | undefined): Check {
+  const check = 'stripe webhooks';
+  if (!secret) {
+    return {
+      check,
+      outcome: 'warn',
+      detail: "STRIPE_WEBHOOK_SECRET not set: POST /webhooks/stripe refuses Stripe's events, so no purchase is ever credited; set it to the signing secret (whsec_…) of the endpoint registered in Stripe",
+    };
+  }
+  if (!secret.startsWith('whsec_')) return { check, outcome: 'warn', detail: "STRIPE_WEBHOOK_SECRET does not look like a Stripe signing secret (whsec_…): Stripe's events would fail the signature check" };
+  const endpoint = publicUrl ? `${publicUrl.replace(/\/$/, '')}/webhooks/stripe` : '/webhooks/stripe';
+  return { check, outcome: 'ok', detail: `set: Stripe's events to ${endpoint} are verified` };
 }
 
 /** A connection URL without its password, for printing. */

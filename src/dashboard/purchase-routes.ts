@@ -1,15 +1,35 @@
 /**
  * "Add credits" for the signed-in user: the same Purchases as `/v1/credits/purchases` (same validation, the same
- * Stripe Checkout), reached with the session instead of a full key.
+ * Stripe Checkout), reached with the session instead of a full key; and the card auto-recharges, the other
+ * payments the user makes through Stripe.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
 import { checkoutReturnUrl, renderPurchase } from '../http/routes/purchases.js';
 import { usdNumber } from '../money/index.js';
+import type { RechargeRecord } from '../storage/index.js';
 import type { Sessions } from './session.js';
 
 type Query = Record<string, string | string[] | undefined>;
+
+const seconds = (ms: number | null) => (ms === null ? null : Math.floor(ms / 1000));
+
+/** A card auto-recharge; `payment_intent_id` is Stripe's reference (none when Stripe could not be reached). */
+export function renderRecharge(recharge: RechargeRecord): Record<string, unknown> {
+  return {
+    id: recharge.id,
+    object: 'card_recharge',
+    amount: usdNumber(recharge.amountNano),
+    currency: 'USD',
+    status: recharge.status,
+    failure_reason: recharge.failure,
+    payment_intent_id: recharge.paymentIntentId,
+    receipt_url: recharge.receiptUrl,
+    created: seconds(recharge.createdAt),
+    settled_at: seconds(recharge.settledAt),
+  };
+}
 
 export function purchaseRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
   const { purchases } = deps.payments;
@@ -50,6 +70,15 @@ export function purchaseRoutes(scope: FastifyInstance, deps: HttpDeps, sessions:
   scope.get('/api/purchases/:id', async (request) => {
     const { id } = await buyer(request);
     return renderPurchase(await purchases.get(id, (request.params as { id: string }).id));
+  });
+
+  /** The account's card auto-recharges, newest first: pending, succeeded or failed (with the reason). */
+  scope.get('/api/recharges', async (request) => {
+    const { id } = await buyer(request);
+    const { limit, before } = pageOf(request.query as Query);
+    const rows = await deps.storage.recharges.list(id, { limit: limit + 1, ...(before ? { before } : {}) });
+    const page = rows.slice(0, limit);
+    return { object: 'list', data: page.map(renderRecharge), has_more: rows.length > limit, next_before: rows.length > limit ? page.at(-1)!.id : null };
   });
 }
 

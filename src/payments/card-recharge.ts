@@ -74,7 +74,10 @@ export class CardRecharge implements PaymentProcessor {
     }
     await this.storage.recharges.setPaymentIntent(recharge.id, intent.id);
     const done = { reference: intent.id, rechargeId: recharge.id, amountNano: recharge.amountNano };
-    if (intent.status === 'succeeded') return done;
+    if (intent.status === 'succeeded') {
+      await keepReceipt(this.storage, this.stripe, recharge.id, intent.id, this.logger);
+      return done;
+    }
     if (intent.status === 'processing') return { ...done, pending: true };
     const code = intent.status === 'requires_action' ? 'authentication_required' : 'payment_not_completed';
     throw await this.failed(recharge, { code, message: `the payment is ${intent.status.replaceAll('_', ' ')}`, declineCode: null, paymentIntentId: intent.id });
@@ -82,8 +85,21 @@ export class CardRecharge implements PaymentProcessor {
 
   private async failed(recharge: RechargeRecord, failure: Failure): Promise<RechargeFailure> {
     this.logger.warn({ accountId: recharge.accountId, rechargeId: recharge.id, ...failure }, 'a card auto-recharge failed; nothing credited');
+    // Stripe's reference of a declined charge, shown with the failed recharge.
+    if (failure.paymentIntentId) await this.storage.recharges.setPaymentIntent(recharge.id, failure.paymentIntentId);
     await this.storage.recharges.fail(recharge.id, `${failure.code}: ${failure.message}`, Date.now());
     return new RechargeFailure(failure.code, failure.message, { rechargeId: recharge.id, declineCode: failure.declineCode, paymentIntentId: failure.paymentIntentId });
+  }
+}
+
+/** Stripe's receipt link of a succeeded recharge, kept on its row; a failure to fetch it only costs the link. */
+export async function keepReceipt(storage: Storage, stripe: Stripe, rechargeId: string, paymentIntentId: string, logger: Logger): Promise<void> {
+  try {
+    const intent = await stripe.paymentIntents.retrieve(paymentIntentId, { expand: ['latest_charge'] });
+    const charge = intent.latest_charge;
+    if (charge && typeof charge === 'object' && charge.receipt_url) await storage.recharges.setReceipt(rechargeId, charge.receipt_url);
+  } catch (error) {
+    logger.warn({ err: error, rechargeId }, 'the receipt of a card recharge could not be fetched from Stripe');
   }
 }
 

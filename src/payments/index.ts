@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { PaymentProcessor } from '../billing/index.js';
 import type { Config } from '../config/index.js';
+import type { EventSink } from '../events/index.js';
 import type { Storage } from '../storage/index.js';
 import { CardRecharge } from './card-recharge.js';
 import { Purchases } from './purchases.js';
@@ -27,13 +28,13 @@ export interface Payments {
   reversals: Reversals;
 }
 
-export function createPayments(options: { storage: Storage; config: Config; logger: Logger; onCredited(accountId: string): void | Promise<void> }): Payments {
+export function createPayments(options: { storage: Storage; config: Config; logger: Logger; events?: EventSink; onCredited(accountId: string): void | Promise<void> }): Payments {
   const { secret_key, webhook_secret, api_base } = options.config.payments.stripe;
   const stripe = secret_key ? stripeClient(secret_key, api_base) : undefined;
   if (stripe && !webhook_secret) options.logger.warn('STRIPE_SECRET_KEY is set without STRIPE_WEBHOOK_SECRET: purchases cannot be confirmed, so none is credited');
   return {
     purchases: new Purchases(options.storage, options.config, stripe, options.logger),
-    stripeEvents: new StripeEvents({ storage: options.storage, stripe, webhookSecret: webhook_secret, logger: options.logger, onCredited: options.onCredited }),
+    stripeEvents: new StripeEvents({ storage: options.storage, stripe, webhookSecret: webhook_secret, logger: options.logger, events: options.events, onCredited: options.onCredited }),
     reversals: new Reversals(options.storage, stripe, options.logger, options.onCredited),
   };
 }

@@ -8,9 +8,11 @@
  */
 import Stripe from 'stripe';
 import type { Logger } from 'pino';
-import { creditRecharge } from '../billing/index.js';
+import { RechargeFailure, creditRecharge, recordRechargeFailure } from '../billing/index.js';
+import type { EventSink } from '../events/index.js';
 import { invalidRequest } from '../errors/index.js';
 import type { PurchaseRecord, Storage } from '../storage/index.js';
+import { keepReceipt } from './card-recharge.js';
 import { STRIPE } from './purchases.js';
 import { idOf, Reversals } from './reversals.js';
 import { NANO_PER_CENT } from './stripe-client.js';
@@ -20,6 +22,8 @@ export interface StripeEventsOptions {
   stripe: Stripe | undefined;
   webhookSecret: string | undefined;
   logger: Logger;
+  /** Where `credit.recharge_failed` goes when Stripe reports a pending recharge failed. */
+  events?: EventSink | undefined;
   /** An account's balance changed (a credit, a refund, a dispute): caches must reload it. */
   onCredited(accountId: string): void | Promise<void>;
 }
@@ -100,15 +104,25 @@ export class StripeEvents {
     });
     if (!result.rechargePaid) return 'already_applied';
     await this.announce(recharge.accountId);
+    if (this.options.stripe) await keepReceipt(this.options.storage, this.options.stripe, rechargeId, intent.id, this.options.logger);
     return 'credited';
   }
 
-  /** A recharge left pending (its PaymentIntent was `processing`) that failed later frees the account for the next. */
+  /**
+   * A recharge left pending (its PaymentIntent was `processing`) that failed later: it frees the account for the
+   * next, and counts as a failure like a declined charge (the event, and auto-recharge off after the limit).
+   */
   private async failRecharge(intent: Stripe.PaymentIntent): Promise<EventOutcome> {
     const rechargeId = intent.metadata?.recharge_id;
-    if (!rechargeId) return 'ignored';
-    const reason = intent.last_payment_error?.code ?? 'payment_failed';
-    return (await this.options.storage.recharges.fail(rechargeId, `${reason}: reported by Stripe`, Date.now())) ? 'recorded' : 'already_applied';
+    const recharge = rechargeId ? await this.options.storage.recharges.get(rechargeId) : undefined;
+    if (!recharge) return 'ignored';
+    const code = intent.last_payment_error?.code ?? 'payment_failed';
+    const message = intent.last_payment_error?.message ?? 'the payment failed after it was accepted for processing';
+    if (!(await this.options.storage.recharges.fail(recharge.id, `${code}: ${message}`, Date.now()))) return 'already_applied';
+    const failure = new RechargeFailure(code, message, { rechargeId: recharge.id, declineCode: intent.last_payment_error?.decline_code ?? null, paymentIntentId: intent.id });
+    await recordRechargeFailure(this.options.storage, this.options.events, recharge.accountId, recharge.amountNano, failure);
+    await this.announce(recharge.accountId);
+    return 'recorded';
   }
 
   private async reversed(outcome: { accountId: string; movedNano: bigint } | undefined): Promise<EventOutcome> {

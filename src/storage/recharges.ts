@@ -1,7 +1,7 @@
 /** Auto-recharges charged to a saved card: the row that keeps one in flight per account and is credited once. */
 import type { Kysely, Selectable } from 'kysely';
 import type { CardRechargesTable, Database } from './schema.js';
-import { big, num } from './values.js';
+import { big, num, numOrNull } from './values.js';
 
 export type RechargeStatus = 'pending' | 'succeeded' | 'failed';
 
@@ -15,6 +15,10 @@ export interface RechargeRecord {
   failure: string | null;
   createdAt: number;
   claimedAt: number;
+  /** When it succeeded or failed; null while pending. */
+  settledAt: number | null;
+  /** The processor's receipt of a succeeded recharge, once known. */
+  receiptUrl: string | null;
 }
 
 export class RechargeStore {
@@ -80,6 +84,17 @@ export class RechargeStore {
     return row && toRecharge(row);
   }
 
+  async setReceipt(id: string, receiptUrl: string): Promise<void> {
+    await this.db.updateTable('card_recharges').set({ receipt_url: receiptUrl }).where('id', '=', id).execute();
+  }
+
+  /** The account's recharges, newest first; `before` is the id of the last recharge of the previous page. */
+  async list(accountId: string, page: { limit: number; before?: string }): Promise<RechargeRecord[]> {
+    let query = this.db.selectFrom('card_recharges').selectAll().where('account_id', '=', accountId).orderBy('id', 'desc').limit(page.limit);
+    if (page.before) query = query.where('id', '<', page.before);
+    return (await query.execute()).map(toRecharge);
+  }
+
   private async pendingOf(accountId: string): Promise<RechargeRecord | undefined> {
     const row = await this.db.selectFrom('card_recharges').selectAll().where('account_id', '=', accountId).where('status', '=', 'pending').executeTakeFirst();
     return row && toRecharge(row);
@@ -97,5 +112,7 @@ function toRecharge(row: Selectable<CardRechargesTable>): RechargeRecord {
     failure: row.failure,
     createdAt: num(row.created_at),
     claimedAt: num(row.claimed_at),
+    settledAt: numOrNull(row.settled_at),
+    receiptUrl: row.receipt_url,
   };
 }

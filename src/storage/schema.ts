@@ -219,6 +219,7 @@ export interface CardRechargesTable {
   created_at: Big;
   claimed_at: Big;
   settled_at: NullableBig;
+  receipt_url: string | null;
 }
 
 /** How much of one payment a refund or a dispute has taken back, as the ledger debited it. */

@@ -1,5 +1,10 @@
-/** `tollgate doctor` and `tollgate config`, run as child processes against real services and a local Anthropic-format server. */
+/**
+ * `tollgate doctor` and `tollgate config`, run as child processes against real services, a local Anthropic-format
+ * server and a local server speaking Stripe's API.
+ */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { editorSchema, EDITOR_SCHEMA_FILE } from '../../src/config/editor-schema.js';
@@ -7,6 +12,7 @@ import { cli, json } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { startMockAnthropic, type MockAnthropic } from '../support/mock-anthropic.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
+import { MOCK_SECRET_KEY, startMockStripe, type MockStripe } from '../support/mock-stripe.js';
 
 const byName = (report: any, name: string) => report.checks.find((c: any) => c.check === name);
 
@@ -15,16 +21,19 @@ describe('tollgate doctor', () => {
   let pg: TestDatabase;
   let anthropic: MockAnthropic;
   let groq: MockOpenAI;
+  let stripe: MockStripe;
 
   beforeAll(async () => {
     db = await createTestDatabase('sqlite');
     pg = await createTestDatabase('postgres');
     anthropic = await startMockAnthropic({ apiKey: 'sk-ant-good' });
     groq = await startMockOpenAI({ apiKey: 'gsk-good' });
+    stripe = await startMockStripe();
   });
   afterAll(async () => {
     await anthropic.close();
     await groq.close();
+    await stripe.close();
     await db.drop();
     await pg.drop();
   });
@@ -89,6 +98,53 @@ describe('tollgate doctor', () => {
     const refused = await cli(db.dataDir, ['doctor', '--json'], { GROQ_BASE_URL: groq.url, GROQ_API_KEY: 'gsk-wrong' });
     expect(refused.code).toBe(1);
     expect(byName(JSON.parse(refused.stdout), 'provider groq').detail).toContain('check GROQ_API_KEY');
+  });
+
+  it('says purchasing is off without a Stripe key; with one, checks it at Stripe and says test mode', async () => {
+    const off = await json(db.dataDir, ['doctor']);
+    expect(off.checks.filter((c: any) => c.check.startsWith('stripe'))).toEqual([{ check: 'stripe', outcome: 'skip', detail: expect.stringContaining('STRIPE_SECRET_KEY not set: purchasing is off') }]);
+
+    const test = await json(db.dataDir, ['doctor'], stripe.env);
+    expect(test.ok).toBe(true);
+    expect(byName(test, 'stripe')).toMatchObject({ outcome: 'warn', detail: expect.stringMatching(new RegExp(`^test mode \\(sk_test_…\\): ${stripe.url} accepted the key`)) });
+    expect(byName(test, 'stripe webhooks')).toMatchObject({ outcome: 'ok' });
+    // One cheap read with the key: a PaymentIntent that does not exist (404 means the key was accepted).
+    expect(stripe.calls.map((c) => `${c.method} ${c.path}`)).toEqual(['GET /v1/payment_intents/pi_tollgate_doctor_probe']);
+  });
+
+  it('fails on a Stripe key refused or a Stripe address unreachable, warns without the webhook secret, never prints the key', async () => {
+    // A refused key fails; a missing webhook secret is a warning of its own.
+    const refused = await cli(db.dataDir, ['doctor'], { STRIPE_SECRET_KEY: 'sk_test_wrong_0123456789abcdef', STRIPE_API_BASE: stripe.url });
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toMatch(/stripe\s+FAIL\s+.*the key was refused \(HTTP 401\): check STRIPE_SECRET_KEY/);
+    expect(refused.stdout).toMatch(/stripe webhooks\s+WARN\s+STRIPE_WEBHOOK_SECRET not set: .*no purchase is ever credited/);
+    expect(refused.stdout).not.toContain('0123456789abcdef');
+
+    const down = await cli(db.dataDir, ['doctor', '--json'], { ...stripe.env, STRIPE_API_BASE: 'http://127.0.0.1:1' });
+    expect(down.code).toBe(1);
+    expect(byName(JSON.parse(down.stdout), 'stripe')).toMatchObject({ outcome: 'fail', detail: expect.stringMatching(/^http:\/\/127\.0\.0\.1:1: unreachable: .*ECONNREFUSED/) });
+    expect(down.stdout).not.toContain(MOCK_SECRET_KEY);
+  });
+
+  it('warns about a live key pointed at another server than Stripe, and does not send it there', async () => {
+    let requests = 0;
+    const elsewhere = createServer((_req, res) => {
+      requests++;
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{}');
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
+    try {
+      const base = `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}`;
+      const liveKey = 'sk_live_not_for_this_server_0123456789';
+      const run = await cli(db.dataDir, ['doctor', '--json'], { STRIPE_SECRET_KEY: liveKey, STRIPE_API_BASE: base, STRIPE_WEBHOOK_SECRET: 'whsec_0123456789' });
+      expect(run.code).toBe(0);
+      const check = byName(JSON.parse(run.stdout), 'stripe');
+      expect(check).toMatchObject({ outcome: 'warn', detail: expect.stringContaining(`a live key (sk_live_…) with STRIPE_API_BASE=${base}, which is not Stripe`) });
+      expect(run.stdout).not.toContain(liveKey);
+      expect(requests).toBe(0);
+    } finally {
+      await new Promise((resolve) => elsewhere.close(resolve));
+    }
   });
 
   it('reports an invalid configuration with the field named, and fails', async () => {

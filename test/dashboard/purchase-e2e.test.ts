@@ -2,6 +2,7 @@
  * "Add credits" in headless Chromium: sign in, buy 20 USD, the browser goes to Stripe's checkout URL (the local
  * mock's, answered here in place of Stripe's page), comes back to the return page, which shows the purchase pending
  * until the signed webhook arrives, then paid with the new balance; the purchases list links Stripe's receipt.
+ * Card auto-recharges are listed beside the purchases, with Stripe's reference and why one failed.
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -84,6 +85,60 @@ test('add 20 USD: checkout, back to the purchase pending, then paid with the new
   expect(await receipt.getAttribute('href')).toMatch(/^https:\/\/pay\.stripe\.test\/receipts\/rcpt_/);
   await expect.poll(() => page.locator('#ledger tbody').textContent()).toContain(`(purchase ${purchaseId})`);
   await screenshot(page, '32-purchase-paid');
+  expect(errors).toEqual([]);
+  await context.close();
+});
+
+test('card auto-recharges are listed with their status, Stripe reference and failure reason', { timeout: 60_000 }, async () => {
+  const email = uniqueEmail('recharge-e2e');
+  const password = 'a long enough passphrase';
+  const dashboard = new DashboardClient(gateway.url);
+  const key = (await dashboard.signUp(email, password)).body.first_key.key as string;
+  const call = async (path: string, body: unknown) => {
+    const response = await fetch(`${gateway.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: response.status, body: (await response.json()) as any };
+  };
+  // The card is saved by a purchase; then every debit is below the threshold.
+  const purchase = (await call('/v1/credits/purchases', { amount: 20 })).body;
+  const session = [...stripe.sessions.values()].find((s) => s.client_reference_id === purchase.id)!;
+  expect((await stripe.deliver(gateway.url, stripe.event('checkout.session.completed', stripe.pay(session.id)))).status).toBe(200);
+  expect((await dashboard.request('PATCH', '/settings', { auto_recharge: { enabled: true, threshold: 1000, amount: 10 } })).status).toBe(200);
+  const spend = async () => expect((await call('/v1/chat/completions', { model: 'sandbox/lorem', max_tokens: 5, messages: [{ role: 'user', content: 'spend' }] })).status).toBe(200);
+  const settled = async (n: number) =>
+    expect.poll(async () => ((await dashboard.request('GET', '/recharges')).body.data as any[]).filter((r) => r.status !== 'pending').length, { timeout: 10_000 }).toBe(n);
+
+  stripe.intentOutcome = 'succeeded';
+  await spend();
+  await settled(1);
+  stripe.intentOutcome = 'card_declined';
+  await spend();
+  await settled(2);
+  stripe.intentOutcome = 'succeeded';
+  const [declined, succeeded] = (await dashboard.request('GET', '/recharges')).body.data;
+
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  context.setDefaultTimeout(10_000);
+  const page = await context.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${gateway.url}/dashboard/signin`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('link', { name: 'Credits & usage' }).click();
+  await page.getByRole('heading', { name: 'Automatic recharges' }).waitFor();
+  const rows = page.locator('#recharges tbody tr');
+  await expect.poll(() => rows.count()).toBe(2);
+  const newest = (await rows.nth(0).textContent())!;
+  expect(newest).toMatch(/\$10\.00\s*failed/);
+  expect(newest).toContain('Not credited (card_declined): the card was declined (generic_decline)');
+  const credited = rows.nth(1);
+  expect(await credited.textContent()).toMatch(/\$10\.00\s*succeeded/);
+  expect(await credited.textContent()).toContain('Credited ');
+  expect(await credited.locator('code').textContent()).toBe(succeeded.payment_intent_id);
+  expect(succeeded.payment_intent_id).toMatch(/^pi_/);
+  expect(declined.status).toBe('failed');
+  await expect.poll(() => page.locator('#ledger tbody').textContent()).toContain(`auto-recharge via stripe ${succeeded.payment_intent_id}`);
+  await screenshot(page, '33-card-recharges');
   expect(errors).toEqual([]);
   await context.close();
 });

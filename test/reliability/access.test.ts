@@ -68,6 +68,7 @@ const ROUTES: Array<[string, string, unknown, Expect]> = [
   ['POST', '/dashboard/api/keys', { name: 'x' }, { all: 403 }],
   ['GET', '/dashboard/api/purchasing', undefined, { all: 401 }],
   ['GET', '/dashboard/api/purchases', undefined, { all: 401 }],
+  ['GET', '/dashboard/api/recharges', undefined, { all: 401 }],
   ['GET', '/dashboard/api/purchases/cp_nope', undefined, { all: 401 }],
   ['POST', '/dashboard/api/purchases', { amount: 20 }, { all: 403 }],
 ];

@@ -185,3 +185,16 @@ export interface Purchase {
   created: number;
   paid_at: number | null;
 }
+
+/** A card auto-recharge: `payment_intent_id` is Stripe's reference, null when Stripe could not be reached. */
+export interface Recharge {
+  id: string;
+  amount: number;
+  currency: string;
+  status: 'pending' | 'succeeded' | 'failed';
+  failure_reason: string | null;
+  payment_intent_id: string | null;
+  receipt_url: string | null;
+  created: number;
+  settled_at: number | null;
+}

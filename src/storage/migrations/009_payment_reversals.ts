@@ -4,6 +4,7 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
  * Refunds and disputes debit what they take back in full, so a balance may go below zero (docs/adr): the
  * accounts' `balance_nano >= 0` check goes, and spending keeps the balance at or above zero in code (batch.ts).
  * `payment_reversals` keeps, per refunded charge or dispute, how much of the payment the ledger has taken back.
+ * Card recharges gain the receipt link purchases have.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (db.getExecutor().adapter instanceof PostgresAdapter) {
@@ -25,6 +26,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('payment_reversals_account').on('payment_reversals').column('account_id').execute();
+
+  // Stripe's receipt of a card recharge, as purchases keep theirs.
+  await db.schema.alterTable('card_recharges').addColumn('receipt_url', 'text').execute();
 }
 
 /**
@@ -62,5 +66,6 @@ async function dropSqliteBalanceCheck(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.alterTable('card_recharges').dropColumn('receipt_url').execute();
   await db.schema.dropTable('payment_reversals').execute();
 }

@@ -1,14 +1,48 @@
 /**
  * Buying credit: "Add credits" sends the browser to Stripe's checkout; back from it (`?purchase=cp_…`) the
- * purchase shows pending until Stripe confirms it (polled every 2 s for 2 minutes); and the purchases, with receipts.
+ * purchase shows pending until Stripe confirms it (polled every 2 s for 2 minutes); the purchases, with receipts;
+ * and the card auto-recharges, with Stripe's reference and why one failed.
  */
 import { html, render } from 'lit-html';
-import { ApiError, api, type List, type Purchase, type Purchasing } from '../api.js';
+import { ApiError, api, type List, type Purchase, type Purchasing, type Recharge } from '../api.js';
 import { dateTime, usd } from '../format.js';
 
 const PAGE = 10;
 const POLL_MS = 2_000;
 const POLL_FOR_MS = 120_000;
+
+/** One newest-first list of the dashboard API, paged with `before` cursors. */
+class Paged<T extends { id: string }> {
+  page: List<T> | undefined;
+  private readonly cursors: Array<string | undefined> = [];
+  private cursor: string | undefined;
+
+  constructor(private readonly path: string) {}
+
+  async load(): Promise<void> {
+    this.page = await api<List<T>>('GET', `${this.path}?limit=${PAGE}${this.cursor ? `&before=${encodeURIComponent(this.cursor)}` : ''}`);
+  }
+
+  /** Page 1, 2, … */
+  get number(): number {
+    return this.cursors.length + 1;
+  }
+
+  /** Whether there is anything on this page or another. */
+  get any(): boolean {
+    return Boolean(this.page?.data.length) || this.cursors.length > 0;
+  }
+
+  turn(back: boolean): Promise<void> {
+    if (back) {
+      this.cursor = this.cursors.pop();
+    } else {
+      this.cursors.push(this.cursor);
+      this.cursor = this.page?.next_before ?? undefined;
+    }
+    return this.load();
+  }
+}
 
 /** `onPaid`: the purchase the buyer came back with was credited (the balance changed). Returns the cleanup. */
 export function purchasesSection(container: HTMLElement, onPaid: () => void): () => void {
@@ -16,23 +50,18 @@ export function purchasesSection(container: HTMLElement, onPaid: () => void): ()
   const returning = params.get('purchase');
   const canceled = params.get('canceled') === '1';
   let purchasing: Purchasing | undefined;
-  let page: List<Purchase> | undefined;
+  const purchases = new Paged<Purchase>('/purchases');
+  const recharges = new Paged<Recharge>('/recharges');
   let current: Purchase | undefined;
   let waitedTooLong = false;
   let error = '';
   let busy = false;
-  const cursors: Array<string | undefined> = [];
-  let cursor: string | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const pollUntil = Date.now() + POLL_FOR_MS;
 
-  async function loadList() {
-    page = await api<List<Purchase>>('GET', `/purchases?limit=${PAGE}${cursor ? `&before=${encodeURIComponent(cursor)}` : ''}`);
-  }
-
   async function load() {
     try {
-      [purchasing] = await Promise.all([api<Purchasing>('GET', '/purchasing'), loadList()]);
+      [purchasing] = await Promise.all([api<Purchasing>('GET', '/purchasing'), purchases.load(), recharges.load()]);
       if (returning) await poll();
     } catch (caught) {
       error = (caught as Error).message;
@@ -47,7 +76,7 @@ export function purchasesSection(container: HTMLElement, onPaid: () => void): ()
       if (Date.now() < pollUntil) timer = setTimeout(() => void poll().catch(() => undefined).finally(draw), POLL_MS);
       else waitedTooLong = true;
     } else if (before === 'pending' && current.status !== 'pending') {
-      await loadList();
+      await purchases.load();
       if (current.status === 'paid') onPaid();
     }
   }
@@ -70,15 +99,16 @@ export function purchasesSection(container: HTMLElement, onPaid: () => void): ()
     draw();
   }
 
-  const pageTo = (next: string | undefined, back: boolean) => {
-    if (back) {
-      cursor = cursors.pop();
-    } else {
-      cursors.push(cursor);
-      cursor = next;
-    }
-    void loadList().then(draw, (caught: Error) => ((error = caught.message), draw()));
-  };
+  const turn = (list: Paged<{ id: string }>, back: boolean) => void list.turn(back).then(draw, (caught: Error) => ((error = caught.message), draw()));
+
+  function pager(list: Paged<{ id: string }>, label: string) {
+    if (!list.page?.has_more && list.number === 1) return null;
+    return html`<nav class="pager" aria-label=${label}>
+      <button type="button" class="secondary small" ?disabled=${list.number === 1} @click=${() => turn(list, true)}>Newer</button>
+      <span class="muted small">Page ${list.number}</span>
+      <button type="button" class="secondary small" ?disabled=${!list.page?.has_more} @click=${() => turn(list, false)}>Older</button>
+    </nav>`;
+  }
 
   const receipt = (p: Purchase) => (p.receipt_url ? html`<a href=${p.receipt_url} target="_blank" rel="noopener noreferrer">Receipt</a>` : html`<span class="muted">–</span>`);
 
@@ -118,7 +148,7 @@ export function purchasesSection(container: HTMLElement, onPaid: () => void): ()
   </tr>`;
 
   function list(l: List<Purchase>) {
-    if (!l.data.length && !cursors.length) return html`<p class="muted">No purchases yet.</p>`;
+    if (!purchases.any) return html`<p class="muted">No purchases yet.</p>`;
     return html`<div class="table-wrap">
         <table id="purchases" class="cards-on-mobile">
           <caption class="visually-hidden">Credit purchases, newest first</caption>
@@ -126,13 +156,41 @@ export function purchasesSection(container: HTMLElement, onPaid: () => void): ()
           <tbody>${l.data.map(row)}</tbody>
         </table>
       </div>
-      ${l.has_more || cursors.length
-        ? html`<nav class="pager" aria-label="Purchase pages">
-            <button type="button" class="secondary small" ?disabled=${cursors.length === 0} @click=${() => pageTo(undefined, true)}>Newer</button>
-            <span class="muted small">Page ${cursors.length + 1}</span>
-            <button type="button" class="secondary small" ?disabled=${!l.has_more} @click=${() => pageTo(l.next_before ?? undefined, false)}>Older</button>
-          </nav>`
-        : null}`;
+      ${pager(purchases, 'Purchase pages')}`;
+  }
+
+  /** The badge colours of purchases: succeeded as paid. */
+  const rechargeBadge = (status: Recharge['status']) => `badge purchase-${status === 'succeeded' ? 'paid' : status}`;
+
+  function rechargeOutcome(r: Recharge) {
+    if (r.status === 'succeeded') return `Credited ${dateTime(r.settled_at)}`;
+    if (r.status === 'failed') {
+      // Stored as `code: message`.
+      const [code, ...message] = (r.failure_reason ?? 'the payment failed').split(': ');
+      return message.length ? `Not credited (${code}): ${message.join(': ')}` : `Not credited: ${code}`;
+    }
+    return 'Waiting for Stripe to confirm the payment';
+  }
+
+  const rechargeRow = (r: Recharge) => html`<tr>
+    <td data-label="Date">${dateTime(r.created)}</td>
+    <td data-label="Amount" class="num">${usd(r.amount)}</td>
+    <td data-label="Status"><span class=${rechargeBadge(r.status)}>${r.status}</span></td>
+    <td data-label="Stripe reference">${r.payment_intent_id ? html`<code>${r.payment_intent_id}</code>` : html`<span class="muted">–</span>`}</td>
+    <td data-label="Details">${rechargeOutcome(r)}</td>
+    <td data-label="Receipt">${r.receipt_url ? html`<a href=${r.receipt_url} target="_blank" rel="noopener noreferrer">Receipt</a>` : html`<span class="muted">–</span>`}</td>
+  </tr>`;
+
+  function rechargeList(l: List<Recharge>) {
+    return html`<h3>Automatic recharges</h3>
+      <div class="table-wrap">
+        <table id="recharges" class="cards-on-mobile">
+          <caption class="visually-hidden">Automatic recharges of your saved card, newest first</caption>
+          <thead><tr><th>Date</th><th class="num">Amount</th><th>Status</th><th>Stripe reference</th><th>Details</th><th>Receipt</th></tr></thead>
+          <tbody>${l.data.map(rechargeRow)}</tbody>
+        </table>
+      </div>
+      ${pager(recharges, 'Recharge pages')}`;
   }
 
   function draw() {
@@ -142,7 +200,8 @@ export function purchasesSection(container: HTMLElement, onPaid: () => void): ()
           <h2 id="purchase-heading">Add credits</h2>
           ${current ? returnNotice(current) : null} ${error ? html`<p class="error" role="alert">${error}</p>` : null}
           ${purchasing ? form(purchasing) : html`<p class="loading">Loading…</p>`}
-          ${page && (purchasing?.available || page.data.length || cursors.length) ? html`<h3>Purchases</h3>${list(page)}` : null}
+          ${purchases.page && (purchasing?.available || purchases.any) ? html`<h3>Purchases</h3>${list(purchases.page)}` : null}
+          ${recharges.page && recharges.any ? rechargeList(recharges.page) : null}
         </section>
       `,
       container,
