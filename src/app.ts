@@ -118,12 +118,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     if (record) wallet.accounts.applyRecord(record);
   });
   const admin = new AdminService(storage, config, secret, { onChange: (change) => changes.publish(change) }, processors);
-  const payments = createPayments({ storage, config, logger: logger.child({ module: 'payments' }), onCredited: (accountId) => changes.publish({ accountId }) });
+  const payments = createPayments({ storage, config, logger: logger.child({ module: 'payments' }), events, onCredited: (accountId) => changes.publish({ accountId }) });
   const firstStart = await bootstrap(storage, config, admin);
   const isAdminToken = await adminTokenChecker(storage, config);
   const catalog = new Catalog(config);
   const tracker = new PerformanceTracker();
   const router = new Router(config, { catalog, performance: tracker });
+  // The catalog's model status reads the router's live deployment health.
+  catalog.setHealth(router.health);
   const limiter: RateLimiter =
     options.limiter ??
     (config.redis_url

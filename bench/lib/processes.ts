@@ -309,7 +309,7 @@ export async function startServer(options: StartOptions): Promise<Server> {
       }),
     ]);
   } catch (error) {
-    throw new Error(`${(error as Error).message}\n--- ${options.logFile} ---\n${tail()}`);
+    throw new Error(`${(error as Error).message}\n--- ${options.logFile} ---\n${tail()}`, { cause: error });
   }
   return { name: options.name, pid: child.pid, url, logFile: options.logFile, child, tail, stop };
 }

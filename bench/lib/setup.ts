@@ -52,7 +52,7 @@ export async function createDatabase(): Promise<{ url: string; name: string }> {
   try {
     await admin.connect();
   } catch (error) {
-    throw new Error(`cannot connect to PostgreSQL at ${PG_ADMIN_URL} (set TOLLGATE_BENCH_PG_URL): ${(error as Error).message}`);
+    throw new Error(`cannot connect to PostgreSQL at ${PG_ADMIN_URL} (set TOLLGATE_BENCH_PG_URL): ${(error as Error).message}`, { cause: error });
   }
   try {
     await admin.query(`CREATE DATABASE ${name}`);

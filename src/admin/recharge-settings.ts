@@ -6,18 +6,8 @@
 import { selfServeRecharge, usdString, type PaymentProcessors, type RechargeLimits } from '../billing/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { AccountSettings } from '../storage/index.js';
+import type { AutoRechargePatch, BillingPatch } from './schemas.js';
 import { usd } from './usd.js';
-
-export interface AutoRechargePatch {
-  enabled?: boolean;
-  /** USD. */
-  threshold?: number;
-  /** USD. */
-  amount?: number;
-}
-
-/** null takes the account off operator billing (and turns its auto-recharge off). */
-export type BillingPatch = { processor?: string; /** USD per UTC calendar month. */ monthly_ceiling?: number } | null;
 
 /** The operator's change to how auto-recharges are paid. */
 export function applyBilling(settings: AccountSettings, patch: BillingPatch, processors: PaymentProcessors): void {

@@ -2,7 +2,7 @@
  * Admin request schemas (TypeBox = JSON Schema), validated by Fastify after the admin token check. They are
  * strict: a misspelt field (say `permission: "read_only"`) is a 400, never silently a full key.
  */
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 
 export const CreateAccountSchema = Type.Object(
   {
@@ -18,10 +18,12 @@ export const CreateKeySchema = Type.Object(
     environment: Type.Optional(Type.Union([Type.Literal('live'), Type.Literal('test')])),
     permissions: Type.Optional(Type.Union([Type.Literal('full'), Type.Literal('read_only'), Type.Literal('project')])),
     models: Type.Optional(Type.Array(Type.String())),
+    /** USD. */
     spend_limit: Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()])),
   },
   { additionalProperties: false },
 );
+export type NewKeyRequest = Static<typeof CreateKeySchema>;
 
 export const AddCreditsSchema = Type.Object(
   {
@@ -45,17 +47,21 @@ export const PatchAccountSchema = Type.Object(
     plan: Type.Optional(Type.String()),
     requests_per_minute: NullablePositive,
     tokens_per_minute: NullablePositive,
+    /** USD; null returns to the plan's limit; "none" removes the daily limit for this account. */
     daily_limit: Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null(), Type.Literal('none')])),
     auto_recharge: Type.Optional(
       Type.Object(
         {
           enabled: Type.Optional(Type.Boolean()),
+          /** USD. */
           threshold: Type.Optional(Type.Number({ minimum: 0 })),
+          /** USD. */
           amount: Type.Optional(Type.Number({ minimum: 0 })),
         },
         { additionalProperties: false },
       ),
     ),
+    /** USD. */
     low_balance_thresholds: Type.Optional(Type.Union([Type.Array(Type.Number({ minimum: 0 }), { maxItems: 10 }), Type.Null()])),
     billing: Type.Optional(
       Type.Union(
@@ -75,3 +81,7 @@ export const PatchAccountSchema = Type.Object(
   },
   { additionalProperties: false },
 );
+export type AccountPatch = Static<typeof PatchAccountSchema>;
+export type AutoRechargePatch = NonNullable<AccountPatch['auto_recharge']>;
+/** null takes the account off operator billing (and turns its auto-recharge off). */
+export type BillingPatch = Exclude<AccountPatch['billing'], undefined>;

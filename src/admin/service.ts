@@ -7,31 +7,12 @@ import { hasSavedPaymentMethod, parseUsd, paymentProcessors, rechargeLimits, sel
 import type { Config } from '../config/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import { normalizeEmail } from './email.js';
-import { encodeSettings, newId, type AccountRecord, type AccountSettings, type Environment, type KeyRecord, type Permission, type Storage } from '../storage/index.js';
-import { applyAutoRecharge, applyBilling, checkOwnAutoRecharge, type AutoRechargePatch, type BillingPatch } from './recharge-settings.js';
+import { encodeSettings, newId, type AccountRecord, type AccountSettings, type KeyRecord, type Storage } from '../storage/index.js';
+import { applyAutoRecharge, applyBilling, checkOwnAutoRecharge } from './recharge-settings.js';
+import type { AccountPatch, NewKeyRequest } from './schemas.js';
 import { MAX_BALANCE_NANO, usd } from './usd.js';
 
-export interface NewKeyRequest {
-  name?: string;
-  environment?: Environment;
-  permissions?: Permission;
-  models?: string[];
-  /** USD. */
-  spend_limit?: number | null;
-}
-
-export interface AccountPatch {
-  plan?: string;
-  requests_per_minute?: number | null;
-  tokens_per_minute?: number | null;
-  /** USD; null returns to the plan's limit; "none" removes the daily limit for this account. */
-  daily_limit?: number | null | 'none';
-  auto_recharge?: AutoRechargePatch;
-  /** How auto-recharges are paid (operators only). */
-  billing?: BillingPatch;
-  /** USD. */
-  low_balance_thresholds?: number[] | null;
-}
+export type { AccountPatch, NewKeyRequest };
 
 /** What an account's own user may change (dashboard). */
 export type OwnSettingsPatch = Pick<AccountPatch, 'auto_recharge' | 'low_balance_thresholds'>;

@@ -1,31 +1,26 @@
 /**
  * The public API's shapes: the OpenAPI document, and TypeScript types for clients (package entry `tollgate/api`).
- * Request types come from the schemas that validate requests; response types from ./schemas.ts.
+ * Request types come from the schemas that validate requests; response types from ./schemas.ts and the wire
+ * contract (chat).
  */
 import type { Static } from '@sinclair/typebox';
 import type {
-  ChatCompletionChunkSchema,
-  ChatCompletionSchema,
   CreditBalanceSchema,
   CreditPurchaseSchema,
   ErrorSchema,
   ModelListSchema,
   ModelSchema,
-  UsageSchema,
   WebhookDeliverySchema,
   WebhookSchema,
 } from './schemas.js';
 
 export { openApiDocument } from './openapi.js';
 export * as schemas from './schemas.js';
-export type { ChatRequestBody as ChatCompletionRequest } from '../gateway/index.js';
+export type { ChatCompletion, ChatCompletionChunk, ChatRequest as ChatCompletionRequest, Usage } from '../wire/index.js';
 export type { CreatePurchaseBody as CreatePurchaseRequest } from '../payments/index.js';
 export type { CreateWebhookBody as CreateWebhookRequest, PatchWebhookBody as UpdateWebhookRequest } from '../webhooks/index.js';
 export type { KnownWebhookEvent as WebhookEvent } from '../webhooks/receiver/index.js';
 
-export type ChatCompletion = Static<typeof ChatCompletionSchema>;
-export type ChatCompletionChunk = Static<typeof ChatCompletionChunkSchema>;
-export type Usage = Static<typeof UsageSchema>;
 export type CreditBalance = Static<typeof CreditBalanceSchema>;
 export type CreditPurchase = Static<typeof CreditPurchaseSchema>;
 export type Model = Static<typeof ModelSchema>;

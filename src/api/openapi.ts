@@ -4,7 +4,6 @@
  * kept by hand. Schemas with an `$id` become components and are referenced wherever they are nested.
  */
 import type { TSchema } from '@sinclair/typebox';
-import { ChatRequestSchema } from '../gateway/index.js';
 import { VERSION } from '../config/index.js';
 import { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSchema, RefundPurchaseSchema } from '../admin/index.js';
 import { CreatePurchaseSchema } from '../payments/index.js';
@@ -21,6 +20,7 @@ import {
   WebhookDeliverySchema,
   WebhookSchema,
 } from './schemas.js';
+import { ChatRequestSchema } from '../wire/index.js';
 
 type Json = Record<string, unknown>;
 
@@ -251,14 +251,13 @@ const path = (name: string, description: string): Json => ({ name, in: 'path', r
 
 /** The schema as plain JSON; nested schemas with an `$id` become `$ref`s (the root keeps its own when `root`). */
 function plain(schema: TSchema, root: boolean): Json {
-  const walk = (value: unknown, top: boolean): unknown => {
-    if (Array.isArray(value)) return value.map((item) => walk(item, false));
-    if (value === null || typeof value !== 'object') return value;
-    const object = value as Json;
-    if (!top && typeof object.$id === 'string') return { $ref: `#/components/schemas/${object.$id}` };
+  const walk = (value: unknown): unknown =>
+    Array.isArray(value) ? value.map(walk) : value !== null && typeof value === 'object' ? object(value, false) : value;
+  const object = (value: object, top: boolean): Json => {
+    if (!top && '$id' in value && typeof value.$id === 'string') return { $ref: `#/components/schemas/${value.$id}` };
     const out: Json = {};
-    for (const [key, item] of Object.entries(object)) if (key !== '$id') out[key] = walk(item, false);
+    for (const [key, item] of Object.entries(value)) if (key !== '$id') out[key] = walk(item);
     return out;
   };
-  return walk(JSON.parse(JSON.stringify(schema)), root) as Json;
+  return object(JSON.parse(JSON.stringify(schema)), root);
 }

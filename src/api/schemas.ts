@@ -1,15 +1,14 @@
 /**
  * The public API's response shapes (TypeBox = JSON Schema). They document what the routes send, for the OpenAPI
- * document and the exported types; tests check real responses against them. Request schemas live where they
- * are validated (gateway/, webhooks/, http/) and are only referenced here. A schema with an `$id` is one
- * component of the OpenAPI document.
+ * document and the exported types; tests check real responses against them. The chat format's schemas come from
+ * the wire contract (wire/); other request schemas live where they are validated (webhooks/, admin/, payments/)
+ * and are only referenced here. A schema with an `$id` is one component of the OpenAPI document.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { CapabilitiesSchema } from '../config/index.js';
+import { ChatCompletionChunkSchema, ChatCompletionSchema, Nullable, UnixSeconds, Usd, UsageSchema } from '../wire/index.js';
 
-const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
-const Usd = (description: string) => Type.Number({ description: `${description} (USD, at most 9 decimals)` });
-const UnixSeconds = Type.Integer({ description: 'Unix time in seconds' });
+export { ChatCompletionChunkSchema, ChatCompletionSchema, UsageSchema };
 
 export const ErrorSchema = Type.Object(
   {
@@ -22,82 +21,6 @@ export const ErrorSchema = Type.Object(
     }),
   },
   { $id: 'Error' },
-);
-
-export const UsageSchema = Type.Object(
-  {
-    prompt_tokens: Type.Integer({ minimum: 0 }),
-    completion_tokens: Type.Integer({ minimum: 0 }),
-    total_tokens: Type.Integer({ minimum: 0 }),
-    cost: Usd('The amount debited for this request; 0 for test keys'),
-  },
-  { $id: 'Usage' },
-);
-
-const ToolCall = Type.Object({
-  id: Type.String(),
-  type: Type.Literal('function'),
-  function: Type.Object({ name: Type.String(), arguments: Type.String({ description: 'JSON text' }) }),
-});
-
-const FinishReason = Nullable(Type.Union(['stop', 'length', 'tool_calls', 'content_filter', 'function_call'].map((r) => Type.Literal(r))));
-
-export const ChatCompletionSchema = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('chat.completion'),
-    created: UnixSeconds,
-    model: Type.String({ description: 'The catalog id of the model that answered' }),
-    system_fingerprint: Type.Optional(Nullable(Type.String())),
-    choices: Type.Array(
-      Type.Object({
-        index: Type.Integer({ minimum: 0 }),
-        message: Type.Object({
-          role: Type.Literal('assistant'),
-          content: Nullable(Type.String()),
-          refusal: Type.Optional(Nullable(Type.String())),
-          tool_calls: Type.Optional(Type.Array(ToolCall)),
-        }),
-        logprobs: Type.Optional(Type.Unknown()),
-        finish_reason: FinishReason,
-      }),
-    ),
-    usage: UsageSchema,
-  },
-  { $id: 'ChatCompletion' },
-);
-
-export const ChatCompletionChunkSchema = Type.Object(
-  {
-    id: Type.String(),
-    object: Type.Literal('chat.completion.chunk'),
-    created: UnixSeconds,
-    model: Type.String(),
-    system_fingerprint: Type.Optional(Nullable(Type.String())),
-    choices: Type.Array(
-      Type.Object({
-        index: Type.Integer({ minimum: 0 }),
-        delta: Type.Object({
-          role: Type.Optional(Type.Literal('assistant')),
-          content: Type.Optional(Nullable(Type.String())),
-          tool_calls: Type.Optional(
-            Type.Array(
-              Type.Object({
-                index: Type.Integer({ minimum: 0 }),
-                id: Type.Optional(Type.String()),
-                type: Type.Optional(Type.Literal('function')),
-                function: Type.Optional(Type.Object({ name: Type.Optional(Type.String()), arguments: Type.Optional(Type.String()) })),
-              }),
-            ),
-          ),
-        }),
-        logprobs: Type.Optional(Type.Unknown()),
-        finish_reason: FinishReason,
-      }),
-    ),
-    usage: Type.Optional(Nullable(UsageSchema)),
-  },
-  { $id: 'ChatCompletionChunk', description: 'One `data:` event of a streamed answer; the stream ends with `data: [DONE]`' },
 );
 
 const Tokens = Type.Object({ prompt: Type.Integer(), completion: Type.Integer(), total: Type.Integer() });

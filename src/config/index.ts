@@ -11,7 +11,7 @@ import { isExactUsd } from '../money/index.js';
 import { DEFAULT_MODELS, SANDBOX_MODELS } from './default-catalog.js';
 import { KNOWN_PROVIDERS } from './providers.js';
 import { ConfigSchema, type Config, type ModelConfig } from './schema.js';
-import { SubstitutionError, substituteEnv } from './substitute.js';
+import { SubstitutionError, substituteEnvInObject } from './substitute.js';
 
 export type { Config, ModelConfig, PlanConfig, Capabilities, ProviderSettings, DeploymentConfig, RoutingConfig } from './schema.js';
 export { KNOWN_PROVIDERS, SANDBOX_PROVIDER_ID, type KnownProvider, type ProviderApi } from './providers.js';
@@ -80,11 +80,11 @@ export interface LoadOptions {
 
 export function loadConfig(options: LoadOptions = {}): Config {
   const env = options.env ?? process.env;
-  let merged: Record<string, unknown> = defaultConfig() as unknown as Record<string, unknown>;
+  let merged: Record<string, unknown> = defaultConfig();
   const file = options.file ?? env.TOLLGATE_CONFIG ?? (existsSync('tollgate.config.yaml') ? 'tollgate.config.yaml' : undefined);
   if (file) merged = deepMerge(merged, withEnv(readYaml(file), env));
   merged = deepMerge(merged, fromEnv(env));
-  if (options.overrides) merged = deepMerge(merged, options.overrides as Record<string, unknown>);
+  if (options.overrides) merged = deepMerge(merged, options.overrides);
   const config = validate(merged);
   config.models = catalogModels(config);
   checkConsistency(config);
@@ -105,15 +105,17 @@ function readYaml(file: string): Record<string, unknown> {
     throw new ConfigError(`Configuration file ${file} is not valid YAML: ${(error as Error).message}`);
   }
   if (parsed === null || parsed === undefined) return {};
-  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new ConfigError(`Configuration file ${file} must hold a mapping at its top level`);
-  }
-  return parsed as Record<string, unknown>;
+  if (!isMapping(parsed)) throw new ConfigError(`Configuration file ${file} must hold a mapping at its top level`);
+  return parsed;
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function withEnv(fileConfig: Record<string, unknown>, env: Env): Record<string, unknown> {
   try {
-    return substituteEnv(fileConfig, env) as Record<string, unknown>;
+    return substituteEnvInObject(fileConfig, env);
   } catch (error) {
     if (error instanceof SubstitutionError) throw new ConfigError(`Invalid configuration: ${error.message}`);
     throw error;
@@ -169,13 +171,11 @@ function envInteger(name: string, value: string): number {
 }
 
 function validate(candidate: Record<string, unknown>): Config {
+  if (Value.Check(ConfigSchema, candidate)) return candidate;
   const first = Value.Errors(ConfigSchema, candidate).First();
-  if (first) {
-    const path = first.path.replace(/^\//, '').replaceAll('/', '.') || '(root)';
-    const shown = first.value === undefined ? 'missing' : JSON.stringify(first.value);
-    throw new ConfigError(`Invalid configuration: ${path}: ${first.message} (got ${shown})`);
-  }
-  return candidate as unknown as Config;
+  const path = first?.path.replace(/^\//, '').replaceAll('/', '.') || '(root)';
+  const shown = first?.value === undefined ? 'missing' : JSON.stringify(first.value);
+  throw new ConfigError(`Invalid configuration: ${path}: ${first?.message} (got ${shown})`);
 }
 
 /** The catalog: sandbox models, the built-in catalog unless `default_models: false`, then the file's models by id. */

@@ -16,12 +16,14 @@ export class SubstitutionError extends Error {}
 export function substituteEnv(value: unknown, env: Env, path = ''): unknown {
   if (typeof value === 'string') return substituteString(value, env, path);
   if (Array.isArray(value)) return value.map((item, index) => substituteEnv(item, env, `${path}[${index}]`));
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) out[key] = substituteEnv(item, env, path ? `${path}.${key}` : key);
-    return out;
-  }
+  if (value !== null && typeof value === 'object') return substituteEnvInObject(value, env, path);
   return value;
+}
+
+export function substituteEnvInObject(value: object, env: Env, path = ''): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) out[key] = substituteEnv(item, env, path ? `${path}.${key}` : key);
+  return out;
 }
 
 function substituteString(text: string, env: Env, path: string): unknown {

@@ -1,10 +1,11 @@
 /** The signed-in user's own account: keys, credits and usage, settings, ledger and the model catalog. */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { CAPABILITY_ALIASES, renderModel } from '../catalog/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
 import { renderKey, renderLedgerEntry } from '../http/render.js';
+import { IdParams, QueryValue, single, typed } from '../http/routes/typed.js';
 import type { Environment } from '../storage/index.js';
 import { overview, usageHistory } from './overview.js';
 import type { Sessions } from './session.js';
@@ -33,9 +34,13 @@ const SettingsPatch = Type.Object(
   { additionalProperties: false },
 );
 
-type Query = Record<string, string | string[] | undefined>;
+const EnvironmentQuery = Type.Object({ environment: QueryValue });
+const LedgerQuery = Type.Object({ limit: QueryValue, before: QueryValue });
+const ModelsQuery = Type.Object({ provider: QueryValue, capability: QueryValue, active_only: QueryValue, include_capabilities: QueryValue });
+type Query = Partial<Record<string, string | string[]>>;
 
-export function accountRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
+export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
+  const scope = typed(app);
   async function signedInAccount(request: Parameters<Sessions['require']>[0]) {
     const { accountId } = await sessions.require(request);
     const account = await deps.storage.accounts.get(accountId);
@@ -51,40 +56,40 @@ export function accountRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: 
 
   scope.post('/api/keys', { schema: { body: NewKey } }, async (request, reply) => {
     const account = await signedInAccount(request);
-    const created = await deps.admin.createKey(account.id, request.body as Static<typeof NewKey>);
+    const created = await deps.admin.createKey(account.id, request.body);
     reply.code(201);
     return { ...renderKey(created.record), key: created.key };
   });
 
-  scope.post('/api/keys/:id/revoke', async (request) => {
+  scope.post('/api/keys/:id/revoke', { schema: { params: IdParams } }, async (request) => {
     const account = await signedInAccount(request);
-    const { id } = request.params as { id: string };
+    const { id } = request.params;
     const key = await deps.storage.keys.get(id);
     // Another account's key is as unknown as a key that does not exist.
     if (!key || key.accountId !== account.id) throw new GatewayError('not_found', { message: `No key ${id}`, param: 'id' });
     return renderKey(await deps.admin.revokeKey(id));
   });
 
-  scope.get('/api/overview', async (request) => {
+  scope.get('/api/overview', { schema: { querystring: EnvironmentQuery } }, async (request) => {
     const account = await signedInAccount(request);
-    return overview(deps.storage, deps.config, deps.processors, account, deps.limitsFor(account), environmentParam(request.query as Query));
+    return overview(deps.storage, deps.config, deps.processors, account, deps.limitsFor(account), environmentParam(request.query));
   });
 
-  scope.get('/api/usage', async (request) => {
+  scope.get('/api/usage', { schema: { querystring: EnvironmentQuery } }, async (request) => {
     const account = await signedInAccount(request);
-    return usageHistory(deps.storage, account.id, environmentParam(request.query as Query), 30);
+    return usageHistory(deps.storage, account.id, environmentParam(request.query), 30);
   });
 
   scope.patch('/api/settings', { schema: { body: SettingsPatch } }, async (request) => {
     const account = await signedInAccount(request);
-    await deps.admin.updateOwnSettings(account.id, request.body as Static<typeof SettingsPatch>);
+    await deps.admin.updateOwnSettings(account.id, request.body);
     const updated = (await deps.storage.accounts.get(account.id))!;
     return overview(deps.storage, deps.config, deps.processors, updated, deps.limitsFor(updated), 'live');
   });
 
-  scope.get('/api/ledger', async (request) => {
+  scope.get('/api/ledger', { schema: { querystring: LedgerQuery } }, async (request) => {
     const account = await signedInAccount(request);
-    const query = request.query as Query;
+    const { query } = request;
     const limitText = stringParam(query, 'limit') ?? '20';
     const limit = Number(limitText);
     if (!/^\d+$/.test(limitText) || limit < 1 || limit > 100) throw invalidRequest("Invalid value for 'limit': a whole number from 1 to 100", 'limit');
@@ -95,9 +100,9 @@ export function accountRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: 
   });
 
   // The catalog as GET /v1/models shows it, with the same filters.
-  scope.get('/api/models', async (request) => {
+  scope.get('/api/models', { schema: { querystring: ModelsQuery } }, async (request) => {
     await sessions.require(request);
-    const query = request.query as Query;
+    const { query } = request;
     const provider = stringParam(query, 'provider');
     const capabilityName = stringParam(query, 'capability');
     const capability = capabilityName === undefined ? undefined : CAPABILITY_ALIASES[capabilityName];
@@ -111,9 +116,9 @@ export function accountRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: 
   });
 }
 
+/** An empty value counts as absent. */
 function stringParam(query: Query, name: string): string | undefined {
-  const value = query[name];
-  if (Array.isArray(value)) throw invalidRequest(`Query parameter '${name}' was given more than once`, name);
+  const value = single(query[name], name);
   return value === '' ? undefined : value;
 }
 

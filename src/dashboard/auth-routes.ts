@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { normalizeEmail } from '../admin/index.js';
 import { GatewayError } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
+import { typed } from '../http/routes/typed.js';
 import { PASSWORD_MAX, verifyNothing, verifyPassword } from './passwords.js';
 import type { Sessions } from './session.js';
 
@@ -33,7 +34,8 @@ export function signinThrottle(deps: HttpDeps): (request: FastifyRequest, email:
   };
 }
 
-export function authRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
+export function authRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
+  const scope = typed(app);
   const settings = deps.config.dashboard;
   const throttle = signinThrottle(deps);
 
@@ -54,7 +56,7 @@ export function authRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: Ses
   });
 
   scope.post('/api/signin', { schema: { body: Credentials }, config: { anonymous: true } }, async (request, reply) => {
-    const { email, password } = request.body as Credentials;
+    const { email, password } = request.body;
     const normalized = normalizedOrUndefined(email);
     await throttle(request, normalized ?? email);
     const account = normalized === undefined ? undefined : await deps.storage.accounts.getByEmail(normalized);

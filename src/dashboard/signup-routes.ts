@@ -5,12 +5,13 @@
  * opens at once, with the grant only when `signup.grant_without_verification` is on.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { normalizeEmail } from '../admin/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
 import { renderKey } from '../http/render.js';
+import { typed } from '../http/routes/typed.js';
 import { Credentials, signinThrottle } from './auth-routes.js';
 import { alreadyRegisteredMail, smtpMailer, verificationMail, type Mail, type Mailer } from './mail.js';
 import { hashPassword, passwordWeakness } from './passwords.js';
@@ -22,7 +23,8 @@ const CHECK_YOUR_EMAIL = { signed_in: false, verification_sent: true } as const;
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
-export function signupRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
+export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
+  const scope = typed(app);
   const { signup, credits, server } = deps.config;
   const mailer = smtpMailer(deps.config.smtp);
   const throttle = signinThrottle(deps);
@@ -60,7 +62,7 @@ export function signupRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: S
 
   scope.post('/api/signup', { schema: { body: Credentials }, config: { anonymous: true } }, async (request, reply) => {
     if (!deps.config.dashboard.signup) throw new GatewayError('permission_denied', { message: 'Sign-up is closed on this gateway; ask its operator for an account' });
-    const body = request.body as Credentials;
+    const { body } = request;
     const email = normalizeEmail(body.email);
     await throttle(request, email);
     const weakness = passwordWeakness(body.password);
@@ -98,7 +100,7 @@ export function signupRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: S
   });
 
   scope.post('/api/verify', { schema: { body: VerifyBody }, config: { anonymous: true } }, async (request, reply) => {
-    const { token } = request.body as Static<typeof VerifyBody>;
+    const { token } = request.body;
     const now = Date.now();
     const claim = await users.useVerification(sha256(token), now);
     if (!claim) throw invalidRequest('This link is unknown or has expired; sign up again to get a new one', 'token');

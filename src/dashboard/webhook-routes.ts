@@ -2,15 +2,17 @@
  * The Webhooks section for the signed-in user: the same WebhookService as `/v1/webhooks` (same validation, the
  * secret shown once at creation), reached with the session instead of a full key.
  */
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
+import { IdParams, PageQuery, QueryValue, typed } from '../http/routes/typed.js';
 import { renderDelivery, renderWebhook } from '../http/routes/webhooks.js';
 import type { DeliveryRecord } from '../storage/index.js';
 import { parsePage } from '../webhooks/index.js';
 import type { Sessions } from './session.js';
 
-type Query = Record<string, string | undefined>;
+const DeliveryQuery = Type.Object({ limit: QueryValue, status: QueryValue });
 
 /** A delivery without its payload: the lists show what happened, not what was sent. */
 function summary(delivery: DeliveryRecord): Record<string, unknown> {
@@ -18,13 +20,14 @@ function summary(delivery: DeliveryRecord): Record<string, unknown> {
   return rest;
 }
 
-export function webhookRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
+export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
+  const scope = typed(app);
   async function owner(request: FastifyRequest) {
     const { accountId } = await sessions.require(request);
     if (!deps.webhooks) throw new GatewayError('not_found', { message: 'Webhooks are not enabled on this gateway' });
     return { accountId, webhooks: deps.webhooks };
   }
-  const id = (request: FastifyRequest) => (request.params as { id: string }).id;
+  const params = { params: IdParams };
 
   scope.get('/api/webhooks', async (request) => {
     const { accountId, webhooks } = await owner(request);
@@ -38,23 +41,23 @@ export function webhookRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: 
     return reply.code(201).send({ ...renderWebhook(webhook), secret: webhook.secret });
   });
 
-  scope.delete('/api/webhooks/:id', async (request) => {
+  scope.delete('/api/webhooks/:id', { schema: params }, async (request) => {
     const { accountId, webhooks } = await owner(request);
-    await webhooks.delete(accountId, id(request));
-    return { id: id(request), object: 'webhook', deleted: true };
+    await webhooks.delete(accountId, request.params.id);
+    return { id: request.params.id, object: 'webhook', deleted: true };
   });
 
-  scope.post('/api/webhooks/:id/test', async (request) => {
+  scope.post('/api/webhooks/:id/test', { schema: params }, async (request) => {
     const { accountId, webhooks } = await owner(request);
-    const { delivery, outcome } = await webhooks.test(accountId, id(request));
+    const { delivery, outcome } = await webhooks.test(accountId, request.params.id);
     return { object: 'webhook_test', success: outcome.ok, status: outcome.status, error: outcome.error, delivery: summary(delivery) };
   });
 
   /** The latest deliveries over all of the account's endpoints, newest first. */
-  scope.get('/api/webhooks/deliveries', async (request) => {
+  scope.get('/api/webhooks/deliveries', { schema: { querystring: DeliveryQuery } }, async (request) => {
     const { accountId, webhooks } = await owner(request);
     // One page from each endpoint, merged: a `before` cursor means nothing across endpoints.
-    const { limit, status } = parsePage({ ...(request.query as Query), before: undefined }, true);
+    const { limit, status } = parsePage({ ...request.query, before: undefined }, true);
     const lists = await Promise.all((await webhooks.list(accountId)).map((w) => webhooks.deliveries(accountId, w.id, { limit, ...(status ? { status } : {}) })));
     const latest = lists
       .flat()
@@ -63,15 +66,15 @@ export function webhookRoutes(scope: FastifyInstance, deps: HttpDeps, sessions: 
     return { object: 'list', data: latest.map(summary) };
   });
 
-  scope.get('/api/webhooks/dead-letters', async (request) => {
+  scope.get('/api/webhooks/dead-letters', { schema: { querystring: PageQuery } }, async (request) => {
     const { accountId, webhooks } = await owner(request);
-    const page = parsePage(request.query as Query, false);
+    const page = parsePage(request.query, false);
     const items = await webhooks.deadLetters(accountId, page);
     return { object: 'list', data: items.map(summary), has_more: items.length === page.limit };
   });
 
-  scope.post('/api/webhooks/dead-letters/:id/replay', async (request, reply) => {
+  scope.post('/api/webhooks/dead-letters/:id/replay', { schema: params }, async (request, reply) => {
     const { accountId, webhooks } = await owner(request);
-    return reply.code(202).send(summary(await webhooks.replay(accountId, id(request))));
+    return reply.code(202).send(summary(await webhooks.replay(accountId, request.params.id)));
   });
 }

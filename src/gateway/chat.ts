@@ -1,21 +1,23 @@
 /**
- * THE request path of POST /v1/chat/completions, top to bottom:
- *   authenticate -> (idempotency) -> admit (rate limits, credit reservation) -> route -> relay (JSON or stream) -> settle -> emit
+ * The request path of POST /v1/chat/completions, top to bottom:
+ *   authenticate -> idempotency -> route -> admit (rate limits, credit hold) -> call and relay -> settle -> record
  * HTTP concerns (parsing, writing bytes) stay in `http/`; money, limits and providers stay behind their modules.
  */
-import { requireModelAllowed, requirePermission } from '../auth/index.js';
+import { requireModelAllowed } from '../auth/index.js';
 import { usdNumber } from '../billing/index.js';
+import type { CatalogModel } from '../catalog/index.js';
 import { GatewayError } from '../errors/index.js';
-import type { ChatCompletion, ChatRequest } from '../providers/types.js';
-import { measurePrompt } from '../tokens/index.js';
-import { completionText, completionTokensOf, emitUnsettledError, finish, settleOrFail, upstreamCount, type ChatContext, type GatewayDeps } from './context.js';
-import { rateLimitHeaders } from './headers.js';
+import type { ChatCompletion, ChatRequest } from '../providers/index.js';
+import { fromUpstream } from '../routing/index.js';
+import type { KeyRecord } from '../storage/index.js';
+import { countTextTokens, measurePrompt } from '../tokens/index.js';
+import { accountOf, admitRate, authenticate } from './admit.js';
+import type { ChatContext, GatewayDeps } from './deps.js';
+import { emitUnsettledError } from './events.js';
+import { finish } from './record.js';
 import { relayStream } from './relay.js';
 import { validateChatRequest } from './schema.js';
-import { toGatewayError } from './upstream-errors.js';
-import type { CatalogModel } from '../catalog/index.js';
-import type { Route, StreamStart } from '../routing/index.js';
-import type { KeyRecord } from '../storage/index.js';
+import { settleOrFail, upstreamCount } from './settle.js';
 
 export interface ChatInput {
   authorization: string | undefined;
@@ -37,14 +39,15 @@ export type ChatResult =
 export async function createChatCompletion(input: ChatInput, deps: GatewayDeps): Promise<ChatResult> {
   const started = performance.now();
 
-  // 1. Authenticate: the key, its permissions, then the body and the model it asks for.
-  const key = await deps.auth.authenticate(input.authorization);
-  requirePermission(key, 'chat');
+  // 1. Authenticate: the key and its permission (before the body is looked at, so a keyless request gets 401),
+  // then the body and the models it asks for.
+  const key = await authenticate(deps, input.authorization, 'chat');
   const body = validateChatRequest(input.body);
   const model = deps.catalog.resolve(body.model);
   requireModelAllowed(key, [body.model, model.id, ...model.aliases]);
   const fallbacks = body.models?.map((name) => allowedModel(deps, key, name));
-  // A retry with the same Idempotency-Key gets the first answer back, without running or charging again.
+
+  // 2. Idempotency: a retry with the same Idempotency-Key gets the first answer back, without running or charging.
   const request: Authenticated = { input, key, body, model, fallbacks, started };
   return deps.idempotency.run(key, input.idempotencyKey, input.body, input.requestId, () => answer(request, deps));
 }
@@ -60,21 +63,15 @@ interface Authenticated {
 }
 
 async function answer({ input, key, body, model, fallbacks, started }: Authenticated, deps: GatewayDeps): Promise<ChatResult> {
-  const account = await deps.wallet.accounts.get(key.accountId);
-  if (!account) throw new GatewayError('invalid_api_key');
+  // 3. Route: who may answer (503 when nobody can, before any credit is held) and the price to hold.
+  const account = await accountOf(deps, key);
   const route = deps.router.route(model, key.environment, { fallbacks, timeoutMs: body.timeout_ms });
 
-  // 2. Admit: rate limits first (they count requests), then the credit reservation. Every field that goes
-  // upstream counts as prompt, so no field is a free channel past the token limits or the hold.
+  // 4. Admit: rate limits first (they count requests), then the credit hold. Every field that goes upstream counts
+  // as prompt, so no field is a free channel past the token limits or the hold.
   const prompt = measurePrompt(body);
   const promptTokens = prompt.tokens;
-  const limits = deps.limitsFor(account);
-  const rate = await deps.limiter.admit(account.id, limits, promptTokens);
-  const headers = rateLimitHeaders(rate, route.providerId);
-  if (!rate.allowed) {
-    deps.metrics.rateLimited.inc({ code: 'rate_limit_exceeded' });
-    throw new GatewayError('rate_limit_exceeded', { retryAfter: rate.retryAfterSeconds, headers });
-  }
+  const headers = await admitRate(deps, account, promptTokens, route.providerId);
   const reservation = await deps.wallet.reserve({
     requestId: input.requestId,
     account,
@@ -87,55 +84,47 @@ async function answer({ input, key, body, model, fallbacks, started }: Authentic
     modelMaxTokens: model.maxTokens,
     contextLength: model.contextLength,
   });
-
-  // 3. Route: the router sets each deployment's model name; a lower completion bound when the budget demands it
-  // (in both fields when both are sent, so the provider honours it whichever it reads).
-  const upstreamBody: ChatRequest = { ...body };
+  // A lower completion bound when the budget demands it (in both fields when both are sent, so the provider
+  // honours it whichever it reads).
+  let upstreamBody = body;
   if (reservation.admission.lowered) {
+    upstreamBody = { ...body };
     if (body.max_completion_tokens != null) upstreamBody.max_completion_tokens = reservation.maxTokens;
     if (body.max_tokens != null || body.max_completion_tokens == null) upstreamBody.max_tokens = reservation.maxTokens;
     headers['x-tollgate-max-tokens-lowered'] = String(reservation.maxTokens);
   }
-  const context: ChatContext = {
-    requestId: input.requestId,
-    model,
-    providerId: route.providerId,
-    promptTokens,
-    reservation,
-    started,
-    deps,
-    body,
-    log: input.log,
-  };
+
+  // 5. Call and relay: retries and fallbacks happen inside the router, which names the deployment that answered
+  // (or failed last). A failure releases the hold without charging. A stream goes to HTTP as a generator that
+  // settles before its last event.
   const call = { body: upstreamBody, signal: input.signal, requestId: input.requestId, timeoutMs: deps.upstreamTimeoutMs };
-
-  // 4. Call (retries and fallbacks inside the router), then relay: a stream is handed to HTTP as a generator that
-  // settles before its last event. The context then names the deployment (and model) that answered.
+  const contextOf = (routed: { model: CatalogModel; providerId: string }): ChatContext => {
+    const { requestId, log } = input;
+    return { requestId, model: routed.model, providerId: routed.providerId, promptTokens, reservation, started, deps, body, log };
+  };
   if (body.stream) {
-    let start: StreamStart;
-    try {
-      start = await deps.router.stream(route, call);
-    } catch (error) {
-      throw fail(answeredBy(context, route, headers), error, input.signal);
-    }
-    answeredBy(context, route, headers);
-    return { kind: 'stream', headers, events: relayStream(context, start.first, start.chunks, body, input.signal) };
+    const routed = await deps.router.stream(route, call);
+    const context = contextOf(routed);
+    if (!routed.ok) throw fail(context, routed.error, input.signal);
+    headers['x-tollgate-provider'] = routed.providerId;
+    return { kind: 'stream', headers, events: relayStream(context, routed.result, input.signal) };
   }
+  const routed = await deps.router.complete(route, call);
+  const context = contextOf(routed);
+  if (!routed.ok) throw fail(context, routed.error, input.signal);
+  headers['x-tollgate-provider'] = routed.providerId;
+  const completion = routed.result;
 
-  let completion: ChatCompletion;
+  // 6. Settle at the actual usage, durable before the response leaves; 7. record (metrics, log) off the path.
   let usedPrompt: number;
   let usedCompletion: number;
   try {
-    completion = await deps.router.complete(route, call);
-    // Counted here too: whatever fails before the settlement releases the hold (a 502, not a hold left open).
+    // Whatever fails before the settlement releases the hold (a 502, not a hold left open).
     usedPrompt = upstreamCount(completion.usage?.prompt_tokens) ?? promptTokens;
     usedCompletion = upstreamCount(completion.usage?.completion_tokens) ?? completionTokensOf(completion);
   } catch (error) {
-    throw fail(answeredBy(context, route, headers), error, input.signal);
+    throw fail(context, error, input.signal);
   }
-  answeredBy(context, route, headers);
-
-  // 5. Settle at the actual usage (durable before the response leaves), then 6. emit.
   const answered = { text: () => completionText(completion) };
   const { promptTokens: billedPrompt, completionTokens: billedCompletion, chargedNano } = await settleOrFail(context, usedPrompt, usedCompletion, answered);
   completion.model = context.model.id;
@@ -150,12 +139,6 @@ async function answer({ input, key, body, model, fallbacks, started }: Authentic
   return { kind: 'json', headers, body: completion };
 }
 
-function answeredBy(context: ChatContext, route: Route, headers: Record<string, string>): ChatContext {
-  context.model = route.model;
-  context.providerId = headers['x-tollgate-provider'] = route.providerId;
-  return context;
-}
-
 /** The completion bound the provider will honour: the larger of `max_tokens` and `max_completion_tokens` when both are sent. */
 function requestedCompletionBound(body: ChatRequest): number | undefined {
   const bounds = [body.max_tokens, body.max_completion_tokens].filter((bound): bound is number => typeof bound === 'number');
@@ -163,19 +146,37 @@ function requestedCompletionBound(body: ChatRequest): number | undefined {
 }
 
 /** A fallback model of the request's `models`: known, and allowed to the key. */
-function allowedModel(deps: GatewayDeps, key: Parameters<typeof requireModelAllowed>[0], name: string): CatalogModel {
+function allowedModel(deps: GatewayDeps, key: KeyRecord, name: string): CatalogModel {
   const model = deps.catalog.find(name);
   if (!model) throw new GatewayError('model_not_found', { message: `The model '${name}' does not exist`, param: 'models' });
   requireModelAllowed(key, [name, model.id, ...model.aliases]);
   return model;
 }
 
+/** An admitted request that got no answer: the hold is released, the failure recorded and told. */
 function fail(context: ChatContext, error: unknown, signal: AbortSignal): GatewayError {
   context.reservation.release();
-  const mapped = signal.aborted ? new GatewayError('invalid_request', { message: 'The client closed the request' }) : toGatewayError(error);
+  const mapped = signal.aborted ? new GatewayError('invalid_request', { message: 'The client closed the request' }) : fromUpstream(error);
   const told = { code: mapped.code, message: mapped.message };
   emitUnsettledError(context, told);
   finish(context, { ok: false, status: mapped.status, promptTokens: 0, completionTokens: 0, chargedNano: 0n, generationMs: 0, error: told });
   return mapped;
 }
 
+const textOf = (value: unknown): string => (typeof value === 'string' ? value : '');
+
+/** Completion tokens of an answer whose upstream reported no usage. */
+function completionTokensOf(completion: ChatCompletion): number {
+  let tokens = 0;
+  for (const choice of completion.choices) {
+    if (typeof choice.message.content === 'string') tokens += countTextTokens(choice.message.content);
+    for (const { function: fn } of choice.message.tool_calls ?? []) tokens += countTextTokens(textOf(fn.name) + textOf(fn.arguments));
+  }
+  return tokens;
+}
+
+/** The text of an answer's first choice (the `completion` of llm.completion). */
+function completionText(completion: ChatCompletion): string {
+  const content = completion.choices[0]?.message.content;
+  return typeof content === 'string' ? content : '';
+}

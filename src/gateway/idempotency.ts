@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { GatewayError, invalidRequest } from '../errors/index.js';
-import type { ChatCompletion } from '../providers/types.js';
+import type { ChatCompletion } from '../providers/index.js';
 import type { IdempotencyStore, KeyRecord } from '../storage/index.js';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;

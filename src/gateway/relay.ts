@@ -5,21 +5,17 @@
  */
 import { usdNumber, type Settlement } from '../billing/index.js';
 import { errorEnvelope, type GatewayError } from '../errors/index.js';
-import { MAX_ANSWER_BYTES, tooLarge } from '../providers/body.js';
-import type { ChatCompletionChunk, ChatRequest, Usage } from '../providers/types.js';
-import { countTextTokens } from '../tokens/index.js';
 import { llmEvent } from '../events/index.js';
-import { finish, requestData, settleOrFail, upstreamCount, type ChatContext } from './context.js';
-import { toGatewayError } from './upstream-errors.js';
+import { MAX_ANSWER_BYTES, tooLarge, type Usage } from '../providers/index.js';
+import { fromUpstream, type StreamStart } from '../routing/index.js';
+import { countTextTokens } from '../tokens/index.js';
+import type { ChatContext } from './deps.js';
+import { requestData } from './events.js';
+import { finish } from './record.js';
+import { settleOrFail, upstreamCount } from './settle.js';
 
-export async function* relayStream(
-  context: ChatContext,
-  first: IteratorResult<ChatCompletionChunk>,
-  chunks: AsyncIterator<ChatCompletionChunk>,
-  request: ChatRequest,
-  signal: AbortSignal,
-): AsyncGenerator<string, void, undefined> {
-  const includeUsage = request.stream_options?.include_usage === true;
+export async function* relayStream(context: ChatContext, { first, chunks }: StreamStart, signal: AbortSignal): AsyncGenerator<string, void, undefined> {
+  const includeUsage = context.body.stream_options?.include_usage === true;
   const delivered: string[] = [];
   let deliveredChars = 0;
   let upstreamUsage: Usage | undefined;
@@ -83,7 +79,7 @@ export async function* relayStream(
     } catch (error) {
       if (signal.aborted) return;
       // After the first byte an error is one event with the envelope, and no [DONE].
-      const failure = toGatewayError(error);
+      const failure = fromUpstream(error);
       await settle(context.promptTokens, deliveredTokens(), failure);
       yield `data: ${JSON.stringify(errorEnvelope(failure))}\n\n`;
       return;
@@ -95,7 +91,7 @@ export async function* relayStream(
       const promptTokens = upstreamCount(upstreamUsage?.prompt_tokens) ?? context.promptTokens;
       settlement = await settle(promptTokens, upstreamCount(upstreamUsage?.completion_tokens) ?? deliveredTokens());
     } catch (error) {
-      yield `data: ${JSON.stringify(errorEnvelope(toGatewayError(error)))}\n\n`;
+      yield `data: ${JSON.stringify(errorEnvelope(fromUpstream(error)))}\n\n`;
       return;
     }
     if (events?.wants('llm.streaming.end', account.id)) {

@@ -1,19 +1,19 @@
 /**
  * POST /v1/chat/completions, answered from Node's request event ahead of Fastify. It is the route every metered
  * request takes, and Fastify's work per request (its Request and Reply objects, hooks, a child logger, the
- * content-type parser, reply serialisation) was ~6 % of a request's CPU here (docs/decisions.md). Everything
- * Fastify did for this route is done here with the same helpers: request ids, CORS, the request metrics, the
- * server span, the body's rules, and the contract's error envelope.
+ * content-type parser, reply serialisation) is a measurable share of a request's CPU (ADR 0040). What every
+ * request gets (request id, CORS, request metrics, server span, error envelope) comes from `edge.ts`, as for
+ * Fastify's routes; the body is read by Fastify's rules (`json-body.ts`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { FastifyBaseLogger, FastifyError } from 'fastify';
+import type { FastifyBaseLogger } from 'fastify';
 import { GatewayError } from '../errors/index.js';
 import { createChatCompletion, type GatewayDeps } from '../gateway/index.js';
 import { plainJson } from '../money/index.js';
-import { accessLogger, endSpan, runInContext, startServerSpan, type Metrics } from '../observability/index.js';
+import { accessLogger, runInContext, type Metrics } from '../observability/index.js';
 import { ClientSignal } from './client-signal.js';
-import { corsHeaders } from './cors.js';
-import { errorResponse, toGatewayError } from './errors.js';
+import { errorAnswer, openRequest, traceRequest } from './edge.js';
+import { errorResponse } from './errors.js';
 import { writeEventStream } from './event-stream.js';
 import { readJsonBody } from './json-body.js';
 import { requestIdFor } from './request-id.js';
@@ -38,20 +38,15 @@ export function chatEndpoint(options: ChatEndpointOptions): (req: IncomingMessag
   const access = accessLogger(options.logger);
   return (req, res, closing) => {
     const requestId = requestIdFor(req.headers);
-    const started = performance.now();
-    res.setHeader('x-request-id', requestId);
-    res.once('close', () => options.metrics.recordRequest(CHAT_PATH, res.statusCode, (performance.now() - started) / 1000));
-    const cors = corsHeaders(options.corsOrigins, req.headers.origin, CHAT_PATH);
-    if (cors) for (const [name, value] of Object.entries(cors)) res.setHeader(name, value);
+    openRequest(options, res, requestId, req.headers, CHAT_PATH, CHAT_PATH);
     if (closing) {
       // Fastify's return503OnClosing for this route: a keep-alive connection must not start new work.
       res.setHeader('connection', 'close');
       return sendError(res, new GatewayError('service_unavailable', { message: 'The server is shutting down; try again' }));
     }
-    const span = startServerSpan(`POST ${CHAT_PATH}`, req.headers, { 'http.request.method': 'POST', 'http.route': CHAT_PATH, 'url.path': CHAT_PATH, 'tollgate.request_id': requestId });
-    if (!span) return void serve(req, res, requestId, options, access);
-    res.once('close', () => endSpan(span.span, res.statusCode));
-    runInContext(span.context, () => void serve(req, res, requestId, options, access));
+    const context = traceRequest(res, 'POST', CHAT_PATH, CHAT_PATH, req.headers, requestId);
+    if (!context) return void serve(req, res, requestId, options, access);
+    runInContext(context, () => void serve(req, res, requestId, options, access));
   };
 }
 
@@ -77,10 +72,9 @@ async function serve(req: IncomingMessage, res: ServerResponse, requestId: strin
     if (result.kind === 'json') return sendJson(res, 200, result.headers, result.body);
     await writeEventStream(res, result, client, (error) => log().error({ err: error }, 'stream failed'));
   } catch (error) {
-    const gatewayError = toGatewayError(error as FastifyError);
-    if (gatewayError.status >= 500) log().error({ err: error }, 'request failed');
+    const answer = errorAnswer(error, log);
     if (res.headersSent) return void res.destroy();
-    sendError(res, gatewayError);
+    sendJson(res, answer.status, answer.headers, answer.body);
   }
 }
 

@@ -15,8 +15,13 @@ export function errorResponse(error: GatewayError): { status: number; headers: R
   return { status: error.status, headers, body: errorEnvelope(error) };
 }
 
-export function toGatewayError(error: FastifyError | GatewayError): GatewayError {
-  if (error instanceof GatewayError) return error;
+/**
+ * An error raised while serving an HTTP request (Fastify's, the body reader's, a route's) in the contract's
+ * terms. Upstream failures arrive here already mapped (routing's `fromUpstream`).
+ */
+export function fromFastify(thrown: unknown): GatewayError {
+  if (thrown instanceof GatewayError) return thrown;
+  const error = thrown as FastifyError;
   if (error.validation && error.validation.length > 0) {
     const first = error.validation[0]!;
     const { missingProperty: missing, additionalProperty: unknown } = first.params as { missingProperty?: string; additionalProperty?: string };

@@ -1,15 +1,15 @@
 /**
- * The Fastify instance: request ids, strict JSON validation, CORS (off unless configured), and the one place
- * where every error becomes the contract's envelope.
+ * The Fastify instance: what every request gets (`edge.ts`: request id, CORS, metrics, span, error envelope),
+ * strict JSON validation, and the chat endpoint answered ahead of it.
  */
 import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import { GatewayError, errorEnvelope } from '../errors/index.js';
 import { plainJson } from '../money/index.js';
-import { endSpan, runInContext, startServerSpan, tracingEnabled, type Metrics } from '../observability/index.js';
-import { corsHeaders } from './cors.js';
-import { errorResponse, toGatewayError } from './errors.js';
+import { runInContext, tracingEnabled, type Metrics } from '../observability/index.js';
+import { errorAnswer, openRequest, traceRequest } from './edge.js';
+import { errorResponse, fromFastify } from './errors.js';
 import { parseJsonText } from './json-body.js';
 import { requestIdFor } from './request-id.js';
 
@@ -63,23 +63,16 @@ export function createServer(options: ServerOptions): FastifyInstance {
           ? new GatewayError('invalid_request', { message: 'The request path is not a valid URL (malformed %-escape)' })
           : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
             ? new GatewayError('not_found', { message: `Unknown route: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}` })
-            : toGatewayError(error);
+            : fromFastify(error);
       return sendError(reply, gatewayError);
     },
   });
 
   // A callback hook, not an async one: it runs on every request, and a promise per request is measurable.
   server.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    // On the raw response so streamed (hijacked) answers are counted when their last byte leaves.
-    const started = performance.now();
-    reply.raw.once('close', () => {
-      options.metrics.recordRequest(request.routeOptions.url ?? 'unmatched', reply.raw.statusCode, (performance.now() - started) / 1000);
-    });
-    const cors = corsHeaders(options.corsOrigins, request.headers.origin, request.url);
-    if (cors) reply.headers(cors);
+    const cors = openRequest(options, reply.raw, request.id, request.headers, request.url, request.routeOptions.url ?? 'unmatched');
     // A preflight is answered here; the request goes no further (done is not called).
-    if (request.method === 'OPTIONS' && reply.hasHeader('access-control-allow-origin')) reply.code(204).send();
+    if (request.method === 'OPTIONS' && cors) reply.code(204).send();
     else done();
   });
 
@@ -97,10 +90,9 @@ export function createServer(options: ServerOptions): FastifyInstance {
   });
   server.setReplySerializer((payload) => plainJson(JSON.stringify(payload)));
 
-  server.setErrorHandler((error: FastifyError | GatewayError, request, reply) => {
-    const gatewayError = toGatewayError(error);
-    if (gatewayError.status >= 500) request.log.error({ err: error }, 'request failed');
-    return sendError(reply, gatewayError);
+  server.setErrorHandler((error, request, reply) => {
+    const { status, headers, body } = errorAnswer(error, () => request.log);
+    return reply.code(status).headers(headers).send(body);
   });
 
   server.setNotFoundHandler((request, reply) =>
@@ -138,21 +130,12 @@ export function sendError(reply: FastifyReply, error: GatewayError): FastifyRepl
   return reply.code(status).headers(headers).send(body);
 }
 
-/**
- * A server span per request (continuing an incoming `traceparent`); the rest of the request's lifecycle runs in
- * its context, so the gateway's own spans become its children. The span ends when the last byte leaves.
- */
+/** A server span per request; the rest of the request's lifecycle runs in its context. */
 function traceRequests(server: FastifyInstance): void {
   server.addHook('onRequest', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
-    const started = startServerSpan(`${request.method} ${route}`, request.headers, {
-      'http.request.method': request.method,
-      'http.route': route,
-      'url.path': request.url.split('?')[0]!,
-      'tollgate.request_id': request.id,
-    });
-    if (!started) return done();
-    reply.raw.once('close', () => endSpan(started.span, reply.raw.statusCode));
-    runInContext(started.context, done);
+    const context = traceRequest(reply.raw, request.method, route, request.url.split('?')[0]!, request.headers, request.id);
+    if (!context) return done();
+    runInContext(context, done);
   });
 }

@@ -4,7 +4,7 @@
  * MAX_ERROR_BYTES and the rest dropped (only its message is kept).
  */
 import type { Dispatcher } from 'undici';
-import { UpstreamError } from './types.js';
+import { UpstreamError } from './provider.js';
 
 /** 16 MiB: about 30 times the longest answer a 128k-token model writes, with room for logprobs. */
 export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;

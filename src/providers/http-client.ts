@@ -1,16 +1,27 @@
 /**
- * The HTTP side shared by the native adapters (Anthropic, Gemini): one undici pool per provider, JSON posts,
- * SSE reading with the same early-end rules as the OpenAI-compatible adapter, and errors as UpstreamError.
+ * The HTTP side every adapter over the network shares: one undici pool per provider, JSON posts, SSE reading with
+ * the early-end rules, and every failure as UpstreamError.
  */
 import { Pool, type Dispatcher } from 'undici';
+import { traceHeaders, tracingEnabled } from '../observability/index.js';
 import { answerText, errorText } from './body.js';
-import { describe, httpError, isTimeout, transportError } from './openai-compatible/errors.js';
-import { headerList, requestHeaders } from './headers.js';
-import { sseEvents } from './openai-compatible/sse.js';
-import { UPSTREAM_CONNECTIONS, UpstreamError, type ProviderCall } from './types.js';
+import { describeError, httpError, isTimeout, transportError } from './errors.js';
+import { UpstreamError, type ProviderCall } from './provider.js';
+import { SseReader, type SseEvent } from './sse.js';
+
+/**
+ * Upstream connections per provider and process. LLM streams hold a connection for their whole answer (seconds
+ * to minutes), so this bounds the concurrent requests to one provider: beyond it requests wait in the pool's
+ * queue. 1,024 covers the 1,000 concurrent streams the performance targets name.
+ */
+export const UPSTREAM_CONNECTIONS = 1_024;
+
+const JSON_TYPE = 'application/json';
+const EVENT_STREAM = 'text/event-stream';
 
 export interface HttpClientOptions {
   id: string;
+  /** The provider's base URL; request paths are appended to its path. */
   baseUrl: string;
   headers: Record<string, string>;
   connections?: number;
@@ -18,27 +29,82 @@ export interface HttpClientOptions {
   mapError?: (status: number, text: string) => UpstreamError | undefined;
 }
 
-export interface SseEvent {
-  event?: string | undefined;
-  data: string;
-}
+/** What a request needs from the call: its abort signal, its timeout and (forwarded upstream) its request id. */
+export type RequestCall = Pick<ProviderCall, 'signal' | 'timeoutMs'> & { requestId?: string };
 
 export class HttpClient {
   readonly id: string;
   private readonly pool: Pool;
   private readonly basePath: string;
+  /** The configured headers as undici's flat name/value list (cheaper for it to walk than an object). */
   private readonly headers: string[];
+  private readonly mapError: HttpClientOptions['mapError'];
 
-  constructor(private readonly options: HttpClientOptions) {
+  constructor(options: HttpClientOptions) {
     this.id = options.id;
     const url = new URL(options.baseUrl);
     this.basePath = url.pathname.replace(/\/+$/, '');
-    this.headers = headerList(options.headers);
+    this.headers = Object.entries(options.headers).flat();
+    this.mapError = options.mapError;
     this.pool = new Pool(url.origin, { connections: options.connections ?? UPSTREAM_CONNECTIONS, pipelining: 1 });
   }
 
+  /** POSTs `body` as JSON and returns the answer's JSON. */
+  async json(call: RequestCall, path: string, body: unknown): Promise<unknown> {
+    const res = await this.send(call, 'POST', path, JSON_TYPE, body);
+    let text: string;
+    try {
+      text = await answerText(this.id, res);
+    } catch (err) {
+      throw this.fail(call.signal, err);
+    }
+    try {
+      return JSON.parse(text);
+    } catch (cause) {
+      throw new UpstreamError(this.id, 'protocol', `${this.id} answered with a body that is not JSON: ${text.slice(0, 200)}`, { cause });
+    }
+  }
+
+  /** POSTs `body` as JSON asking for server-sent events; the 2xx response is read with `events`. */
+  openStream(call: RequestCall, path: string, body: unknown): Promise<Dispatcher.ResponseData> {
+    return this.send(call, 'POST', path, EVENT_STREAM, body);
+  }
+
+  /**
+   * Yields the events of a 2xx SSE answer as they arrive. `finished()` tells whether the answer was complete when
+   * the upstream closed untidily (then the error is swallowed); otherwise a cut stream is a `protocol` error.
+   * `ended()` tells whether the upstream sent its end marker when reading stops: then the rest is drained so the
+   * socket goes back to the pool; otherwise the socket is closed.
+   */
+  async *events(res: Dispatcher.ResponseData, signal: AbortSignal, finished: () => boolean, ended?: () => boolean): AsyncGenerator<SseEvent> {
+    const { body } = res;
+    const reader = new SseReader(this.id);
+    try {
+      // destroyOnReturn: false so that the finally below decides between draining and closing.
+      for await (const bytes of body.iterator({ destroyOnReturn: false })) yield* reader.feed(bytes);
+    } catch (err) {
+      if (err instanceof UpstreamError || signal.aborted) throw err;
+      if (finished()) return;
+      if (isTimeout(err)) throw transportError(this.id, err);
+      throw new UpstreamError(this.id, 'protocol', `${this.id} stream ended early: ${describeError(err)}`, { cause: err });
+    } finally {
+      if (ended?.()) void body.dump({ limit: Number.MAX_SAFE_INTEGER }).catch(() => {});
+      else body.on('error', () => {}).destroy();
+    }
+  }
+
+  /** GET that must answer 2xx (health probes, `tollgate doctor`). */
+  async probe(path: string, signal: AbortSignal, timeoutMs: number): Promise<void> {
+    const res = await this.send({ signal, timeoutMs }, 'GET', path, JSON_TYPE);
+    await res.body.dump().catch(() => undefined);
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
   /** Sends a request and returns the 2xx response; anything else throws UpstreamError (an abort is rethrown as is). */
-  async request(call: Pick<ProviderCall, 'signal' | 'timeoutMs'> & { requestId?: string }, method: 'GET' | 'POST', path: string, body?: unknown): Promise<Dispatcher.ResponseData> {
+  private async send(call: RequestCall, method: 'GET' | 'POST', path: string, accept: string, body?: unknown): Promise<Dispatcher.ResponseData> {
     // Serialised outside the try: a body that cannot be serialised is our error, not a transport failure.
     const payload = body === undefined ? null : JSON.stringify(body);
     let res: Dispatcher.ResponseData;
@@ -46,7 +112,7 @@ export class HttpClient {
       res = await this.pool.request({
         method,
         path: this.basePath + path,
-        headers: requestHeaders(this.headers, path.includes('alt=sse') || (body as { stream?: boolean })?.stream ? 'text/event-stream' : 'application/json', call.requestId),
+        headers: requestHeaders(this.headers, accept, call.requestId),
         body: payload,
         signal: call.signal,
         headersTimeout: call.timeoutMs,
@@ -62,76 +128,19 @@ export class HttpClient {
     } catch (err) {
       throw this.fail(call.signal, err);
     }
-    throw this.options.mapError?.(res.statusCode, text) ?? httpError(this.id, res.statusCode, text);
+    throw this.mapError?.(res.statusCode, text) ?? httpError(this.id, res.statusCode, text);
   }
 
-  async json(call: Pick<ProviderCall, 'signal' | 'timeoutMs'>, path: string, body: unknown): Promise<unknown> {
-    const res = await this.request(call, 'POST', path, body);
-    let text: string;
-    try {
-      text = await answerText(this.id, res);
-    } catch (err) {
-      throw this.fail(call.signal, err);
-    }
-    try {
-      return JSON.parse(text);
-    } catch (cause) {
-      throw new UpstreamError(this.id, 'protocol', `${this.id} answered with a body that is not JSON: ${text.slice(0, 200)}`, { cause });
-    }
-  }
-
-  /**
-   * Yields the events of a 2xx SSE answer as they arrive. `finished()` tells whether the answer was complete when
-   * the upstream closed untidily (then the error is swallowed); otherwise a cut stream is a `protocol` error.
-   */
-  async *events(res: Dispatcher.ResponseData, signal: AbortSignal, finished: () => boolean): AsyncGenerator<SseEvent> {
-    const { body } = res;
-    try {
-      yield* sseEvents(body.iterator({ destroyOnReturn: false }), this.id);
-    } catch (err) {
-      if (err instanceof UpstreamError || signal.aborted) throw err;
-      if (finished()) return;
-      if (isTimeout(err)) throw transportError(this.id, err);
-      throw new UpstreamError(this.id, 'protocol', `${this.id} stream ended early: ${describe(err)}`, { cause: err });
-    } finally {
-      body.on('error', () => {}).destroy();
-    }
-  }
-
-  /** GET that must answer 2xx (health probes). */
-  async probe(path: string, signal: AbortSignal, timeoutMs: number): Promise<void> {
-    const res = await this.request({ signal, timeoutMs }, 'GET', path);
-    await res.body.dump().catch(() => undefined);
-  }
-
-  close(): Promise<void> {
-    return this.pool.close();
-  }
-
+  /** An abort by the caller is rethrown as is, so the gateway can tell "client went away" from upstream failures. */
   private fail(signal: AbortSignal, err: unknown): unknown {
     return signal.aborted ? err : transportError(this.id, err);
   }
 }
 
-/** Reads `data:image/png;base64,....` into its media type and base64 data; undefined for other URLs. */
-export function parseDataUrl(url: string): { mediaType: string; data: string } | undefined {
-  const match = /^data:([^;,]+)(?:;[^,]*)?;base64,(.*)$/s.exec(url);
-  return match ? { mediaType: match[1]!, data: match[2]! } : undefined;
-}
-
-/** Media type from a URL's file extension (providers that fetch images by URL want one). */
-export function mediaTypeOf(url: string): string {
-  const ext = /\.([a-z0-9]+)(?:[?#]|$)/i.exec(url)?.[1]?.toLowerCase();
-  return ext === 'png' ? 'image/png' : ext === 'gif' ? 'image/gif' : ext === 'webp' ? 'image/webp' : 'image/jpeg';
-}
-
-export function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
-  return content.map((part) => (part && typeof part === 'object' && (part as { type?: unknown }).type === 'text' ? String((part as { text?: unknown }).text ?? '') : '')).join('');
-}
-
-/** A request the adapter cannot express in the provider's format: the client's 400, never retried. */
-export function unsupported(provider: string, message: string, param: string | null = null): UpstreamError {
-  return new UpstreamError(provider, 'http', message, { status: 400, param });
+/** The configured headers, `accept`, OpenAI's header for a caller's request id, and `traceparent` when tracing. */
+function requestHeaders(base: string[], accept: string, requestId: string | undefined): string[] {
+  const headers = base.concat('accept', accept);
+  if (requestId) headers.push('x-client-request-id', requestId);
+  if (tracingEnabled()) for (const [name, value] of Object.entries(traceHeaders())) headers.push(name, value);
+  return headers;
 }

@@ -4,10 +4,8 @@
  */
 import type { CatalogModel, HealthSource, ModelStatus, PerformanceTracker } from '../catalog/index.js';
 import type { RoutingConfig } from '../config/index.js';
-import { redactForClient } from '../providers/redact.js';
-import type { Provider } from '../providers/types.js';
+import { redactForClient, type Provider, type ProviderSet } from '../providers/index.js';
 import { Breaker } from './breaker.js';
-import type { ProviderSet } from './providers.js';
 
 export interface Deployment {
   model: CatalogModel;

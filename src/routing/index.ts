@@ -1,39 +1,47 @@
 /**
  * Chooses who answers a request and makes the call: the model's deployments in order (the first by weight when
  * weights are set), then the request's fallback models; retries with backoff on retryable failures, skips open
- * circuits, and tells which deployment answered. Test keys always go to the sandbox.
- *
- * Happy path cost: one small Route object and one call; timers and extra promises exist only when a retry happens.
+ * circuits, and returns which deployment answered (or failed last). Test keys always go to the sandbox. Inputs
+ * are left as they are: each attempt gets its own call, with the deployment's model name and limits.
  */
 import type { Price } from '../billing/index.js';
-import type { Catalog, CatalogModel, PerformanceTracker } from '../catalog/index.js';
+import type { CatalogModel, HealthSource, PerformanceTracker } from '../catalog/index.js';
 import { SANDBOX_PROVIDER_ID, type Config, type RoutingConfig } from '../config/index.js';
 import { GatewayError } from '../errors/index.js';
 import { SpanKind, withSpan } from '../observability/index.js';
-import { UpstreamError, type ChatCompletion, type ProviderCall } from '../providers/types.js';
+import { ProviderSet, UpstreamError, type ChatCompletion, type ChatRequest, type ProviderCall } from '../providers/index.js';
 import type { Environment } from '../storage/index.js';
-import { backoffMs, pause, reasonOf, verdict } from './attempts.js';
+import { backoffMs, pause } from './attempts.js';
 import { Breaker } from './breaker.js';
 import { Health, type Deployment } from './health.js';
 import { openStream, type StreamStart } from './open-stream.js';
-import { ProviderSet } from './providers.js';
+import { reasonOf, verdict } from './upstream-errors.js';
 
 export { Breaker, type BreakerState } from './breaker.js';
 export type { Deployment } from './health.js';
 export type { StreamStart } from './open-stream.js';
-export { ProviderSet } from './providers.js';
+export { fromUpstream, verdict, type Verdict } from './upstream-errors.js';
 
+/** Who may answer a request, chosen before any credit is held. */
 export interface Route {
-  /** The model that answered (a fallback model when the requested one failed); before the call, the requested one. */
-  model: CatalogModel;
-  /** The provider of the deployment that answered (`x-tollgate-provider`); before the call, the first candidate's. */
-  providerId: string;
+  /** The requested model. */
+  readonly model: CatalogModel;
+  /** The provider of the first candidate (`x-tollgate-provider` until a deployment answers). */
+  readonly providerId: string;
   /** What to reserve: the dearest price among the models that may answer. */
-  price: Price;
+  readonly price: Price;
   readonly candidates: readonly Deployment[];
   /** Epoch ms by which the upstream must have started answering (request `timeout_ms`); 0 = none. */
   readonly deadline: number;
 }
+
+/**
+ * The outcome of a routed call, with the deployment it names: the one that answered, or the last one that failed
+ * (the route's first candidate when none was tried). A failure is returned, not thrown, so it names it too.
+ */
+export type Routed<T> =
+  | { readonly ok: true; readonly result: T; readonly model: CatalogModel; readonly providerId: string }
+  | { readonly ok: false; readonly error: unknown; readonly model: CatalogModel; readonly providerId: string };
 
 export interface RouteOptions {
   /** The request's `models`: fallback models after the requested one. */
@@ -44,27 +52,32 @@ export interface RouteOptions {
 
 export class Router {
   private readonly providers: ProviderSet;
-  private readonly health: Health;
+  private readonly fleet: Health;
   private readonly settings: RoutingConfig;
   private readonly sandboxed = new Map<string, Deployment[]>();
 
-  constructor(config: Config, options: { catalog?: Catalog; performance?: PerformanceTracker } = {}) {
+  /** `catalog`: the models whose deployments are routed to. */
+  constructor(config: Config, options: { catalog?: { readonly models: readonly CatalogModel[] }; performance?: PerformanceTracker } = {}) {
     this.settings = config.routing;
     this.providers = new ProviderSet(config);
-    this.health = new Health(options.catalog?.models ?? [], this.providers, config.routing, options.performance);
-    options.catalog?.setHealth(this.health);
+    this.fleet = new Health(options.catalog?.models ?? [], this.providers, config.routing, options.performance);
+  }
+
+  /** The circuit breakers' view of each model, for the catalog's `status` (`catalog.setHealth(router.health)`). */
+  get health(): HealthSource {
+    return this.fleet;
   }
 
   route(model: CatalogModel, environment: Environment, options?: RouteOptions): Route {
     const deadline = options?.timeoutMs ? Date.now() + options.timeoutMs : 0;
     if (environment === 'test') return { model, providerId: SANDBOX_PROVIDER_ID, price: model.price, candidates: this.sandbox(model), deadline };
-    let candidates = this.health.deployments(model);
+    let candidates = this.fleet.deployments(model);
     let price = model.price;
     const fallbacks = options?.fallbacks;
     // The common case reuses the model's own list: no allocation, no draw.
-    if (fallbacks?.length || this.health.weighted(model)) {
+    if (fallbacks?.length || this.fleet.weighted(model)) {
       const models = [model, ...(fallbacks ?? []).filter((m) => m.id !== model.id)];
-      candidates = models.flatMap((m) => ordered(this.health.deployments(m)));
+      candidates = models.flatMap((m) => ordered(this.fleet.deployments(m)));
       price = dearest(models);
     }
     for (const deployment of candidates) {
@@ -73,29 +86,25 @@ export class Router {
     throw new GatewayError('model_unavailable', { message: `The model '${model.id}' is unavailable: ${model.statusMessage}` });
   }
 
-  complete(route: Route, call: ProviderCall): Promise<ChatCompletion> {
-    return this.run(route, call, false) as Promise<ChatCompletion>;
+  complete(route: Route, call: ProviderCall): Promise<Routed<ChatCompletion>> {
+    return this.run(route, call, false) as Promise<Routed<ChatCompletion>>;
   }
 
   /** Opens the stream and waits for its first chunk with substance (see openStream); after that nothing is retried. */
-  stream(route: Route, call: ProviderCall): Promise<StreamStart> {
-    return this.run(route, call, true) as Promise<StreamStart>;
+  stream(route: Route, call: ProviderCall): Promise<Routed<StreamStart>> {
+    return this.run(route, call, true) as Promise<Routed<StreamStart>>;
   }
 
   async close(): Promise<void> {
-    this.health.close();
+    this.fleet.close();
     await this.providers.close();
   }
 
-  private run(route: Route, call: ProviderCall, streaming: boolean): Promise<ChatCompletion | StreamStart> {
-    const { body } = call;
-    // Routing fields are ours; upstreams would reject them.
-    if (body.models !== undefined) delete body.models;
-    if (body.timeout_ms !== undefined) delete body.timeout_ms;
-    return route.deadline ? this.withDeadline(route, call, streaming) : this.attempts(route, call, streaming);
+  private run(route: Route, call: ProviderCall, streaming: boolean): Promise<Routed<ChatCompletion | StreamStart>> {
+    return route.deadline ? this.withDeadline(route, call, streaming) : this.attempts(route, call, streaming, call.signal);
   }
 
-  private async withDeadline(route: Route, call: ProviderCall, streaming: boolean): Promise<ChatCompletion | StreamStart> {
+  private async withDeadline(route: Route, call: ProviderCall, streaming: boolean): Promise<Routed<ChatCompletion | StreamStart>> {
     // The request's `timeout_ms`: a timer (undici's own timeouts tick by the second) that aborts the attempts, not
     // the client's signal, and is cleared once the answer starts. Client aborts are forwarded.
     const client = call.signal;
@@ -103,61 +112,71 @@ export class Router {
     const forward = () => controller.abort(client.reason);
     client.addEventListener('abort', forward, { once: true });
     const timer = setTimeout(() => controller.abort(new Error('timeout_ms ran out')), Math.max(0, route.deadline - Date.now()));
-    call.signal = controller.signal;
     try {
-      return await this.attempts(route, call, streaming);
-    } catch (error) {
-      if (client.aborted || !controller.signal.aborted) throw error;
-      throw new UpstreamError(route.providerId, 'timeout', `no answer within the request's timeout_ms`, { cause: error });
+      const routed = await this.attempts(route, call, streaming, controller.signal);
+      if (routed.ok || client.aborted || !controller.signal.aborted) return routed;
+      const error = new UpstreamError(routed.providerId, 'timeout', `no answer within the request's timeout_ms`, { cause: routed.error });
+      return { ok: false, error, model: routed.model, providerId: routed.providerId };
     } finally {
       clearTimeout(timer);
     }
   }
 
-  private async attempts(route: Route, call: ProviderCall, streaming: boolean): Promise<ChatCompletion | StreamStart> {
-    const { body } = call;
-    const timeoutMs = call.timeoutMs;
+  /** Every candidate in turn, each retried while its failures are retryable and its circuit allows. */
+  private async attempts(route: Route, call: ProviderCall, streaming: boolean, signal: AbortSignal): Promise<Routed<ChatCompletion | StreamStart>> {
+    // The deployment the outcome names: the one that answered or last failed (not one the client abandoned).
+    let model = route.model;
+    let providerId = route.providerId;
     let lastError: unknown;
     let unrecorded: Deployment | undefined;
-    for (const deployment of route.candidates) {
-      if (!deployment.breaker.allows()) continue;
-      for (let attempt = 0; ; attempt++) {
-        if (route.deadline) {
-          const remaining = route.deadline - Date.now();
-          if (remaining <= 0) throw new UpstreamError(deployment.providerId, 'timeout', `no answer within the request's timeout_ms`);
-          call.timeoutMs = Math.min(timeoutMs, remaining);
-        }
-        // A failed attempt followed by another counts for uptime here; the last one is the request's outcome.
-        if (unrecorded) this.health.recordFailure(unrecorded);
-        unrecorded = undefined;
-        body.model = deployment.upstreamModel;
-        call.defaultMaxTokens = deployment.model.maxTokens;
-        try {
-          const result = await withSpan<ChatCompletion | StreamStart>(
-            `upstream ${deployment.providerId}`,
-            { 'gen_ai.system': deployment.providerId, 'gen_ai.request.model': deployment.upstreamModel, 'tollgate.attempt': attempt + 1, 'tollgate.stream': streaming },
-            () => (streaming ? openStream(deployment, call) : deployment.provider.complete(call)),
-            SpanKind.CLIENT,
-          );
-          this.health.succeeded(deployment);
-          route.model = deployment.model;
-          route.providerId = deployment.providerId;
-          return result;
-        } catch (error) {
-          if (call.signal.aborted) throw error;
-          route.model = deployment.model;
-          route.providerId = deployment.providerId;
-          const next = verdict(error);
-          if (next === 'stop') throw error;
-          lastError = error;
-          unrecorded = deployment;
-          if (next === 'retry') this.health.failed(deployment, reasonOf(error));
-          if (next !== 'retry' || attempt >= this.settings.retries || !deployment.breaker.allows()) break;
-          await pause(backoffMs(attempt, this.settings.backoff_ms, this.settings.max_backoff_ms), call.signal);
+    try {
+      for (const deployment of route.candidates) {
+        if (!deployment.breaker.allows()) continue;
+        for (let attempt = 0; ; attempt++) {
+          let timeoutMs = call.timeoutMs;
+          if (route.deadline) {
+            const remaining = route.deadline - Date.now();
+            if (remaining <= 0) throw new UpstreamError(deployment.providerId, 'timeout', `no answer within the request's timeout_ms`);
+            timeoutMs = Math.min(timeoutMs, remaining);
+          }
+          // A failed attempt followed by another counts for uptime here; the last one is the request's outcome.
+          if (unrecorded) this.fleet.recordFailure(unrecorded);
+          unrecorded = undefined;
+          const attemptCall: ProviderCall = {
+            body: upstreamBody(call.body, deployment.upstreamModel),
+            signal,
+            requestId: call.requestId,
+            timeoutMs,
+            defaultMaxTokens: deployment.model.maxTokens,
+          };
+          try {
+            const result = await withSpan<ChatCompletion | StreamStart>(
+              `upstream ${deployment.providerId}`,
+              { 'gen_ai.system': deployment.providerId, 'gen_ai.request.model': deployment.upstreamModel, 'tollgate.attempt': attempt + 1, 'tollgate.stream': streaming },
+              () => (streaming ? openStream(deployment, attemptCall) : deployment.provider.complete(attemptCall)),
+              SpanKind.CLIENT,
+            );
+            this.fleet.succeeded(deployment);
+            return { ok: true, result, model: deployment.model, providerId: deployment.providerId };
+          } catch (error) {
+            if (signal.aborted) throw error;
+            model = deployment.model;
+            providerId = deployment.providerId;
+            const next = verdict(error);
+            if (next === 'stop') throw error;
+            lastError = error;
+            unrecorded = deployment;
+            if (next === 'retry') this.fleet.failed(deployment, reasonOf(error));
+            if (next !== 'retry' || attempt >= this.settings.retries || !deployment.breaker.allows()) break;
+            await pause(backoffMs(attempt, this.settings.backoff_ms, this.settings.max_backoff_ms), signal);
+          }
         }
       }
+    } catch (error) {
+      return { ok: false, error, model, providerId };
     }
-    throw lastError ?? new GatewayError('model_unavailable', { message: `The model '${route.model.id}' is unavailable: ${route.model.statusMessage}` });
+    const error = lastError ?? new GatewayError('model_unavailable', { message: `The model '${route.model.id}' is unavailable: ${route.model.statusMessage}` });
+    return { ok: false, error, model, providerId };
   }
 
   private sandbox(model: CatalogModel): Deployment[] {
@@ -170,6 +189,13 @@ export class Router {
     }
     return list;
   }
+}
+
+/** The body one deployment gets: its own model name, without the routing fields (`models`, `timeout_ms`) upstreams would reject. */
+function upstreamBody(body: ChatRequest, model: string): ChatRequest {
+  if (body.models === undefined && body.timeout_ms === undefined) return { ...body, model };
+  const { models: _models, timeout_ms: _timeout, ...rest } = body;
+  return { ...rest, model };
 }
 
 /** The price to reserve when any of several models may answer: the dearest of each side. */

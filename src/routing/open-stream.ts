@@ -1,5 +1,5 @@
 /** The start of a streamed answer: when a stream counts as answered, after which routing never retries it. */
-import type { ChatCompletionChunk, ProviderCall } from '../providers/types.js';
+import type { ChatCompletionChunk, ProviderCall } from '../providers/index.js';
 import type { Deployment } from './health.js';
 
 export interface StreamStart {

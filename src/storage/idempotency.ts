@@ -2,8 +2,8 @@
  * Idempotency keys of chat requests. A claim is one INSERT that only one request can win; completing and
  * releasing name the claim, so a request whose lease ran out cannot overwrite whoever took the key over.
  */
-import type { Kysely } from 'kysely';
-import type { Database } from './schema.js';
+import type { Insertable, Kysely } from 'kysely';
+import type { Database, IdempotencyKeysTable } from './schema.js';
 import { num } from './values.js';
 
 export interface IdempotencyRecord {
@@ -32,7 +32,7 @@ export class IdempotencyStore {
 
   /** True when this request now owns the key: it was free, or its last holder expired. */
   async claim(claim: NewClaim): Promise<boolean> {
-    const values = {
+    const values: Insertable<IdempotencyKeysTable> = {
       account_id: claim.accountId,
       idempotency_key: claim.key,
       fingerprint: claim.fingerprint,
@@ -69,7 +69,7 @@ export class IdempotencyStore {
     if (!row) return undefined;
     return {
       fingerprint: row.fingerprint,
-      state: row.state as IdempotencyRecord['state'],
+      state: row.state,
       claim: row.claim,
       requestId: row.request_id,
       response: row.response,

@@ -38,7 +38,7 @@ export class LedgerStore {
     return rows.map((r) => ({
       id: r.id,
       accountId: r.account_id,
-      kind: r.kind as LedgerKind,
+      kind: r.kind,
       amountNano: big(r.amount_nano),
       balanceAfterNano: big(r.balance_after_nano),
       requestId: r.request_id,

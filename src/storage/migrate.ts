@@ -1,5 +1,5 @@
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the migrator works on any schema
 import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import type { Database } from './schema.js';
 import * as initial from './migrations/001_initial.js';
 import * as webhooks from './migrations/002_webhooks.js';
 import * as dashboard from './migrations/003_dashboard.js';
@@ -29,7 +29,7 @@ const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
  * Applies pending migrations. Kysely's migrator holds a lock for the whole run (pg_advisory_lock on PostgreSQL),
  * so replicas starting together on one database apply each migration exactly once.
  */
-export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
+export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
   // 002 was merged after 003: a database that already has 003 still gets 002.
   const migrator = new Migrator({ db, provider, allowUnorderedMigrations: true });
   const { error, results } = await migrator.migrateToLatest();
@@ -38,13 +38,13 @@ export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
 }
 
 /** Applies migrations up to and including `name` (tests of a migration start from the schema before it). */
-export async function migrateTo(db: Kysely<any>, name: string): Promise<void> {
+export async function migrateTo(db: Kysely<Database>, name: string): Promise<void> {
   const { error } = await new Migrator({ db, provider, allowUnorderedMigrations: true }).migrateTo(name);
   if (error) throw error instanceof Error ? error : new Error(String(error));
 }
 
 /** Names of the migrations not yet applied to this database (`tollgate doctor`). */
-export async function pendingMigrations(db: Kysely<any>): Promise<string[]> {
+export async function pendingMigrations(db: Kysely<Database>): Promise<string[]> {
   const migrations = await new Migrator({ db, provider, allowUnorderedMigrations: true }).getMigrations();
   return migrations.filter((m) => m.executedAt === undefined).map((m) => m.name);
 }

@@ -22,6 +22,7 @@ import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
 import { accountsOf, needsBalances, planBatch, planReversal, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type PaymentReversed, type PurchasePaid, type RechargePaid, type ReversalState, type WriteBatch } from './batch.js';
 import { NOW_MICROSECONDS_SQL, ledgerIdSuffix, nextBatchTag, pgLedgerId } from './pg-ledger-ids.js';
 import { COMMIT_IN_ONE_TRIP, byUsageRow, planOneTrip } from './pg-one-trip-batch.js';
+import { errorCode } from './unavailable.js';
 import { big } from './values.js';
 
 type Literal = string | number | bigint | null | undefined;
@@ -68,7 +69,7 @@ export class PgWriter {
     try {
       answer = await client.query({ name: COMMIT_IN_ONE_TRIP.name, text: COMMIT_IN_ONE_TRIP.text, values: plan.values });
     } catch (error) {
-      if ((error as { code?: string }).code !== WOULD_CLAMP) throw error;
+      if (errorCode(error) !== WOULD_CLAMP) throw error;
       return undefined;
     }
     const row = answer.rows[0]!;

@@ -140,7 +140,7 @@ function toPurchase(row: Selectable<CreditPurchasesTable>): PurchaseRecord {
     accountId: row.account_id,
     amountNano: big(row.amount_nano),
     currency: row.currency,
-    status: row.status as PurchaseStatus,
+    status: row.status,
     processor: row.processor,
     checkoutSessionId: row.checkout_session_id,
     checkoutUrl: row.checkout_url,

@@ -106,7 +106,7 @@ function toRecharge(row: Selectable<CardRechargesTable>): RechargeRecord {
     id: row.id,
     accountId: row.account_id,
     amountNano: big(row.amount_nano),
-    status: row.status as RechargeStatus,
+    status: row.status,
     processor: row.processor,
     paymentIntentId: row.payment_intent_id,
     failure: row.failure,

@@ -3,6 +3,12 @@
  * PostgreSQL's int8 parser), so money never passes through a float on its way out of the database.
  */
 import type { ColumnType } from 'kysely';
+import type { IdempotencyRecord } from './idempotency.js';
+import type { PurchaseStatus } from './purchases.js';
+import type { RechargeStatus } from './recharges.js';
+import type { Environment, LedgerKind, Permission } from './records.js';
+import type { EmailStatus } from './users.js';
+import type { DeliveryStatus } from './webhooks.js';
 
 type Big = ColumnType<bigint, bigint | number, bigint | number>;
 type NullableBig = ColumnType<bigint | null, bigint | number | null, bigint | number | null>;
@@ -30,8 +36,8 @@ export interface ApiKeysTable {
   name: string;
   key_hash: string;
   hint: string;
-  environment: string;
-  permissions: string;
+  environment: Environment;
+  permissions: Permission;
   /** JSON array of model ids (project keys); empty = all. */
   models: string;
   spend_limit_nano: NullableBig;
@@ -44,7 +50,7 @@ export interface ApiKeysTable {
 export interface LedgerTable {
   id: string;
   account_id: string;
-  kind: string;
+  kind: LedgerKind;
   amount_nano: Big;
   balance_after_nano: Big;
   request_id: string | null;
@@ -82,8 +88,8 @@ export interface DashboardUsersTable {
   account_id: string;
   password_hash: string;
   created_at: Big;
-  /** 'pending' | 'verified' | 'unverified' (migration 005). */
-  email_status: ColumnType<string, string | undefined, string>;
+  /** Defaults to 'unverified' (migration 005). */
+  email_status: ColumnType<EmailStatus, EmailStatus | undefined, EmailStatus>;
 }
 
 export interface EmailVerificationsTable {
@@ -129,7 +135,7 @@ export interface WebhookDeliveriesTable {
   event_id: string;
   event_type: string;
   payload: string;
-  status: string;
+  status: DeliveryStatus;
   attempts: Big;
   next_attempt_at: Big;
   lease_token: string | null;
@@ -166,7 +172,7 @@ export interface IdempotencyKeysTable {
   account_id: string;
   idempotency_key: string;
   fingerprint: string;
-  state: string;
+  state: IdempotencyRecord['state'];
   claim: string;
   request_id: string;
   response: string | null;
@@ -180,7 +186,7 @@ export interface CreditPurchasesTable {
   account_id: string;
   amount_nano: Big;
   currency: string;
-  status: string;
+  status: PurchaseStatus;
   processor: string;
   checkout_session_id: string | null;
   checkout_url: string | null;
@@ -212,7 +218,7 @@ export interface CardRechargesTable {
   id: string;
   account_id: string;
   amount_nano: Big;
-  status: string;
+  status: RechargeStatus;
   processor: string;
   payment_intent_id: string | null;
   failure: string | null;

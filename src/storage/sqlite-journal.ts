@@ -21,6 +21,7 @@ import { accountsOf, planBatch, withBuiltDeliveries, type AccountBalance, type C
 import type { MoneyWriter } from './ledger.js';
 import { PRIVATE_FILE_MODE } from './private-files.js';
 import type { SqliteWriter, StampedBatch } from './sqlite-writer.js';
+import { errorCode } from './unavailable.js';
 
 /** How long a confirmed charge may wait in the journal before SQLite has it (docs/adr/0038-sqlite-ledger-journal.md). */
 export const APPLY_MS = 20;
@@ -201,7 +202,7 @@ function lockJournal(file: string): SqliteDatabase {
     return lock;
   } catch (error) {
     lock.close();
-    if ((error as { code?: string }).code === 'SQLITE_BUSY') throw new JournalInUseError(file);
+    if (errorCode(error) === 'SQLITE_BUSY') throw new JournalInUseError(file);
     throw error;
   }
 }
@@ -227,8 +228,6 @@ function encodeBig(_key: string, value: unknown): unknown {
 }
 
 function decodeBig(_key: string, value: unknown): unknown {
-  if (value !== null && typeof value === 'object' && typeof (value as { $big?: unknown }).$big === 'string') {
-    return BigInt((value as { $big: string }).$big);
-  }
+  if (value !== null && typeof value === 'object' && '$big' in value && typeof value.$big === 'string') return BigInt(value.$big);
   return value;
 }

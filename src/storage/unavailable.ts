@@ -8,9 +8,14 @@ export function isStorageUnavailable(error: unknown): boolean {
   return unavailable(error, 0);
 }
 
+/** A driver error's `code` (a SQLSTATE, a SQLite or a Node code), if it has one. */
+export function errorCode(error: unknown): unknown {
+  return typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+}
+
 function unavailable(error: unknown, depth: number): boolean {
   if (typeof error !== 'object' || error === null || depth > 5) return false;
-  const { code, message, cause, errors } = error as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
+  const { code, message, cause, errors }: { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown } = error;
   if (typeof code === 'string' && UNAVAILABLE_CODE.test(code)) return true;
   if (typeof message === 'string' && UNAVAILABLE_MESSAGE.test(message)) return true;
   if (Array.isArray(errors) && errors.some((e) => unavailable(e, depth + 1))) return true;

@@ -38,7 +38,7 @@ export class UserStore {
 
   async user(accountId: string): Promise<DashboardUser | undefined> {
     const row = await this.db.selectFrom('dashboard_users').select(['password_hash', 'email_status']).where('account_id', '=', accountId).executeTakeFirst();
-    return row && { passwordHash: row.password_hash, emailStatus: row.email_status as EmailStatus };
+    return row && { passwordHash: row.password_hash, emailStatus: row.email_status };
   }
 
   async createVerification(verification: EmailVerification): Promise<void> {

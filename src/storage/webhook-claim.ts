@@ -97,6 +97,6 @@ export async function claimFairly(
 
 /** Deliveries due and not yet claimed (`tollgate_webhook_queue_depth`). */
 export async function countDue(db: Kysely<Database>, now: number): Promise<number> {
-  const result = await sql<{ n: unknown }>`select count(*) as n from webhook_deliveries w where ${due(now, 'w')}`.execute(db);
-  return num(result.rows[0]?.n as never);
+  const result = await sql<{ n: bigint | number | string }>`select count(*) as n from webhook_deliveries w where ${due(now, 'w')}`.execute(db);
+  return num(result.rows[0]?.n);
 }

@@ -97,7 +97,7 @@ function toDelivery(row: Selectable<WebhookDeliveriesTable>): DeliveryRecord {
     eventId: row.event_id,
     eventType: row.event_type,
     payload: row.payload,
-    status: row.status as DeliveryStatus,
+    status: row.status,
     attempts: num(row.attempts),
     nextAttemptAt: num(row.next_attempt_at),
     lastStatus: numOrNull(row.last_status),

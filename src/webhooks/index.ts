@@ -10,7 +10,7 @@ import { WebhookService } from './service.js';
 import type { WebhooksSettings } from './types.js';
 import { DeliveryWorker, type FinishedAttempt } from './worker.js';
 
-export { WebhookService, parsePage, type Page } from './service.js';
+export { WebhookService, parsePage, type Page, type PageParams } from './service.js';
 export { CreateWebhookSchema, PatchWebhookSchema, type CreateWebhookBody, type PatchWebhookBody } from './validation.js';
 export { isPublicAddress, resolveTarget, BlockedAddressError } from './ssrf.js';
 export { retryDelay, JITTER } from './backoff.js';

@@ -23,17 +23,26 @@ export interface Page {
 
 const STATUSES: readonly DeliveryStatus[] = ['pending', 'delivering', 'succeeded', 'dead', 'failed'];
 
-/** `?limit=&before=&status=` of the list endpoints. */
-export function parsePage(query: Record<string, string | undefined>, withStatus: boolean): Page {
+/** `?limit=&before=&status=` of the list endpoints; a parameter given more than once is a bad value. */
+export function parsePage(query: PageParams, withStatus: boolean): Page {
   const limit = query.limit === undefined ? 20 : Number(query.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw invalidRequest('limit must be an integer from 1 to 100', 'limit');
   const page: Page = { limit };
+  if (Array.isArray(query.before)) throw invalidRequest("Query parameter 'before' was given more than once", 'before');
   if (query.before) page.before = query.before;
   if (withStatus && query.status !== undefined) {
-    if (!STATUSES.includes(query.status as DeliveryStatus)) throw invalidRequest(`status must be one of ${STATUSES.join(', ')}`, 'status');
-    page.status = query.status as DeliveryStatus;
+    const status = STATUSES.find((known) => known === query.status);
+    if (!status) throw invalidRequest(`status must be one of ${STATUSES.join(', ')}`, 'status');
+    page.status = status;
   }
   return page;
+}
+
+/** The query parameters `parsePage` reads: each a string, or all its values when given more than once. */
+export interface PageParams {
+  limit?: string | string[];
+  before?: string | string[];
+  status?: string | string[];
 }
 
 export class WebhookService {

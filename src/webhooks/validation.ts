@@ -55,7 +55,7 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const RESERVED = /^(content-type|content-length|host|transfer-encoding|connection|user-agent|x-webhook-.*)$/i;
 
 export function parseCreate(body: unknown): Required<Omit<WebhookInput, 'description'>> & Pick<WebhookInput, 'description'> {
-  const input = parse(CreateWebhookSchema, body) as CreateWebhookBody;
+  const input = parse(CreateWebhookSchema, body);
   const parsed = normalize(input, undefined);
   return {
     url: parsed.url!,
@@ -70,7 +70,7 @@ export function parseCreate(body: unknown): Required<Omit<WebhookInput, 'descrip
 
 /** A PATCH: only the fields given change; `retryConfig` fields merge into the current ones. */
 export function parsePatch(body: unknown, current: RetryConfig): WebhookInput {
-  const input = parse(PatchWebhookSchema, body ?? {}) as PatchWebhookBody;
+  const input = parse(PatchWebhookSchema, body ?? {});
   const parsed = normalize(input, current);
   if (input.secret !== undefined) parsed.secret = input.secret;
   if (input.timeout !== undefined) parsed.timeoutMs = input.timeout;
@@ -114,12 +114,12 @@ function parseUrl(text: string): URL {
   return url;
 }
 
-function parse(schema: TSchema, body: unknown): unknown {
+function parse<T extends TSchema>(schema: T, body: unknown): Static<T> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidRequest('The request body must be a JSON object');
+  if (Value.Check(schema, body)) return body;
   const first = Value.Errors(schema, body).First();
-  if (!first) return body;
-  const param = toParam(first.path);
-  if (first.value === undefined) throw invalidRequest(`Missing required field '${param}'`, param);
+  const param = toParam(first?.path ?? '');
+  if (first?.value === undefined) throw invalidRequest(`Missing required field '${param}'`, param);
   if (first.message === 'Unexpected property') throw invalidRequest(`Unknown field '${param}'`, param);
   throw invalidRequest(`Invalid field '${param}': ${first.message}`, param);
 }

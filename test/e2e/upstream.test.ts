@@ -10,7 +10,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultConfig, type Config, type ModelConfig } from '../../src/config/index.js';
 import { DEFAULT_MODELS } from '../../src/config/default-catalog.js';
 import { countPromptTokens, countTextTokens } from '../../src/tokens/index.js';
-import type { ChatRequest } from '../../src/providers/types.js';
+import type { ChatRequest } from '../../src/providers/index.js';
 import { startGateway, ADMIN_TOKEN, type TestGateway } from '../support/gateway.js';
 import { startMockOpenAI, type MockOpenAI, type RecordedRequest } from '../support/mock-openai.js';
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ANTHROPIC_VERSION, createAnthropicProvider, type AnthropicProvider } from '../../src/providers/anthropic/index.js';
 import { ANTHROPIC_TEXT, startMockAnthropic, type MockAnthropic } from '../support/mock-anthropic.js';
 import { PNG, callFor, collect, failure, text } from '../support/provider-calls.js';
-import { UpstreamError, type ChatCompletionChunk } from '../../src/providers/types.js';
+import { UpstreamError, type ChatCompletionChunk } from '../../src/providers/index.js';
 
 const KEY = 'sk-ant-test';
 let mock: MockAnthropic;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createGeminiProvider, type GeminiProvider } from '../../src/providers/gemini/index.js';
 import { GEMINI_TEXT, startMockGemini, type MockGemini } from '../support/mock-gemini.js';
 import { PNG, callFor, collect, failure, text } from '../support/provider-calls.js';
-import type { ChatCompletionChunk, ChatRequest } from '../../src/providers/types.js';
+import type { ChatCompletionChunk, ChatRequest } from '../../src/providers/index.js';
 
 const KEY = 'gemini-test-key';
 let mock: MockGemini;

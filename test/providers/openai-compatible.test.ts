@@ -1,13 +1,10 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  createOpenAICompatibleProvider,
-  parseStreamEvent,
-  sseEvents,
-  type OpenAICompatibleProvider,
-} from '../../src/providers/openai-compatible/index.js';
-import { UpstreamError, type ChatCompletionChunk, type ChatRequest, type ProviderCall } from '../../src/providers/types.js';
+import { createOpenAICompatibleProvider, type OpenAICompatibleProvider } from '../../src/providers/openai-compatible/index.js';
+import { parseStreamEvent } from '../../src/providers/openai-compatible/stream-event.js';
+import { SseReader } from '../../src/providers/sse.js';
+import { UpstreamError, type ChatCompletionChunk, type ChatRequest, type ProviderCall } from '../../src/providers/index.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
 import { collect, failure } from '../support/provider-calls.js';
 
@@ -282,14 +279,10 @@ describe('upstream errors', () => {
 describe('sse helpers', () => {
   const bytes = (text: string) => new TextEncoder().encode(text);
 
-  it('parses events split across chunks and drops comments', async () => {
-    async function* source() {
-      yield bytes(': keep-alive\n\nda');
-      yield bytes('ta: {"a":1}\n');
-      yield bytes('\ndata: [DONE]\n\n');
-    }
-    const events = [];
-    for await (const event of sseEvents(source())) events.push(event.data);
+  it('parses events split across chunks and drops comments', () => {
+    const reader = new SseReader('p');
+    const parts = [': keep-alive\n\nda', 'ta: {"a":1}\n', '\ndata: [DONE]\n\n'];
+    const events = parts.flatMap((part) => reader.feed(bytes(part)).map((event) => event.data));
     expect(events).toEqual(['{"a":1}', '[DONE]']);
   });
 

@@ -1,6 +1,6 @@
 /** What of an upstream's text a client may see, and what the server log keeps. */
 import { describe, expect, it } from 'vitest';
-import { redactCredentials, redactForClient } from '../../src/providers/redact.js';
+import { redactCredentials, redactForClient } from '../../src/providers/index.js';
 
 describe('redactForClient', () => {
   it('removes credentials in every shape an upstream or proxy may echo', () => {

@@ -1,7 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { createSandboxProvider } from '../../src/providers/sandbox/index.js';
-import { UpstreamError } from '../../src/providers/types.js';
-import type { ChatCompletionChunk, ChatRequest, ProviderCall, ToolDefinition } from '../../src/providers/types.js';
+import { UpstreamError, type ChatCompletionChunk, type ChatRequest, type ProviderCall, type ToolDefinition } from '../../src/providers/index.js';
 import { countPromptTokens, countTextTokens } from '../../src/tokens/index.js';
 
 const provider = createSandboxProvider();

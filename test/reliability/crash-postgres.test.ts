@@ -50,7 +50,7 @@ describe('SIGKILL with 100 requests in flight (PostgreSQL + Redis)', { timeout: 
     for (const o of complete) expect(audit.debitedRequests.get(o.requestId), o.requestId).toBe(o.costNano);
 
     await run.gateway.start();
-    let releasedAfterMs = 0;
+    let releasedAfterMs: number;
     for (;;) {
       const now = await leftInRedis(run.accounts);
       if (now.leases === 0 && now.reserved === 0n) {

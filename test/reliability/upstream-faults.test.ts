@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultConfig, type Config } from '../../src/config/index.js';
-import type { ChatRequest } from '../../src/providers/types.js';
+import type { ChatRequest } from '../../src/providers/index.js';
 import { countPromptTokens, countTextTokens } from '../../src/tokens/index.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
 import { startMockOpenAI, type Behavior, type MockOpenAI } from '../support/mock-openai.js';

@@ -165,17 +165,13 @@ describe.each(DIALECTS)('SIGKILL under load with webhooks (%s)', (dialect) => {
     const keyOf = (d: { event: string; data: any }) => (completionOf(d) ? String(d.data.requestId) : `threshold ${BigInt(Math.round(d.data.threshold * 1e9))}`);
     const expected = [...answeredIds, ...crossed.map((t) => `threshold ${t}`)];
     const until = Date.now() + 30_000;
-    let outbox: Outboxed[] = [];
     const missing = () => {
       const received = new Set(deliveries(receiver).map(keyOf));
       return expected.filter((k) => !received.has(k));
     };
-    while (missing().length > 0 && Date.now() < until) {
-      await sleep(250);
-      outbox = await outboxOf(gateway, live, webhook.id);
-    }
+    while (missing().length > 0 && Date.now() < until) await sleep(250);
     await sleep(500); // anything delivered twice arrives too
-    outbox = await outboxOf(gateway, live, webhook.id);
+    const outbox: Outboxed[] = await outboxOf(gateway, live, webhook.id);
     const lost = missing();
     const inOutbox = new Set(outbox.map(keyOf));
     const got = deliveries(receiver);

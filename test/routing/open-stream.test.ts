@@ -1,7 +1,7 @@
 /** When a stream counts as answered (after which routing never retries): its first chunk with substance. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import type { ChatCompletionChunk, Provider, ProviderCall } from '../../src/providers/types.js';
+import type { ChatCompletionChunk, Provider, ProviderCall } from '../../src/providers/index.js';
 import type { Deployment } from '../../src/routing/index.js';
 import { openStream } from '../../src/routing/open-stream.js';
 

@@ -2,9 +2,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Catalog } from '../../src/catalog/index.js';
 import { loadConfig, type RoutingConfig } from '../../src/config/index.js';
-import { UpstreamError, type ProviderCall } from '../../src/providers/types.js';
-import { backoffMs, verdict } from '../../src/routing/attempts.js';
-import { Breaker, Router } from '../../src/routing/index.js';
+import { UpstreamError, type ProviderCall } from '../../src/providers/index.js';
+import { backoffMs } from '../../src/routing/attempts.js';
+import { Breaker, Router, verdict, type Routed } from '../../src/routing/index.js';
 import { startMockAnthropic, type MockAnthropic } from '../support/mock-anthropic.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
 
@@ -58,7 +58,15 @@ describe('verdict and backoff', () => {
 function routerFor(env: Record<string, string>, routing: RoutingConfig): { router: Router; catalog: Catalog } {
   const config = loadConfig({ env: { ...env, TOLLGATE_DATA_DIR: '/tmp/unused' }, file: undefined, overrides: { routing } });
   const catalog = new Catalog(config);
-  return { router: new Router(config, { catalog }), catalog };
+  const router = new Router(config, { catalog });
+  catalog.setHealth(router.health);
+  return { router, catalog };
+}
+
+/** The answer of a routed call that must have succeeded. */
+function answerOf<T>(routed: Routed<T>): T {
+  if (!routed.ok) throw routed.error;
+  return routed.result;
 }
 
 const call = (signal = new AbortController().signal, extra: Record<string, unknown> = {}): ProviderCall => ({
@@ -91,9 +99,9 @@ describe('Router against a local Anthropic server', () => {
     const before = mock.requests.length;
     mock.enqueue({ kind: 'error', status: 529 });
     const route = router.route(model, 'live');
-    const completion = await router.complete(route, call());
-    expect(completion.choices[0]!.message.content).toBeTruthy();
-    expect(route.providerId).toBe('anthropic');
+    const routed = await router.complete(route, call());
+    expect(answerOf(routed).choices[0]!.message.content).toBeTruthy();
+    expect(routed.providerId).toBe('anthropic');
     expect(mock.requests.length - before).toBe(2);
     expect(mock.requests.at(-1)!.body).toMatchObject({ model: 'claude-haiku-5-5', max_tokens: model.maxTokens });
   });
@@ -106,7 +114,7 @@ describe('Router against a local Anthropic server', () => {
     const started = Date.now();
     const pending = router.complete(router.route(model, 'live'), call(controller.signal));
     setTimeout(() => controller.abort(), 50);
-    await expect(pending).rejects.toThrow();
+    expect((await pending).ok).toBe(false);
     expect(Date.now() - started).toBeLessThan(250);
     expect(mock.requests.length - before).toBe(1);
   });
@@ -114,8 +122,9 @@ describe('Router against a local Anthropic server', () => {
   it('test keys go to the sandbox whatever the model', async () => {
     const route = router.route(catalog.resolve('claude-haiku-5-5'), 'test');
     expect(route.providerId).toBe('sandbox');
-    const completion = await router.complete(route, call());
-    expect(completion.choices[0]!.message.content).toBe('Hi');
+    const routed = await router.complete(route, call());
+    expect(routed.providerId).toBe('sandbox');
+    expect(answerOf(routed).choices[0]!.message.content).toBe('Hi');
   });
 });
 
@@ -157,12 +166,35 @@ describe('errors of our own making are not provider failures', () => {
     for (const streaming of [false, true]) {
       const unbuildable = call(undefined, { extra: extra() });
       const attempt = streaming ? router.stream(router.route(model, 'live'), unbuildable) : router.complete(router.route(model, 'live'), unbuildable);
-      await expect(attempt).rejects.not.toBeInstanceOf(UpstreamError);
+      const routed = await attempt;
+      expect(routed.ok).toBe(false);
+      expect(!routed.ok && routed.error).toBeInstanceOf(Error);
+      expect(!routed.ok && routed.error).not.toBeInstanceOf(UpstreamError);
     }
     expect(mock.requests.length).toBe(before);
     expect(catalog.resolve('gpt-6-luna').active).toBe(true);
-    const completion = await router.complete(router.route(model, 'live'), call());
-    expect(completion.choices[0]!.message.content).toBeTruthy();
+    const routed = await router.complete(router.route(model, 'live'), call());
+    expect(answerOf(routed).choices[0]!.message.content).toBeTruthy();
+  });
+
+  it('leaves the call and the route as they were; a failure is returned and names the deployment that failed', async () => {
+    const model = catalog.resolve('gpt-6-luna');
+    const route = router.route(model, 'live', { timeoutMs: 5_000 });
+    const given = call(undefined, { models: ['gpt-6-luna'], timeout_ms: 5_000 });
+    const before = structuredClone({ body: given.body, timeoutMs: given.timeoutMs, route: { model: route.model.id, providerId: route.providerId } });
+    const signal = given.signal;
+    mock.enqueue({ kind: 'ok' }, { kind: 'error', status: 400, message: 'bad field' });
+    const answered = await router.complete(route, given);
+    expect(answered.ok).toBe(true);
+    expect(mock.requests.at(-1)!.body).not.toHaveProperty('models');
+    expect(mock.requests.at(-1)!.body).not.toHaveProperty('timeout_ms');
+    const failed = await router.complete(route, given);
+    expect(failed.ok).toBe(false);
+    expect([failed.model.id, failed.providerId]).toEqual(['gpt-6-luna', 'openai']);
+    expect(!failed.ok && failed.error).toBeInstanceOf(UpstreamError);
+    expect({ body: given.body, timeoutMs: given.timeoutMs, route: { model: route.model.id, providerId: route.providerId } }).toEqual(before);
+    expect(given.signal).toBe(signal);
+    expect(given.defaultMaxTokens).toBeUndefined();
   });
 
   it('a TypeError inside an adapter is not retried and does not open the circuit', () => {

@@ -11,7 +11,7 @@ import { AdminService } from '../../src/admin/index.js';
 import { loadConfig } from '../../src/config/index.js';
 import { newId, openStorage, type DeliveryRecord, type Storage } from '../../src/storage/index.js';
 import { DeliveryWorker } from '../../src/webhooks/index.js';
-import { createTestDatabase, DIALECTS, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, DIALECTS } from '../support/databases.js';
 import { sleep, startReceiver, type Receiver } from './receiver-server.js';
 
 const SECRET = 'claim-test-secret-0123456789-0123456789';

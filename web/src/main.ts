@@ -67,7 +67,10 @@ function currentPath(): string {
 function show(): void {
   let path = currentPath();
   let route = PAGES[path];
-  if (!route) (path = '/keys'), (route = PAGES[path]!);
+  if (!route) {
+    path = '/keys';
+    route = PAGES[path]!;
+  }
   if (!route.public && !app.session.signed_in) return app.navigate('/signin');
   if (route.public && app.session.signed_in) return app.navigate('/keys');
   leave?.();

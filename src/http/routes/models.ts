@@ -1,15 +1,19 @@
+import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { CAPABILITY_ALIASES, renderModel } from '../../catalog/index.js';
 import { invalidRequest } from '../../errors/index.js';
 import { admitRead } from '../admit-read.js';
 import type { HttpDeps } from '../deps.js';
+import { QueryValue, single, typed } from './typed.js';
 
-type Query = Record<string, string | string[] | undefined>;
+const ModelsQuery = Type.Object({ include_capabilities: QueryValue, active_only: QueryValue, provider: QueryValue, capability: QueryValue });
+type Query = Static<typeof ModelsQuery>;
 
-export function modelRoutes(server: FastifyInstance, deps: HttpDeps): void {
-  server.get('/v1/models', async (request, reply) => {
+export function modelRoutes(app: FastifyInstance, deps: HttpDeps): void {
+  const server = typed(app);
+  server.get('/v1/models', { schema: { querystring: ModelsQuery } }, async (request, reply) => {
     await admitRead(deps, request, reply, 'models');
-    const query = request.query as Query;
+    const { query } = request;
     const detailed = booleanParam(query, 'include_capabilities', false);
     const activeOnly = booleanParam(query, 'active_only', true);
     const provider = stringParam(query, 'provider');
@@ -25,22 +29,20 @@ export function modelRoutes(server: FastifyInstance, deps: HttpDeps): void {
     return { object: 'list', data: models.map((m) => renderModel(m, deps.performance.figures(m.id), detailed)) };
   });
 
-  server.get('/v1/models/*', async (request, reply) => {
+  server.get('/v1/models/*', { schema: { params: Type.Object({ '*': Type.String() }) } }, async (request, reply) => {
     await admitRead(deps, request, reply, 'models');
     // Fastify has decoded the path once already (`sandbox%2Fecho` is `sandbox/echo`); decoding again would misread a `%`.
-    const name = (request.params as { '*': string })['*'];
+    const name = request.params['*'];
     const model = deps.catalog.resolve(name);
     return renderModel(model, deps.performance.figures(model.id), true);
   });
 }
 
-function stringParam(query: Query, name: string): string | undefined {
-  const value = query[name];
-  if (Array.isArray(value)) throw invalidRequest(`Query parameter '${name}' was given more than once`, name);
-  return value;
+function stringParam(query: Query, name: keyof Query): string | undefined {
+  return single(query[name], name);
 }
 
-function booleanParam(query: Query, name: string, fallback: boolean): boolean {
+function booleanParam(query: Query, name: keyof Query, fallback: boolean): boolean {
   const value = stringParam(query, name);
   if (value === undefined) return fallback;
   if (value === 'true') return true;

@@ -8,6 +8,7 @@ import type { PurchaseRecord } from '../../storage/index.js';
 import { parsePage } from '../../webhooks/index.js';
 import { admitRead } from '../admit-read.js';
 import type { HttpDeps } from '../deps.js';
+import { IdParams, PageQuery, typed } from './typed.js';
 
 const seconds = (ms: number | null) => (ms === null ? null : Math.floor(ms / 1000));
 
@@ -44,7 +45,8 @@ export function checkoutReturnUrl(config: Config, request: FastifyRequest): stri
   return config.server.public_url?.replace(/\/$/, '') ?? `${request.protocol}://${request.host}`;
 }
 
-export function purchaseRoutes(server: FastifyInstance, deps: HttpDeps, payments: Payments): void {
+export function purchaseRoutes(app: FastifyInstance, deps: HttpDeps, payments: Payments): void {
+  const server = typed(app);
   const returnTo = (request: FastifyRequest) => checkoutReturnUrl(deps.config, request);
 
   server.post('/v1/credits/purchases', async (request, reply) => {
@@ -55,16 +57,16 @@ export function purchaseRoutes(server: FastifyInstance, deps: HttpDeps, payments
     return reply.code(201).send(renderPurchase(purchase));
   });
 
-  server.get('/v1/credits/purchases', async (request, reply) => {
+  server.get('/v1/credits/purchases', { schema: { querystring: PageQuery } }, async (request, reply) => {
     const key = await admitRead(deps, request, reply, 'manage');
-    const page = parsePage(request.query as Record<string, string | undefined>, false);
+    const page = parsePage(request.query, false);
     const items = await payments.purchases.list(key.accountId, page);
     return { object: 'list', data: items.map(renderPurchase), has_more: items.length === page.limit };
   });
 
-  server.get('/v1/credits/purchases/:id', async (request, reply) => {
+  server.get('/v1/credits/purchases/:id', { schema: { params: IdParams } }, async (request, reply) => {
     const key = await admitRead(deps, request, reply, 'manage');
-    return renderPurchase(await payments.purchases.get(key.accountId, (request.params as { id: string }).id));
+    return renderPurchase(await payments.purchases.get(key.accountId, request.params.id));
   });
 
   // Stripe signs the exact bytes it sent: this route alone takes its body unparsed.

@@ -1,11 +1,13 @@
 /** `/v1/webhooks`: the contract's registration API, for full keys (docs/api.md#webhooks). */
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { DeliveryRecord, WebhookRecord } from '../../storage/index.js';
 import { parsePage, type WebhookService } from '../../webhooks/index.js';
 import { admitRead } from '../admit-read.js';
 import type { HttpDeps } from '../deps.js';
+import { IdParams, PageQuery, QueryValue, typed } from './typed.js';
 
-type Params = { id: string };
+const DeliveryQuery = Type.Object({ limit: QueryValue, before: QueryValue, status: QueryValue });
 const seconds = (ms: number | null) => (ms === null ? null : Math.floor(ms / 1000));
 
 export function renderWebhook(webhook: WebhookRecord): Record<string, unknown> {
@@ -37,16 +39,16 @@ export function renderDelivery(delivery: DeliveryRecord): Record<string, unknown
     last_error: delivery.lastError,
     created: seconds(delivery.createdAt),
     completed_at: seconds(delivery.completedAt),
-    payload: JSON.parse(delivery.payload) as unknown,
+    payload: JSON.parse(delivery.payload),
   };
 }
 
 const list = (items: DeliveryRecord[], limit: number) => ({ object: 'list', data: items.map(renderDelivery), has_more: items.length === limit });
 
-export function webhookRoutes(server: FastifyInstance, deps: HttpDeps, webhooks: WebhookService): void {
+export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, webhooks: WebhookService): void {
+  const server = typed(app);
   const account = async (request: FastifyRequest, reply: FastifyReply) => (await admitRead(deps, request, reply, 'manage')).accountId;
-  const id = (request: FastifyRequest) => (request.params as Params).id;
-  const query = (request: FastifyRequest) => request.query as Record<string, string | undefined>;
+  const params = { params: IdParams };
 
   server.post('/v1/webhooks', async (request, reply) => {
     const webhook = await webhooks.create(await account(request, reply), request.body);
@@ -59,34 +61,36 @@ export function webhookRoutes(server: FastifyInstance, deps: HttpDeps, webhooks:
     return { object: 'list', data: items.map(renderWebhook) };
   });
 
-  server.get('/v1/webhooks/dead-letters', async (request, reply) => {
+  server.get('/v1/webhooks/dead-letters', { schema: { querystring: PageQuery } }, async (request, reply) => {
     const owner = await account(request, reply);
-    const page = parsePage(query(request), false);
+    const page = parsePage(request.query, false);
     return list(await webhooks.deadLetters(owner, page), page.limit);
   });
 
-  server.post('/v1/webhooks/dead-letters/:id/replay', async (request, reply) => {
-    const delivery = await webhooks.replay(await account(request, reply), id(request));
+  server.post('/v1/webhooks/dead-letters/:id/replay', { schema: params }, async (request, reply) => {
+    const delivery = await webhooks.replay(await account(request, reply), request.params.id);
     return reply.code(202).send(renderDelivery(delivery));
   });
 
-  server.get('/v1/webhooks/:id', async (request, reply) => renderWebhook(await webhooks.get(await account(request, reply), id(request))));
+  server.get('/v1/webhooks/:id', { schema: params }, async (request, reply) => renderWebhook(await webhooks.get(await account(request, reply), request.params.id)));
 
-  server.patch('/v1/webhooks/:id', async (request, reply) => renderWebhook(await webhooks.update(await account(request, reply), id(request), request.body)));
+  server.patch('/v1/webhooks/:id', { schema: params }, async (request, reply) =>
+    renderWebhook(await webhooks.update(await account(request, reply), request.params.id, request.body)),
+  );
 
-  server.delete('/v1/webhooks/:id', async (request, reply) => {
-    await webhooks.delete(await account(request, reply), id(request));
-    return { id: id(request), object: 'webhook', deleted: true };
+  server.delete('/v1/webhooks/:id', { schema: params }, async (request, reply) => {
+    await webhooks.delete(await account(request, reply), request.params.id);
+    return { id: request.params.id, object: 'webhook', deleted: true };
   });
 
-  server.get('/v1/webhooks/:id/deliveries', async (request, reply) => {
+  server.get('/v1/webhooks/:id/deliveries', { schema: { params: IdParams, querystring: DeliveryQuery } }, async (request, reply) => {
     const owner = await account(request, reply);
-    const page = parsePage(query(request), true);
-    return list(await webhooks.deliveries(owner, id(request), page), page.limit);
+    const page = parsePage(request.query, true);
+    return list(await webhooks.deliveries(owner, request.params.id, page), page.limit);
   });
 
-  server.post('/v1/webhooks/:id/test', async (request, reply) => {
-    const { delivery, outcome } = await webhooks.test(await account(request, reply), id(request));
+  server.post('/v1/webhooks/:id/test', { schema: params }, async (request, reply) => {
+    const { delivery, outcome } = await webhooks.test(await account(request, reply), request.params.id);
     return {
       object: 'webhook_test',
       success: outcome.ok,

@@ -3,11 +3,10 @@
  * `anthropic-version`), answers and stream events translated back as they arrive.
  */
 import { HttpClient } from '../http-client.js';
-import { UpstreamError, type ChatCompletion, type ChatCompletionChunk, type Provider, type ProviderCall } from '../types.js';
+import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';
+import type { ChatCompletion, ChatCompletionChunk } from '../types.js';
 import { toAnthropicRequest } from './request.js';
 import { StreamTranslator, anthropicError, fromAnthropicMessage } from './response.js';
-
-export { JSON_TOOL, toAnthropicRequest } from './request.js';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 
@@ -30,18 +29,18 @@ export function createAnthropicProvider(options: AnthropicOptions): AnthropicPro
   async function complete(call: ProviderCall): Promise<ChatCompletion> {
     const { body, jsonTool } = toAnthropicRequest(id, call.body, false, call.defaultMaxTokens);
     const json = await http.json(call, '/messages', body);
-    if ((json as { type?: unknown } | null)?.type === 'error') throw anthropicError(id, json);
+    if (isObject(json) && json.type === 'error') throw anthropicError(id, json);
     return fromAnthropicMessage(id, json, jsonTool);
   }
 
   async function* stream(call: ProviderCall): AsyncGenerator<ChatCompletionChunk> {
     const { body, jsonTool } = toAnthropicRequest(id, call.body, true, call.defaultMaxTokens);
-    const res = await http.request(call, 'POST', '/messages', body);
+    const res = await http.openStream(call, '/messages', body);
     const translator = new StreamTranslator(id, jsonTool);
     for await (const event of http.events(res, call.signal, () => translator.finished)) {
       const chunk = translator.translate(event.event ?? '', event.data);
       if (chunk) yield chunk;
-      if (translator.done) return;
+      if (translator.ended) return;
     }
     if (!translator.finished) throw new UpstreamError(id, 'protocol', `${id} stream ended early`);
     // The answer was complete (message_delta said why it stopped) but message_stop never came: usage is known.

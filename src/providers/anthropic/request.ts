@@ -1,5 +1,5 @@
 /** OpenAI chat request -> Anthropic Messages request (https://docs.anthropic.com/en/api/messages). */
-import { parseDataUrl, textOf, unsupported } from '../http-client.js';
+import { isImagePart, parseDataUrl, textOf, unsupported } from '../translate.js';
 import type { ChatMessage, ChatRequest, ContentPart, ToolChoice } from '../types.js';
 
 /** The tool a JSON-mode request is forced to call; its input is the answer (Anthropic has no `response_format`). */
@@ -68,7 +68,7 @@ export function toAnthropicRequest(provider: string, request: ChatRequest, strea
   const format = request.response_format;
   if (format && format.type !== 'text') {
     if (tools.length === 0) {
-      const schema = (format.json_schema as { schema?: Record<string, unknown> } | undefined)?.schema;
+      const schema = format.json_schema?.schema;
       tools.push({ name: JSON_TOOL, description: 'Give the answer as this JSON object.', input_schema: schema ?? { type: 'object' } });
       toolChoice = { type: 'tool', name: JSON_TOOL };
       jsonTool = true;
@@ -109,7 +109,7 @@ function assistantBlocks(message: ChatMessage): Block[] {
   const text = textOf(message.content);
   if (text) blocks.push({ type: 'text', text });
   for (const call of message.tool_calls ?? []) {
-    let input: unknown = {};
+    let input: unknown;
     try {
       input = JSON.parse(call.function.arguments || '{}');
     } catch {
@@ -128,8 +128,8 @@ function userBlocks(provider: string, message: ChatMessage, index: number): Bloc
 
 function userPart(provider: string, part: ContentPart, param: string): Block {
   if (part.type === 'text') return { type: 'text', text: String(part.text) };
-  if (part.type === 'image_url') {
-    const url = String((part.image_url as { url: string }).url);
+  if (isImagePart(part)) {
+    const url = String(part.image_url.url);
     const inline = parseDataUrl(url);
     if (inline) return { type: 'image', source: { type: 'base64', media_type: inline.mediaType, data: inline.data } };
     if (/^https?:\/\//i.test(url)) return { type: 'image', source: { type: 'url', url } };

@@ -1,5 +1,7 @@
 /** Anthropic Messages answers -> OpenAI chat completions: the JSON message, the stream events and the errors. */
-import { UpstreamError, isObject, type ChatCompletion, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '../types.js';
+import { UpstreamError } from '../provider.js';
+import { isObject } from '../translate.js';
+import type { ChatCompletion, ChatCompletionChunk, FinishReason, ToolCall, Usage } from '../types.js';
 import { JSON_TOOL } from './request.js';
 
 interface AnthropicUsage {
@@ -62,7 +64,7 @@ function finishReason(stop: string | null | undefined, jsonTool: boolean): Finis
  * to refuse.
  */
 export function toUsage(usage: AnthropicUsage | undefined): Usage | undefined {
-  if (!isObject(usage) || usage.input_tokens === undefined || usage.output_tokens === undefined) return undefined;
+  if (typeof usage !== 'object' || usage === null || usage.input_tokens === undefined || usage.output_tokens === undefined) return undefined;
   // Cached prompt tokens are prompt tokens too: Anthropic reports them apart from input_tokens.
   const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
   const prompt = usage.input_tokens + cached;
@@ -80,12 +82,17 @@ function isBlock(block: unknown): block is AnthropicBlock {
   return true;
 }
 
+/** A message tollgate can read: its content blocks; the other fields pass through as they came. */
+function isMessage(json: Record<string, unknown>): json is Record<string, unknown> & AnthropicMessage {
+  return Array.isArray(json.content) && json.content.every(isBlock);
+}
+
 export function fromAnthropicMessage(provider: string, json: unknown, jsonTool: boolean): ChatCompletion {
-  const message = json as AnthropicMessage | null;
-  if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
+  if (!isObject(json) || !Array.isArray(json.content)) {
     throw new UpstreamError(provider, 'protocol', `${provider} answered with JSON that is not a message`);
   }
-  if (!message.content.every(isBlock)) {
+  const message = json;
+  if (!isMessage(message)) {
     throw new UpstreamError(provider, 'protocol', `${provider} answered with a message whose content blocks are malformed`);
   }
   let text = '';
@@ -119,9 +126,9 @@ const withUsage = (usage: Usage | undefined) => (usage ? { usage } : {});
 
 /** An `error` event (or an error body): the status its type stands for, so routing and mapping treat it alike. */
 export function anthropicError(provider: string, json: unknown): UpstreamError {
-  const error = (json as { error?: { type?: string; message?: string } } | null)?.error;
-  const status = ERROR_STATUS[error?.type ?? ''] ?? 502;
-  return new UpstreamError(provider, 'http', error?.message ?? `${provider} reported an error`, { status });
+  const error = isObject(json) && isObject(json.error) ? json.error : undefined;
+  const status = ERROR_STATUS[typeof error?.type === 'string' ? error.type : ''] ?? 502;
+  return new UpstreamError(provider, 'http', String(error?.message ?? `${provider} reported an error`), { status });
 }
 
 /**
@@ -134,10 +141,12 @@ export class StreamTranslator {
   private readonly created = Math.floor(Date.now() / 1000);
   private readonly usage: AnthropicUsage = {};
   /** Content-block index -> OpenAI tool_calls index; -1 for the JSON-mode tool (its input is content). */
-  private readonly tools = new Map<number, number>();
+  private readonly tools = new Map<number | undefined, number>();
   private toolCount = 0;
+  /** A stop reason arrived: the answer is complete. */
   finished = false;
-  done = false;
+  /** message_stop arrived: the stream is over. */
+  ended = false;
 
   constructor(
     private readonly provider: string,
@@ -152,10 +161,10 @@ export class StreamTranslator {
       throw new UpstreamError(this.provider, 'protocol', `${this.provider} sent a malformed stream event: ${data.slice(0, 200)}`, { cause });
     }
     if (!isObject(event)) throw this.malformed(data);
-    return this.translateEvent(type, event, data);
+    return this.translateEvent(type, event as StreamEvent, data);
   }
 
-  private translateEvent(type: string, event: Record<string, any>, data: string): ChatCompletionChunk | null {
+  private translateEvent(type: string, event: StreamEvent, data: string): ChatCompletionChunk | null {
     switch (event.type ?? type) {
       case 'message_start':
         this.id = event.message?.id ?? '';
@@ -191,13 +200,14 @@ export class StreamTranslator {
       }
       case 'message_delta': {
         Object.assign(this.usage, stripNulls(isObject(event.usage) ? event.usage : undefined));
-        const reason = finishReason(event.delta?.stop_reason, this.jsonTool);
+        const stop = isObject(event.delta) ? event.delta.stop_reason : undefined;
+        const reason = finishReason(stop == null ? null : String(stop), this.jsonTool);
         if (!reason) return null;
         this.finished = true;
         return this.chunk({}, reason);
       }
       case 'message_stop':
-        this.done = true;
+        this.ended = true;
         return this.usageChunk();
       case 'error':
         throw anthropicError(this.provider, event);
@@ -219,6 +229,16 @@ export class StreamTranslator {
   private chunk(delta: ChatCompletionChunk['choices'][number]['delta'], reason: FinishReason | null = null): ChatCompletionChunk {
     return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: reason }] };
   }
+}
+
+/** The fields of Anthropic's stream events read here; each is checked where it is read (a foreign format). */
+interface StreamEvent {
+  type?: string;
+  index?: number;
+  message?: { id?: string; model?: string; usage?: unknown };
+  content_block?: unknown;
+  delta?: unknown;
+  usage?: unknown;
 }
 
 function stripNulls(value: Record<string, unknown> | undefined): Record<string, unknown> {

@@ -3,11 +3,10 @@
  * with `x-goog-api-key`; answers and stream events translated into OpenAI's shapes as they arrive.
  */
 import { HttpClient } from '../http-client.js';
-import { UpstreamError, type ChatCompletion, type ChatCompletionChunk, type Provider, type ProviderCall } from '../types.js';
+import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';
+import type { ChatCompletion, ChatCompletionChunk } from '../types.js';
 import { toGeminiRequest } from './request.js';
 import { StreamTranslator, fromGeminiResponse, geminiError } from './response.js';
-
-export { toGeminiRequest } from './request.js';
 
 export interface GeminiOptions {
   id: string;
@@ -42,7 +41,7 @@ export function createGeminiProvider(options: GeminiOptions): GeminiProvider {
   }
 
   async function* stream(call: ProviderCall): AsyncGenerator<ChatCompletionChunk> {
-    const res = await http.request(call, 'POST', `${modelPath(call.body.model)}:streamGenerateContent?alt=sse`, toGeminiRequest(id, call.body));
+    const res = await http.openStream(call, `${modelPath(call.body.model)}:streamGenerateContent?alt=sse`, toGeminiRequest(id, call.body));
     const translator = new StreamTranslator(id, call.body.model);
     for await (const event of http.events(res, call.signal, () => translator.finished)) {
       if (!event.data.trim()) continue;
@@ -51,8 +50,8 @@ export function createGeminiProvider(options: GeminiOptions): GeminiProvider {
     }
     // Gemini's stream has no terminator: it is complete when a candidate said why it finished.
     if (!translator.finished) throw new UpstreamError(id, 'protocol', `${id} stream ended early`);
-    const last = translator.last();
-    if (last) yield last;
+    const usage = translator.usageChunk();
+    if (usage) yield usage;
   }
 
   return {

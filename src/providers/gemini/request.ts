@@ -1,5 +1,5 @@
 /** OpenAI chat request -> Gemini generateContent request (https://ai.google.dev/api/generate-content). */
-import { mediaTypeOf, parseDataUrl, textOf, unsupported } from '../http-client.js';
+import { isImagePart, isObject, mediaTypeOf, parseDataUrl, textOf, unsupported } from '../translate.js';
 import type { ChatMessage, ChatRequest, ContentPart, ToolChoice } from '../types.js';
 import { SKIP_SIGNATURE, requiresSignature, signatureOf } from './signature.js';
 
@@ -52,7 +52,7 @@ export function toGeminiRequest(provider: string, request: ChatRequest): Record<
   const format = request.response_format;
   if (format && format.type !== 'text') {
     generationConfig.responseMimeType = 'application/json';
-    const schema = (format.json_schema as { schema?: unknown } | undefined)?.schema;
+    const schema = format.json_schema?.schema;
     if (schema) generationConfig.responseJsonSchema = schema;
   }
 
@@ -86,7 +86,7 @@ function functionCallingConfig(choice: ToolChoice | undefined): Record<string, u
 function functionResponse(text: string): Record<string, unknown> {
   try {
     const parsed: unknown = JSON.parse(text);
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+    if (isObject(parsed)) return parsed;
     return { content: parsed };
   } catch {
     return { content: text };
@@ -99,7 +99,7 @@ function modelParts(message: ChatMessage, callNames: Map<string, string>, signed
   if (text) parts.push({ text });
   for (const [i, call] of (message.tool_calls ?? []).entries()) {
     callNames.set(call.id, call.function.name);
-    let args: unknown = {};
+    let args: unknown;
     try {
       args = JSON.parse(call.function.arguments || '{}');
     } catch {
@@ -120,8 +120,8 @@ function userParts(provider: string, message: ChatMessage, index: number): Part[
 
 function userPart(provider: string, part: ContentPart, param: string): Part {
   if (part.type === 'text') return { text: String(part.text) };
-  if (part.type === 'image_url') {
-    const url = String((part.image_url as { url: string }).url);
+  if (isImagePart(part)) {
+    const url = String(part.image_url.url);
     const inline = parseDataUrl(url);
     if (inline) return { inlineData: { mimeType: inline.mediaType, data: inline.data } };
     if (/^https?:\/\//i.test(url)) return { fileData: { mimeType: mediaTypeOf(url), fileUri: url } };

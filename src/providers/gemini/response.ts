@@ -1,5 +1,7 @@
 /** Gemini GenerateContentResponse (one JSON body, or one per SSE event) -> OpenAI completions and chunks. */
-import { UpstreamError, isObject, type ChatCompletion, type ChatCompletionChunk, type ChunkToolCallDelta, type FinishReason, type ToolCall, type Usage } from '../types.js';
+import { UpstreamError } from '../provider.js';
+import { isObject } from '../translate.js';
+import type { ChatCompletion, ChatCompletionChunk, ChunkToolCallDelta, FinishReason, ToolCall, Usage } from '../types.js';
 import { withSignature } from './signature.js';
 
 interface GeminiPart {
@@ -161,8 +163,8 @@ export class StreamTranslator {
     return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: response.modelVersion ?? this.model, choices };
   }
 
-  /** The closing usage chunk, after the stream ended. */
-  last(): ChatCompletionChunk | null {
+  /** The closing chunk, after the stream ended: the last usage reported, choices empty (null if none was). */
+  usageChunk(): ChatCompletionChunk | null {
     if (!this.usage) return null;
     return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage: this.usage };
   }

@@ -2,11 +2,10 @@
  * The built-in `sandbox` provider: answers like an LLM, deterministically and without network. Upstream model
  * `lorem` writes prompt-seeded lorem ipsum; every other model name echoes the last user message.
  */
-import type { ChatCompletion, Provider, ProviderCall } from '../types.js';
+import type { Provider, ProviderCall } from '../provider.js';
+import type { ChatCompletion } from '../types.js';
 import { buildAnswer } from './answer.js';
 import { streamAnswer } from './stream.js';
-
-export type { SandboxAnswer, SandboxChoice } from './answer.js';
 
 const SYSTEM_FINGERPRINT = 'fp_sandbox';
 let anonymousCalls = 0;

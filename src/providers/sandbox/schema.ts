@@ -1,5 +1,5 @@
 /** Deterministic sample values for a JSON schema: the arguments of sandbox tool calls and json_schema replies. */
-import { isObject } from '../types.js';
+import { isObject } from '../translate.js';
 import { cutToBytes } from './cut.js';
 
 /**

@@ -1,5 +1,6 @@
 /** Presenting a sandbox answer as OpenAI's chat-completion chunks. */
-import type { ChatCompletionChunk, ProviderCall } from '../types.js';
+import type { ProviderCall } from '../provider.js';
+import type { ChatCompletionChunk } from '../types.js';
 import type { SandboxAnswer, SandboxChoice } from './answer.js';
 
 type ChunkChoice = ChatCompletionChunk['choices'][number];

@@ -69,18 +69,19 @@ export function verifyWebhook(rawBody: string | Uint8Array, headers: HeaderSourc
     return fail('invalid_payload', 'The body is not JSON');
   }
   if (!isObject(payload)) return fail('invalid_payload', 'The body is not a JSON object');
-  for (const field of ['id', 'timestamp', 'event'] as const) {
-    if (typeof payload[field] !== 'string' || payload[field] === '') return fail('invalid_payload', `The envelope has no "${field}"`);
-  }
-  if (!isObject(payload.data)) return fail('invalid_payload', 'The envelope has no "data" object');
-  const sent = Date.parse(payload.timestamp as string);
+  const { id, timestamp: sentAt, event: type, data } = payload;
+  if (!isText(id)) return fail('invalid_payload', 'The envelope has no "id"');
+  if (!isText(sentAt)) return fail('invalid_payload', 'The envelope has no "timestamp"');
+  if (!isText(type)) return fail('invalid_payload', 'The envelope has no "event"');
+  if (!isObject(data)) return fail('invalid_payload', 'The envelope has no "data" object');
+  const sent = Date.parse(sentAt);
   if (Number.isNaN(sent)) return fail('invalid_payload', 'The envelope "timestamp" is not an ISO 8601 time');
   if (Math.abs(now * 1000 - sent) > PAYLOAD_WINDOW_SECONDS * 1000) {
     return fail('stale_payload', 'The envelope "timestamp" is not within 1 hour of now');
   }
   // Rule 6.
-  const missing = missingFields(payload.event as string, payload.data);
-  if (missing.length) return fail('missing_fields', `${payload.event as string} requires ${missing.join(', ')}`);
+  const missing = missingFields(type, data);
+  if (missing.length) return fail('missing_fields', `${type} requires ${missing.join(', ')}`);
   return { ok: true, event: payload as unknown as WebhookEvent };
 }
 
@@ -103,17 +104,23 @@ function missingFields(type: string, data: Record<string, unknown>): string[] {
 }
 
 function header(headers: HeaderSource, name: string): string | undefined {
-  if (typeof (headers as { get?: unknown }).get === 'function') {
-    return (headers as { get(name: string): string | null }).get(name) || undefined;
-  }
-  const record = headers as Record<string, string | string[] | undefined>;
-  let value = record[name];
+  if (hasGet(headers)) return headers.get(name) || undefined;
+  let value = headers[name];
   if (value === undefined) {
-    const key = Object.keys(record).find((k) => k.toLowerCase() === name);
-    value = key === undefined ? undefined : record[key];
+    const key = Object.keys(headers).find((k) => k.toLowerCase() === name);
+    value = key === undefined ? undefined : headers[key];
   }
   const first = Array.isArray(value) ? value[0] : value;
   return first === undefined || first === '' ? undefined : first;
+}
+
+/** A `Headers` (fetch) rather than a plain record (Node). */
+function hasGet(headers: HeaderSource): headers is { get(name: string): string | null } {
+  return typeof headers.get === 'function';
+}
+
+function isText(value: unknown): value is string {
+  return typeof value === 'string' && value !== '';
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

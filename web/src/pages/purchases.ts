@@ -117,11 +117,14 @@ export function purchasesSection(container: HTMLElement, onPaid: () => void): ()
     let text: string;
     let tone = '';
     if (p.status === 'paid') text = `${what} is paid: ${usd(p.amount)} was added to your balance.`;
-    else if (p.status === 'expired') (text = `${what} expired before it was paid; nothing was charged.`), (tone = 'failed');
-    else if (p.status === 'failed') (text = `${what} failed; nothing was credited.`), (tone = 'failed');
-    else if (canceled) (text = `${what} was canceled at checkout; nothing was charged.`), (tone = 'failed');
-    else if (waitedTooLong) (text = `${what} is still pending: Stripe has not confirmed the payment yet. It is credited as soon as Stripe does; reload this page to check.`), (tone = 'pending-text');
-    else (text = `${what} is pending: waiting for Stripe to confirm the payment…`), (tone = 'pending-text');
+    else {
+      tone = p.status === 'expired' || p.status === 'failed' || canceled ? 'failed' : 'pending-text';
+      if (p.status === 'expired') text = `${what} expired before it was paid; nothing was charged.`;
+      else if (p.status === 'failed') text = `${what} failed; nothing was credited.`;
+      else if (canceled) text = `${what} was canceled at checkout; nothing was charged.`;
+      else if (waitedTooLong) text = `${what} is still pending: Stripe has not confirmed the payment yet. It is credited as soon as Stripe does; reload this page to check.`;
+      else text = `${what} is pending: waiting for Stripe to confirm the payment…`;
+    }
     return html`<div class="purchase-notice ${p.status}" data-testid="purchase-status" data-status=${p.status}>
       <span class="badge purchase-${p.status}">${p.status}</span>
       <p class="status ${tone}" role="status">${text}</p>

@@ -1,13 +1,14 @@
 /** One adapter instance per configured provider id, chosen by the provider's wire format. */
 import { KNOWN_PROVIDERS, SANDBOX_PROVIDER_ID, type Config, type ProviderApi } from '../config/index.js';
-import { createAnthropicProvider } from '../providers/anthropic/index.js';
-import { createGeminiProvider } from '../providers/gemini/index.js';
-import { createOpenAICompatibleProvider } from '../providers/openai-compatible/index.js';
-import { createSandboxProvider } from '../providers/sandbox/index.js';
-import type { Provider } from '../providers/types.js';
+import { createAnthropicProvider } from './anthropic/index.js';
+import { createGeminiProvider } from './gemini/index.js';
+import { createOpenAICompatibleProvider } from './openai-compatible/index.js';
+import type { Provider } from './provider.js';
+import { createSandboxProvider } from './sandbox/index.js';
 
 type Closable = Provider & { close(): Promise<void> };
 
+/** The adapter for each wire format: a new format is one folder and one line here. */
 const FACTORIES: Record<ProviderApi, (options: { id: string; baseUrl: string; apiKey?: string }) => Closable> = {
   openai: createOpenAICompatibleProvider,
   anthropic: createAnthropicProvider,
@@ -29,9 +30,9 @@ export class ProviderSet {
       const baseUrl = settings?.base_url ?? known?.defaultBaseUrl;
       if (!baseUrl) continue;
       const api = settings?.api ?? known?.api ?? 'openai';
-      const provider = FACTORIES[api]({ id, baseUrl, ...(settings?.api_key ? { apiKey: settings.api_key } : {}) });
-      this.providers.set(id, provider);
-      this.closers.push(provider);
+      const adapter = FACTORIES[api]({ id, baseUrl, ...(settings?.api_key ? { apiKey: settings.api_key } : {}) });
+      this.providers.set(id, adapter);
+      this.closers.push(adapter);
     }
   }
 

@@ -1,9 +1,11 @@
-import { UpstreamError } from '../types.js';
+/** Upstream failures as UpstreamError: transport failures of undici, and error bodies in OpenAI's envelope. */
+import { UpstreamError } from './provider.js';
+import { isObject } from './translate.js';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
 
 function errorCode(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
+  const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
   return typeof code === 'string' ? code : undefined;
 }
 
@@ -11,7 +13,7 @@ export function isTimeout(err: unknown): boolean {
   return TIMEOUT_CODES.has(errorCode(err) ?? '');
 }
 
-export function describe(err: unknown): string {
+export function describeError(err: unknown): string {
   // Node reports a refused connection to a dual-stack host as an AggregateError with an empty message.
   return (err instanceof Error && err.message) || errorCode(err) || String(err);
 }
@@ -20,9 +22,9 @@ export function describe(err: unknown): string {
 export function transportError(provider: string, err: unknown): UpstreamError {
   if (err instanceof UpstreamError) return err;
   if (isTimeout(err)) {
-    return new UpstreamError(provider, 'timeout', `${provider} did not answer in time: ${describe(err)}`, { cause: err });
+    return new UpstreamError(provider, 'timeout', `${provider} did not answer in time: ${describeError(err)}`, { cause: err });
   }
-  return new UpstreamError(provider, 'connection', `could not reach ${provider}: ${describe(err)}`, { cause: err });
+  return new UpstreamError(provider, 'connection', `could not reach ${provider}: ${describeError(err)}`, { cause: err });
 }
 
 interface ErrorDetails {
@@ -30,9 +32,6 @@ interface ErrorDetails {
   param: string | null;
   code: unknown;
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * Reads an error body: OpenAI's envelope `{"error":{"message","type","param","code"}}`, `{"error":"text"}`

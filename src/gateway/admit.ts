@@ -1,0 +1,48 @@
+/**
+ * Admission, shared by every endpoint that takes an API key: the key and its permission, the key's account, and
+ * the account's rate limits. The requests-per-minute limit covers every request of the account (spec 8), chat or
+ * not; a chat request also counts its prompt tokens and then holds credit (`wallet.reserve`, in chat.ts).
+ */
+import { requirePermission, type Operation } from '../auth/index.js';
+import type { AccountState } from '../billing/index.js';
+import { GatewayError } from '../errors/index.js';
+import type { KeyRecord } from '../storage/index.js';
+import type { GatewayDeps } from './deps.js';
+import { rateLimitHeaders } from './headers.js';
+
+export type AdmitDeps = Pick<GatewayDeps, 'auth' | 'wallet' | 'limiter' | 'limitsFor' | 'metrics'>;
+
+/** The key behind an `Authorization` header (401), allowed to do `operation` (403). */
+export async function authenticate(deps: AdmitDeps, authorization: string | undefined, operation: Operation): Promise<KeyRecord> {
+  const key = await deps.auth.authenticate(authorization);
+  requirePermission(key, operation);
+  return key;
+}
+
+/** The key's account, from the in-memory cache (401 when it is gone). */
+export async function accountOf(deps: AdmitDeps, key: KeyRecord): Promise<AccountState> {
+  const account = await deps.wallet.accounts.get(key.accountId);
+  if (!account) throw new GatewayError('invalid_api_key');
+  return account;
+}
+
+/**
+ * Counts one request and `promptTokens` against the account's limits. Returns the rate-limit headers (with
+ * `x-tollgate-provider` when a provider is named); refused, throws 429 with `Retry-After` and the same headers.
+ */
+export async function admitRate(deps: AdmitDeps, account: AccountState, promptTokens: number, providerId?: string): Promise<Record<string, string>> {
+  const decision = await deps.limiter.admit(account.id, deps.limitsFor(account), promptTokens);
+  const headers = rateLimitHeaders(decision, providerId);
+  if (!decision.allowed) {
+    deps.metrics.rateLimited.inc({ code: 'rate_limit_exceeded' });
+    throw new GatewayError('rate_limit_exceeded', { retryAfter: decision.retryAfterSeconds, headers });
+  }
+  return headers;
+}
+
+/** The whole admission of a request that spends no tokens (the read endpoints): its key and rate-limit headers. */
+export async function admit(deps: AdmitDeps, authorization: string | undefined, operation: Operation): Promise<{ key: KeyRecord; headers: Record<string, string> }> {
+  const key = await authenticate(deps, authorization, operation);
+  const account = await accountOf(deps, key);
+  return { key, headers: await admitRate(deps, account, 0) };
+}

@@ -1,0 +1,42 @@
+/** What the request path is built from (the app wires it once), and what one chat request carries through it. */
+import type { Authenticator } from '../auth/index.js';
+import type { PlanLimits, Reservation, Wallet } from '../billing/index.js';
+import type { Catalog, CatalogModel, PerformanceTracker } from '../catalog/index.js';
+import type { EventSink } from '../events/index.js';
+import type { RateLimiter } from '../limits/index.js';
+import type { Metrics } from '../observability/index.js';
+import type { ChatRequest } from '../providers/index.js';
+import type { Router } from '../routing/index.js';
+import type { AccountSettings } from '../storage/index.js';
+import type { Idempotency } from './idempotency.js';
+
+export interface GatewayDeps {
+  auth: Authenticator;
+  catalog: Catalog;
+  router: Router;
+  limiter: RateLimiter;
+  wallet: Wallet;
+  performance: PerformanceTracker;
+  metrics: Metrics;
+  limitsFor(account: { plan: string; settings: AccountSettings }): PlanLimits;
+  upstreamTimeoutMs: number;
+  /** Idempotency-Key handling: first answers kept 24 h per account and key. */
+  idempotency: Idempotency;
+  /** Where `llm.*` events go (webhooks); nothing is built for a type the account's webhooks do not want. */
+  events?: EventSink;
+}
+
+/** One admitted chat request, once routing has named the deployment that answered (or failed). */
+export interface ChatContext {
+  readonly requestId: string;
+  /** The model that answered: a fallback model when the requested one failed. */
+  readonly model: CatalogModel;
+  readonly providerId: string;
+  readonly promptTokens: number;
+  readonly reservation: Reservation;
+  readonly started: number;
+  readonly deps: GatewayDeps;
+  /** The validated request (the `prompt` and `userId` of llm.* events). */
+  readonly body: ChatRequest;
+  log(fields: Record<string, unknown>): void;
+}

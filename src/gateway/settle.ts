@@ -1,0 +1,30 @@
+/** Settlement of an answered chat request: the debit at actual usage, durable before the answer ends. */
+import type { Settlement } from '../billing/index.js';
+import { GatewayError } from '../errors/index.js';
+import { withSpan } from '../observability/index.js';
+import type { ChatContext } from './deps.js';
+import { outcomeEvent, type Answered } from './events.js';
+
+/**
+ * A token count from an upstream's usage, if it is one: a non-negative safe integer. Anything else (a fraction, a
+ * string, a negative or enormous number) is ignored and tollgate counts instead: such a value cannot be priced
+ * (BigInt throws) nor stored, and a settlement that fails after the answer would leave its hold unreleased.
+ */
+export function upstreamCount(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+}
+
+/**
+ * Settles, turning a database that cannot confirm the charge into a 503 (the charge stays queued). The request's
+ * llm.completion or llm.error (when wanted) is written with the debit.
+ */
+export async function settleOrFail(context: ChatContext, promptTokens: number, completionTokens: number, answered: Answered): Promise<Settlement> {
+  try {
+    // At the price of the model that answered (a request's fallback model may cost less than the reservation's).
+    const event = outcomeEvent(context, answered);
+    const settlement = { requestId: context.requestId, model: context.model.id, price: context.model.price, promptTokens, completionTokens, ...(event ? { event } : {}) };
+    return await withSpan('settle', { 'gen_ai.usage.input_tokens': promptTokens, 'gen_ai.usage.output_tokens': completionTokens }, () => context.reservation.settle(settlement));
+  } catch (error) {
+    throw new GatewayError('service_unavailable', { message: 'The usage of this request could not be recorded; try again shortly', cause: error });
+  }
+}

@@ -1,0 +1,10 @@
+/**
+ * The providers' public face: the registry of configured adapters, the contract every adapter keeps, the wire
+ * shapes it speaks on the gateway's side, and what the gateway shares with the adapters (answer cap, redaction).
+ * Nothing outside this folder imports an adapter or a shared file directly.
+ */
+export { ProviderSet } from './registry.js';
+export { UpstreamError, type Provider, type ProviderCall } from './provider.js';
+export type { ChatCompletion, ChatCompletionChunk, ChatRequest, ToolDefinition, Usage } from './types.js';
+export { MAX_ANSWER_BYTES, tooLarge } from './body.js';
+export { redactCredentials, redactForClient } from './redact.js';

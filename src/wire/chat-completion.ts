@@ -1,0 +1,111 @@
+/**
+ * Answers in OpenAI's chat-completions format. Each comes twice, from the same fields:
+ * - as the gateway sends it to clients (`ChatCompletion`, `ChatCompletionChunk`, `Usage` with the request's `cost`):
+ *   these have an `$id` and are components of the OpenAPI document;
+ * - as a provider adapter returns it (`Upstream*`): before metering, so `usage` may be missing and has no `cost`,
+ *   and unknown fields pass through.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { Nullable, Open, UnixSeconds, Usd } from './schema-kit.js';
+import { toolCallSchema } from './chat-request.js';
+
+const tokenCounts = {
+  prompt_tokens: Type.Integer({ minimum: 0 }),
+  completion_tokens: Type.Integer({ minimum: 0 }),
+  total_tokens: Type.Integer({ minimum: 0 }),
+};
+
+export const UsageSchema = Type.Object({ ...tokenCounts, cost: Usd('The amount debited for this request; 0 for test keys') }, { $id: 'Usage' });
+export const UpstreamUsageSchema = Open(tokenCounts);
+
+export const FinishReasonSchema = Type.Union([
+  Type.Literal('stop'),
+  Type.Literal('length'),
+  Type.Literal('tool_calls'),
+  Type.Literal('content_filter'),
+  Type.Literal('function_call'),
+]);
+
+const ToolCall = toolCallSchema({ description: 'JSON text' });
+
+const head = {
+  id: Type.String(),
+  created: UnixSeconds,
+  system_fingerprint: Type.Optional(Nullable(Type.String())),
+};
+
+const message = {
+  role: Type.Literal('assistant'),
+  content: Nullable(Type.String()),
+  refusal: Type.Optional(Nullable(Type.String())),
+  tool_calls: Type.Optional(Type.Array(ToolCall)),
+};
+
+const choiceEnd = {
+  logprobs: Type.Optional(Type.Unknown()),
+  finish_reason: Nullable(FinishReasonSchema),
+};
+
+export const ChatCompletionSchema = Type.Object(
+  {
+    id: head.id,
+    object: Type.Literal('chat.completion'),
+    created: head.created,
+    model: Type.String({ description: 'The catalog id of the model that answered' }),
+    system_fingerprint: head.system_fingerprint,
+    choices: Type.Array(Type.Object({ index: Type.Integer({ minimum: 0 }), message: Type.Object(message), ...choiceEnd })),
+    usage: UsageSchema,
+  },
+  { $id: 'ChatCompletion' },
+);
+
+export const UpstreamCompletionSchema = Open({
+  ...head,
+  object: Type.Literal('chat.completion'),
+  model: Type.String(),
+  choices: Type.Array(Type.Object({ index: Type.Integer({ minimum: 0 }), message: Open(message), ...choiceEnd })),
+  usage: Type.Optional(UpstreamUsageSchema),
+});
+
+export const ToolCallDeltaSchema = Type.Object({
+  index: Type.Integer({ minimum: 0 }),
+  id: Type.Optional(Type.String()),
+  type: Type.Optional(Type.Literal('function')),
+  function: Type.Optional(Type.Object({ name: Type.Optional(Type.String()), arguments: Type.Optional(Type.String()) })),
+});
+
+const delta = {
+  role: Type.Optional(Type.Literal('assistant')),
+  content: Type.Optional(Nullable(Type.String())),
+  tool_calls: Type.Optional(Type.Array(ToolCallDeltaSchema)),
+};
+
+export const ChatCompletionChunkSchema = Type.Object(
+  {
+    id: head.id,
+    object: Type.Literal('chat.completion.chunk'),
+    created: head.created,
+    model: Type.String(),
+    system_fingerprint: head.system_fingerprint,
+    choices: Type.Array(Type.Object({ index: Type.Integer({ minimum: 0 }), delta: Type.Object(delta), ...choiceEnd })),
+    usage: Type.Optional(Nullable(UsageSchema)),
+  },
+  { $id: 'ChatCompletionChunk', description: 'One `data:` event of a streamed answer; the stream ends with `data: [DONE]`' },
+);
+
+export const UpstreamChunkSchema = Open({
+  ...head,
+  object: Type.Literal('chat.completion.chunk'),
+  model: Type.String(),
+  choices: Type.Array(Type.Object({ index: Type.Integer({ minimum: 0 }), delta: Open(delta), ...choiceEnd })),
+  usage: Type.Optional(Nullable(UpstreamUsageSchema)),
+});
+
+export type Usage = Static<typeof UsageSchema>;
+export type ChatCompletion = Static<typeof ChatCompletionSchema>;
+export type ChatCompletionChunk = Static<typeof ChatCompletionChunkSchema>;
+export type FinishReason = Static<typeof FinishReasonSchema>;
+export type ToolCallDelta = Static<typeof ToolCallDeltaSchema>;
+export type UpstreamUsage = Static<typeof UpstreamUsageSchema>;
+export type UpstreamCompletion = Static<typeof UpstreamCompletionSchema>;
+export type UpstreamChunk = Static<typeof UpstreamChunkSchema>;
