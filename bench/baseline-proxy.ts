@@ -22,7 +22,9 @@ function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     req.on('data', (part: Buffer) => parts.push(part));
-    req.on('end', () => resolve(parts.length === 1 ? parts[0]!.toString('utf8') : Buffer.concat(parts).toString('utf8')));
+    req.on('end', () =>
+      resolve(parts.length === 1 ? parts[0]!.toString('utf8') : Buffer.concat(parts).toString('utf8')),
+    );
     req.on('error', reject);
   });
 }
@@ -37,7 +39,11 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   try {
     body = JSON.parse(await readBody(req)) as { stream?: unknown };
   } catch {
-    return send(res, 400, JSON.stringify({ error: { message: 'invalid JSON', type: 'invalid_request_error', param: null, code: null } }));
+    return send(
+      res,
+      400,
+      JSON.stringify({ error: { message: 'invalid JSON', type: 'invalid_request_error', param: null, code: null } }),
+    );
   }
   const controller = new AbortController();
   res.on('close', () => {
@@ -51,7 +57,10 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     signal: controller.signal,
   });
   if (body.stream === true && answer.statusCode === 200) {
-    res.writeHead(200, { 'content-type': String(answer.headers['content-type'] ?? 'text/event-stream'), 'cache-control': 'no-cache' });
+    res.writeHead(200, {
+      'content-type': String(answer.headers['content-type'] ?? 'text/event-stream'),
+      'cache-control': 'no-cache',
+    });
     for await (const part of answer.body) {
       if (!res.write(part as Buffer)) {
         await new Promise<void>((resolve) => {
@@ -70,7 +79,12 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
 const server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
   res.on('error', () => undefined);
   handle(req, res).catch((error: unknown) => {
-    if (!res.headersSent) send(res, 502, JSON.stringify({ error: { message: String(error), type: 'server_error', param: null, code: null } }));
+    if (!res.headersSent)
+      send(
+        res,
+        502,
+        JSON.stringify({ error: { message: String(error), type: 'server_error', param: null, code: null } }),
+      );
     else res.destroy();
   });
 });

@@ -38,7 +38,9 @@ function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     req.on('data', (part: Buffer) => parts.push(part));
-    req.on('end', () => resolve(parts.length === 1 ? parts[0]!.toString('utf8') : Buffer.concat(parts).toString('utf8')));
+    req.on('end', () =>
+      resolve(parts.length === 1 ? parts[0]!.toString('utf8') : Buffer.concat(parts).toString('utf8')),
+    );
     req.on('error', reject);
   });
 }
@@ -71,7 +73,14 @@ function completion(body: ChatBody) {
     object: 'chat.completion',
     created: Math.floor(Date.now() / 1000),
     model: body.model,
-    choices: [{ index: 0, message: { role: 'assistant', content: CONTENT, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: CONTENT, refusal: null },
+        logprobs: null,
+        finish_reason: 'stop',
+      },
+    ],
     usage: { prompt_tokens: prompt, completion_tokens: COMPLETION_TOKENS, total_tokens: prompt + COMPLETION_TOKENS },
     system_fingerprint: 'fp_bench',
   };

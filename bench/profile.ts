@@ -8,7 +8,17 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad, wrkInstalled } from './lib/load.js';
-import { BENCH_DIR, baseEnv, cleanupAll, compileServer, portMessage, readProc, startServer, startTollgate, tempDir } from './lib/processes.js';
+import {
+  BENCH_DIR,
+  baseEnv,
+  cleanupAll,
+  compileServer,
+  portMessage,
+  readProc,
+  startServer,
+  startTollgate,
+  tempDir,
+} from './lib/processes.js';
 import { createDatabase, prepareAccount, REDIS_URL } from './lib/setup.js';
 
 interface ProfileNode {
@@ -52,7 +62,11 @@ async function main(): Promise<void> {
     ...(database ? { backends: { databaseUrl: database.url, redisUrl: REDIS_URL } } : {}),
   });
   const account = await prepareAccount(tollgate.url, adminToken);
-  const body = JSON.stringify({ model: account.model, max_tokens: 64, messages: [{ role: 'user', content: 'Say hello.' }] });
+  const body = JSON.stringify({
+    model: account.model,
+    max_tokens: 64,
+    messages: [{ role: 'user', content: 'Say hello.' }],
+  });
   const endpoint = { url: `${tollgate.url}/v1/chat/completions`, auth: account.apiKey, body };
   const tool = wrkInstalled() ? 'wrk' : 'autocannon';
   await runLoad(tool, endpoint, Number(args.connections), 2);
@@ -61,7 +75,9 @@ async function main(): Promise<void> {
   const cpuPer1k = ((readProc(tollgate.pid).cpuSeconds - before) / load.requests) * 1000;
   await tollgate.stop();
   const setup = database ? 'postgres + redis' : 'embedded';
-  console.log(`${tool}: ${Math.round(load.rps)} req/s at ${args.connections} connections, ${cpuPer1k.toFixed(3)} CPU s/1k req (profiler included), ${load.errors} errors (${setup})`);
+  console.log(
+    `${tool}: ${Math.round(load.rps)} req/s at ${args.connections} connections, ${cpuPer1k.toFixed(3)} CPU s/1k req (profiler included), ${load.errors} errors (${setup})`,
+  );
   const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
   if (!file) throw new Error('tollgate wrote no .cpuprofile');
   // Kept for Chrome DevTools (Performance > Load profile) or a closer look; *.cpuprofile is git-ignored.
@@ -79,7 +95,12 @@ function areaOf(url: string, functionName: string): string {
   if (pkg) return pkg[1]!;
   const own = /\/dist\/([^/]+)\//.exec(url);
   if (own) return `tollgate/${own[1]}`;
-  if (url.startsWith('node:')) return url.replace(/^node:(internal\/)?/, 'node:').split('/').slice(0, 2).join('/');
+  if (url.startsWith('node:'))
+    return url
+      .replace(/^node:(internal\/)?/, 'node:')
+      .split('/')
+      .slice(0, 2)
+      .join('/');
   return url;
 }
 

@@ -125,7 +125,11 @@ function chatBody(model: string, stream: boolean): string {
 }
 
 async function post(url: string, body: unknown): Promise<void> {
-  const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   await res.body.text();
   if (res.statusCode !== 200) throw new Error(`POST ${url} answered ${res.statusCode}`);
 }
@@ -137,10 +141,14 @@ async function mockStats(mock: Server): Promise<{ requests: number; streams_open
 
 /** One request of each kind, so that a broken set-up fails fast with its answer rather than as a load figure. */
 async function smokeTest(name: string, json: Endpoint, stream: Endpoint): Promise<void> {
-  const headers = { 'content-type': 'application/json', ...(json.auth ? { authorization: `Bearer ${json.auth}` } : {}) };
+  const headers = {
+    'content-type': 'application/json',
+    ...(json.auth ? { authorization: `Bearer ${json.auth}` } : {}),
+  };
   const res = await request(json.url, { method: 'POST', headers, body: json.body });
   const text = await res.body.text();
-  if (res.statusCode !== 200 || !text.includes('"choices"')) throw new Error(`${name}: a chat completion answered ${res.statusCode}: ${text.slice(0, 300)}`);
+  if (res.statusCode !== 200 || !text.includes('"choices"'))
+    throw new Error(`${name}: a chat completion answered ${res.statusCode}: ${text.slice(0, 300)}`);
   const streamed = await request(stream.url, { method: 'POST', headers, body: stream.body });
   const events = await streamed.body.text();
   if (streamed.statusCode !== 200 || !events.endsWith('data: [DONE]\n\n')) {
@@ -148,13 +156,23 @@ async function smokeTest(name: string, json: Endpoint, stream: Endpoint): Promis
   }
 }
 
-async function runConfiguration(name: ConfigName, settings: typeof FULL, options: Options, files: { mock: string; baseline: string }): Promise<ConfigResult> {
+async function runConfiguration(
+  name: ConfigName,
+  settings: typeof FULL,
+  options: Options,
+  files: { mock: string; baseline: string },
+): Promise<ConfigResult> {
   const result: ConfigResult = { name, targets: [], checks: [], failures: [] };
   const dir = tempDir(`tollgate-bench-${name}-`);
   let database: { url: string; name: string } | undefined;
   if (name === 'postgres') {
     database = await createDatabase();
-    result.redis = { url: REDIS_URL, reachable: await reachable(REDIS_URL), mentionedInTollgateLog: false, tollgateConnections: 0 };
+    result.redis = {
+      url: REDIS_URL,
+      reachable: await reachable(REDIS_URL),
+      mentionedInTollgateLog: false,
+      tollgateConnections: 0,
+    };
   }
 
   const mock = await startServer({
@@ -176,7 +194,12 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
     ready: portMessage,
   });
   const adminToken = randomBytes(24).toString('hex');
-  const tollgate = await startTollgate({ dir, upstream: mock.url, adminToken, ...(database ? { backends: { databaseUrl: database.url, redisUrl: REDIS_URL } } : {}) });
+  const tollgate = await startTollgate({
+    dir,
+    upstream: mock.url,
+    adminToken,
+    ...(database ? { backends: { databaseUrl: database.url, redisUrl: REDIS_URL } } : {}),
+  });
   const startup = readFileSync(tollgate.logFile, 'utf8');
   result.backends = /tollgate listening on \S+ \(([^)]*)\)/.exec(startup)?.[1] ?? '(start-up line not recognised)';
   if (result.redis) result.redis.mentionedInTollgateLog = /redis/i.test(startup);
@@ -186,8 +209,16 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
   const json = chatBody(account.model, false);
   const streamed = chatBody(account.model, true);
   const servers: Record<TargetName, { server: Server; json: Endpoint; stream: Endpoint }> = {
-    direct: { server: mock, json: { url: `${mock.url}/v1/chat/completions`, body: json }, stream: { url: `${mock.url}/v1/chat/completions`, body: streamed } },
-    baseline: { server: baseline, json: { url: `${baseline.url}/v1/chat/completions`, body: json }, stream: { url: `${baseline.url}/v1/chat/completions`, body: streamed } },
+    direct: {
+      server: mock,
+      json: { url: `${mock.url}/v1/chat/completions`, body: json },
+      stream: { url: `${mock.url}/v1/chat/completions`, body: streamed },
+    },
+    baseline: {
+      server: baseline,
+      json: { url: `${baseline.url}/v1/chat/completions`, body: json },
+      stream: { url: `${baseline.url}/v1/chat/completions`, body: streamed },
+    },
     tollgate: {
       server: tollgate,
       json: { url: `${tollgate.url}/v1/chat/completions`, body: json, auth: account.apiKey },
@@ -197,10 +228,12 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
   const order: TargetName[] = ['direct', 'baseline', 'tollgate'];
   for (const target of order) await smokeTest(target, servers[target].json, servers[target].stream);
   // Whether tollgate uses Redis: its open connections to the Redis port once it has served requests.
-  if (result.redis) result.redis.tollgateConnections = tcpConnections(tollgate.pid, Number(new URL(REDIS_URL).port || 6379));
+  if (result.redis)
+    result.redis.tollgateConnections = tcpConnections(tollgate.pid, Number(new URL(REDIS_URL).port || 6379));
 
   const noteErrors = (target: string, phase: string, load: { errors: number; errorDetail: Record<string, number> }) => {
-    if (load.errors > 0) result.failures.push(`${target} ${phase}: ${load.errors} failed (${JSON.stringify(load.errorDetail)})`);
+    if (load.errors > 0)
+      result.failures.push(`${target} ${phase}: ${load.errors} failed (${JSON.stringify(load.errorDetail)})`);
   };
 
   // Throughput at 50 connections: a warm-up each, then the measured seconds in slices taken in turn, each round in
@@ -218,17 +251,39 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
   // With PostgreSQL + Redis, their processes (backends, WAL writer, redis-server) work for tollgate: not "other" load.
   // Looked up at both ends of each run: tollgate's pool opens (and closes) its backends as it goes.
   const benchPids = () => [mock.pid, baseline.pid, tollgate.pid, ...(database ? databasePids() : [])];
-  const slices = new Map<TargetName, { loads: LoadResult[]; cpu: number; upstream: number; pg: number | undefined; redis: number | undefined; other: number }>();
+  const slices = new Map<
+    TargetName,
+    {
+      loads: LoadResult[];
+      cpu: number;
+      upstream: number;
+      pg: number | undefined;
+      redis: number | undefined;
+      other: number;
+    }
+  >();
   for (const target of order) slices.set(target, { loads: [], cpu: 0, upstream: 0, pg: 0, redis: 0, other: 0 });
-  process.stdout.write(`   ${name}: throughput, ${settings.throughputSlices} slices of ${settings.throughputS / settings.throughputSlices} s each...`);
+  process.stdout.write(
+    `   ${name}: throughput, ${settings.throughputSlices} slices of ${settings.throughputS / settings.throughputSlices} s each...`,
+  );
   for (let round = 0; round < settings.throughputSlices; round++) {
     for (const target of rotate(order, round)) {
       const sums = slices.get(target)!;
       // tollgate's PostgreSQL backends, looked up again for each slice: its pool closes idle connections.
       const pgPids = database && target === 'tollgate' ? await backendPids(database.name) : [];
       const window = cpuWindow(benchPids);
-      const before = { cpu: readProc(servers[target].server.pid).cpuSeconds, upstream: readProc(mock.pid).cpuSeconds, pg: cpuOf(pgPids), redis: cpuOf(redisPids) };
-      const load = await runLoad(options.tool, servers[target].json, settings.connections, settings.throughputS / settings.throughputSlices);
+      const before = {
+        cpu: readProc(servers[target].server.pid).cpuSeconds,
+        upstream: readProc(mock.pid).cpuSeconds,
+        pg: cpuOf(pgPids),
+        redis: cpuOf(redisPids),
+      };
+      const load = await runLoad(
+        options.tool,
+        servers[target].json,
+        settings.connections,
+        settings.throughputS / settings.throughputSlices,
+      );
       sums.cpu += readProc(servers[target].server.pid).cpuSeconds - before.cpu;
       sums.upstream += readProc(mock.pid).cpuSeconds - before.upstream;
       if (target === 'tollgate') {
@@ -261,7 +316,9 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
       cpuSPer1k: perK(sums.cpu),
       upstreamCpuSPer1k: perK(sums.upstream),
       ...(target === 'tollgate' && database && sums.pg !== undefined ? { databaseCpuSPer1k: perK(sums.pg) } : {}),
-      ...(target === 'tollgate' && redisPids.length && sums.redis !== undefined ? { redisCpuSPer1k: perK(sums.redis) } : {}),
+      ...(target === 'tollgate' && redisPids.length && sums.redis !== undefined
+        ? { redisCpuSPer1k: perK(sums.redis) }
+        : {}),
       latency,
       peakRssMb: NaN,
       otherCores: { throughput: sums.other / Math.max(1e-9, throughput.durationS), latency: latencyOther },
@@ -275,8 +332,11 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
     const streamWindow = cpuWindow(benchPids);
     const stats = await sequentialStreams(servers[target].stream, settings.sequentialStreams, settings.streamWarmup);
     const streamOther = streamWindow().otherCores;
-    if (stats.failed) result.failures.push(`${target} streaming: ${stats.failed} failed (${JSON.stringify(stats.errorDetail)})`);
-    process.stdout.write(` first chunk p50 ${stats.ttfbMs.p50.toFixed(2)} ms, total p50 ${stats.totalMs.p50.toFixed(1)} ms\n`);
+    if (stats.failed)
+      result.failures.push(`${target} streaming: ${stats.failed} failed (${JSON.stringify(stats.errorDetail)})`);
+    process.stdout.write(
+      ` first chunk p50 ${stats.ttfbMs.p50.toFixed(2)} ms, total p50 ${stats.totalMs.p50.toFixed(1)} ms\n`,
+    );
     const entry = result.targets.find((t) => t.name === target)!;
     entry.streaming = stats;
     entry.otherCores.streaming = streamOther;
@@ -290,8 +350,16 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
   const concurrent = await concurrentStreams(servers.tollgate.stream, settings.concurrentStreams, tollgate.pid);
   const upstream = await mockStats(mock);
   process.stdout.write(` max RSS ${concurrent.rssMaxMb.toFixed(1)} MB\n`);
-  if (concurrent.failed) result.failures.push(`tollgate concurrent streams: ${concurrent.failed} failed (${JSON.stringify(concurrent.errorDetail)})`);
-  result.concurrent = { ...concurrent, upstreamOpenPeak: upstream.streams_open_peak, chunks: settings.concurrentChunks, delayMs: settings.concurrentDelayMs };
+  if (concurrent.failed)
+    result.failures.push(
+      `tollgate concurrent streams: ${concurrent.failed} failed (${JSON.stringify(concurrent.errorDetail)})`,
+    );
+  result.concurrent = {
+    ...concurrent,
+    upstreamOpenPeak: upstream.streams_open_peak,
+    chunks: settings.concurrentChunks,
+    delayMs: settings.concurrentDelayMs,
+  };
 
   result.ratios = ratios(result);
   result.checks = checks(result, CONCURRENT_TARGET, settings.streamChunks);
@@ -299,12 +367,25 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
   // A graceful stop (drains the committer) is part of tollgate's work; it must exit 0.
   await tollgate.stop();
   result.tollgateExitCode = tollgate.child.exitCode;
-  if (tollgate.child.exitCode !== 0) result.failures.push(`tollgate exited with ${tollgate.child.exitCode ?? tollgate.child.signalCode} on SIGTERM:\n${tollgate.tail()}`);
+  if (tollgate.child.exitCode !== 0)
+    result.failures.push(
+      `tollgate exited with ${tollgate.child.exitCode ?? tollgate.child.signalCode} on SIGTERM:\n${tollgate.tail()}`,
+    );
   const errorLines = readFileSync(tollgate.logFile, 'utf8')
     .split('\n')
     .filter((line) => line.includes('"level":50') || line.includes('"level":60'));
-  if (errorLines.length) result.failures.push(`tollgate logged ${errorLines.length} errors, first: ${errorLines[0]!.slice(0, 400)}`);
-  if (database) await measureWorkers(result, settings, options, { dir, upstream: mock.url, adminToken, backends: { databaseUrl: database.url, redisUrl: REDIS_URL } }, json, account.apiKey, servers.baseline.json);
+  if (errorLines.length)
+    result.failures.push(`tollgate logged ${errorLines.length} errors, first: ${errorLines[0]!.slice(0, 400)}`);
+  if (database)
+    await measureWorkers(
+      result,
+      settings,
+      options,
+      { dir, upstream: mock.url, adminToken, backends: { databaseUrl: database.url, redisUrl: REDIS_URL } },
+      json,
+      account.apiKey,
+      servers.baseline.json,
+    );
   return result;
 }
 
@@ -314,7 +395,15 @@ async function runConfiguration(name: ConfigName, settings: typeof FULL, options
  * compared with one process is each one's share of the baseline measured beside it: the one-process tollgate is
  * measured minutes earlier, and the machine's speed drifts over minutes.
  */
-async function measureWorkers(result: ConfigResult, settings: typeof FULL, options: Options, start: Parameters<typeof startTollgate>[0], body: string, apiKey: string, baseline: Endpoint): Promise<void> {
+async function measureWorkers(
+  result: ConfigResult,
+  settings: typeof FULL,
+  options: Options,
+  start: Parameters<typeof startTollgate>[0],
+  body: string,
+  apiKey: string,
+  baseline: Endpoint,
+): Promise<void> {
   const workers = Math.max(2, availableParallelism());
   process.stdout.write(`   ${result.name}/tollgate with TOLLGATE_WORKERS=${workers}: throughput...`);
   const server = await startTollgate({ ...start, workers });
@@ -329,7 +418,12 @@ async function measureWorkers(result: ConfigResult, settings: typeof FULL, optio
     for (let round = 0; round < settings.throughputSlices; round++) {
       for (const which of rotate(['workers', 'baseline'] as const, round)) {
         const before = cpu();
-        const load = await runLoad(options.tool, which === 'workers' ? endpoint : baseline, settings.connections, settings.throughputS / settings.throughputSlices);
+        const load = await runLoad(
+          options.tool,
+          which === 'workers' ? endpoint : baseline,
+          settings.connections,
+          settings.throughputS / settings.throughputSlices,
+        );
         if (which === 'workers') {
           cpuSeconds += cpu() - before;
           loads.push(load);
@@ -339,8 +433,14 @@ async function measureWorkers(result: ConfigResult, settings: typeof FULL, optio
     const throughput = combineLoads(loads);
     const baselineRps = combineLoads(beside).rps;
     const cpuSPer1k = (1000 * cpuSeconds) / Math.max(1, throughput.requests);
-    for (const [phase, load] of [['warm-up', warmup], ['throughput', throughput]] as const) {
-      if (load.errors > 0) result.failures.push(`tollgate (${workers} workers) ${phase}: ${load.errors} failed (${JSON.stringify(load.errorDetail)})`);
+    for (const [phase, load] of [
+      ['warm-up', warmup],
+      ['throughput', throughput],
+    ] as const) {
+      if (load.errors > 0)
+        result.failures.push(
+          `tollgate (${workers} workers) ${phase}: ${load.errors} failed (${JSON.stringify(load.errorDetail)})`,
+        );
     }
     const one = result.targets.find((t) => t.name === 'tollgate')?.throughput.rps ?? NaN;
     const oneBaseline = result.targets.find((t) => t.name === 'baseline')?.throughput.rps ?? NaN;
@@ -352,7 +452,9 @@ async function measureWorkers(result: ConfigResult, settings: typeof FULL, optio
       target: '> 1x (grows with cores)',
       status: overOneProcess > 1 ? 'PASS' : 'FAIL',
     });
-    process.stdout.write(` ${Math.round(throughput.rps)} req/s (baseline beside it: ${Math.round(baselineRps)} req/s)\n`);
+    process.stdout.write(
+      ` ${Math.round(throughput.rps)} req/s (baseline beside it: ${Math.round(baselineRps)} req/s)\n`,
+    );
   } finally {
     await server.stop();
   }
@@ -377,8 +479,14 @@ function cpuOf(pids: number[]): number | undefined {
   return seen ? sum : undefined;
 }
 
-function addDelta(total: number | undefined, before: number | undefined, after: number | undefined): number | undefined {
-  return total === undefined || before === undefined || after === undefined ? undefined : total + Math.max(0, after - before);
+function addDelta(
+  total: number | undefined,
+  before: number | undefined,
+  after: number | undefined,
+): number | undefined {
+  return total === undefined || before === undefined || after === undefined
+    ? undefined
+    : total + Math.max(0, after - before);
 }
 
 /** `list` started at `round` (mod its length). */
@@ -393,7 +501,8 @@ function combineLoads(loads: LoadResult[]): LoadResult {
   const durationS = loads.reduce((sum, l) => sum + l.durationS, 0);
   const errorDetail: Record<string, number> = {};
   for (const l of loads) for (const [k, v] of Object.entries(l.errorDetail)) errorDetail[k] = (errorDetail[k] ?? 0) + v;
-  const weighted = (pick: (l: LoadResult) => number) => loads.reduce((sum, l) => sum + pick(l) * l.requests, 0) / Math.max(1, requests);
+  const weighted = (pick: (l: LoadResult) => number) =>
+    loads.reduce((sum, l) => sum + pick(l) * l.requests, 0) / Math.max(1, requests);
   return {
     ...loads[0]!,
     durationS,
@@ -414,7 +523,8 @@ function combineLoads(loads: LoadResult[]): LoadResult {
 async function main(): Promise<number> {
   const options = parseArgs(process.argv.slice(2));
   const settings = options.quick ? QUICK : FULL;
-  if (!existsSync(join(ROOT, 'dist', 'main.js'))) throw new Error('dist/main.js is missing: run `npm run build` (npm run bench does)');
+  if (!existsSync(join(ROOT, 'dist', 'main.js')))
+    throw new Error('dist/main.js is missing: run `npm run build` (npm run bench does)');
   const files = { mock: compileServer('mock-upstream'), baseline: compileServer('baseline-proxy') };
   const machine = {
     nproc: availableParallelism(),
@@ -426,9 +536,17 @@ async function main(): Promise<number> {
   };
   const started = new Date();
   write(`tollgate benchmark (${options.quick ? 'quick' : 'full'}) ${started.toISOString()}`);
-  write(`   load: ${options.tool}${options.tool === 'wrk' ? ' (1 thread; latency @1 with wrk -c1 -t1)' : ' (latency @1 with a sequential undici client)'}`);
-  write(`   load average before the run: ${loadavg().map((n) => n.toFixed(2)).join(' ')}`);
-  write(`   machine: ${machine.nproc} CPUs (${machine.cpu}), ${machine.memory_gb} GB, Node ${machine.node}, Linux ${machine.kernel}`);
+  write(
+    `   load: ${options.tool}${options.tool === 'wrk' ? ' (1 thread; latency @1 with wrk -c1 -t1)' : ' (latency @1 with a sequential undici client)'}`,
+  );
+  write(
+    `   load average before the run: ${loadavg()
+      .map((n) => n.toFixed(2))
+      .join(' ')}`,
+  );
+  write(
+    `   machine: ${machine.nproc} CPUs (${machine.cpu}), ${machine.memory_gb} GB, Node ${machine.node}, Linux ${machine.kernel}`,
+  );
   write(
     `   runs: ${settings.warmupS} s warm-up + ${settings.throughputS} s at ${settings.connections} connections, ${settings.latencyS} s at 1 connection; ` +
       `${settings.sequentialStreams} streams of ${settings.streamChunks} chunks ${settings.streamDelayMs} ms apart; ` +
@@ -438,7 +556,9 @@ async function main(): Promise<number> {
   const configs: ConfigName[] = options.only ? [options.only] : ['embedded', 'postgres'];
   const results: ConfigResult[] = [];
   for (const name of configs) {
-    write(`\n-- ${name}${name === 'postgres' ? ` (PostgreSQL ${PG_ADMIN_URL.replace(/\/\/[^@]*@/, '//')}, Redis ${REDIS_URL})` : ' (SQLite in a temporary directory)'}`);
+    write(
+      `\n-- ${name}${name === 'postgres' ? ` (PostgreSQL ${PG_ADMIN_URL.replace(/\/\/[^@]*@/, '//')}, Redis ${REDIS_URL})` : ' (SQLite in a temporary directory)'}`,
+    );
     try {
       results.push(await runConfiguration(name, settings, options, files));
     } catch (error) {
@@ -472,7 +592,10 @@ async function main(): Promise<number> {
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
   write('');
   write(`Results written to ${out} (${report.duration_s.toFixed(0)} s).`);
-  if (failed) write('FAILED: some requests failed or a configuration could not run (see above). Missed targets alone do not fail the run.');
+  if (failed)
+    write(
+      'FAILED: some requests failed or a configuration could not run (see above). Missed targets alone do not fail the run.',
+    );
   return failed ? 1 : 0;
 }
 

@@ -33,9 +33,13 @@ const server = createServer((request, response) => {
     }
     seen.add(event.id);
     if (isEventType(event, 'credit.low_balance')) {
-      console.log(`account ${event.data.account_id} is below ${event.data.threshold} USD: ${event.data.balance.credits} left`);
+      console.log(
+        `account ${event.data.account_id} is below ${event.data.threshold} USD: ${event.data.balance.credits} left`,
+      );
     } else if (isEventType(event, 'llm.completion')) {
-      console.log(`${event.data.model} answered request ${event.data.requestId} (${event.data.tokens?.total ?? '?'} tokens)`);
+      console.log(
+        `${event.data.model} answered request ${event.data.requestId} (${event.data.tokens?.total ?? '?'} tokens)`,
+      );
     } else if (isEventType(event, 'llm.error')) {
       console.log(`request ${event.data.requestId} failed: ${event.data.error.code} ${event.data.error.message}`);
     } else {

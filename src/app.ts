@@ -6,8 +6,16 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AdminService, adminTokenChecker, bootstrap, keySecret, type FirstStart } from './admin/index.js';
 import { Authenticator } from './auth/index.js';
-import { RedisCreditState, Wallet, parseUsd, paymentProcessors, planLimits, rechargeLimits, type PaymentProcessor } from './billing/index.js';
-import { Catalog, PerformanceTracker } from './catalog/index.js';
+import {
+  RedisCreditState,
+  Wallet,
+  parseUsd,
+  paymentProcessors,
+  planLimits,
+  rechargeLimits,
+  type PaymentProcessor,
+} from './billing/index.js';
+import { Catalog, LiveFigures } from './catalog/index.js';
 import { LocalChangeBus, RedisChangeBus, type ChangeBus } from './cluster/index.js';
 import type { Config } from './config/index.js';
 import { fanOut, type EventSink } from './events/index.js';
@@ -47,12 +55,19 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const storage = await openStorage({
     dataDir: config.storage.data_dir,
     databaseUrl: config.storage.database_url,
-    onCheckpointError: (error) => logger.warn({ err: error }, 'the SQLite checkpoint worker failed; commits checkpoint the WAL themselves'),
+    onCheckpointError: (error) =>
+      logger.warn({ err: error }, 'the SQLite checkpoint worker failed; commits checkpoint the WAL themselves'),
     ledgerJournal: true,
     onJournalError: (error) =>
       error instanceof JournalInUseError
-        ? logger.warn({ err: error }, 'another process holds the ledger journal of this data directory; this one writes each charge to SQLite directly')
-        : logger.error({ err: error }, 'writing the ledger journal to SQLite failed; its charges stay in the journal and are written again'),
+        ? logger.warn(
+            { err: error },
+            'another process holds the ledger journal of this data directory; this one writes each charge to SQLite directly',
+          )
+        : logger.error(
+            { err: error },
+            'writing the ledger journal to SQLite failed; its charges stay in the journal and are written again',
+          ),
   });
   const secret = await keySecret(storage, config);
   const metrics = new Metrics();
@@ -62,9 +77,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     storage,
     settings: config.webhooks,
     logger: logger.child({ module: 'webhooks' }),
-    onAttempt: ({ row, outcome, status, at }) => metrics.recordWebhookAttempt(status, outcome.durationMs / 1000, (at - row.createdAt) / 1000),
+    onAttempt: ({ row, outcome, status, at }) =>
+      metrics.recordWebhookAttempt(status, outcome.durationMs / 1000, (at - row.createdAt) / 1000),
   });
-  metrics.observeWebhooks({ queueDepth: () => webhooks.queueDepth(), inFlight: () => webhooks.worker.inFlightByWebhook });
+  metrics.observeWebhooks({
+    queueDepth: () => webhooks.queueDepth(),
+    inFlight: () => webhooks.worker.inFlightByWebhook,
+  });
   const events: EventSink = options.events ? fanOut(options.events, webhooks.sink) : webhooks.sink;
   const card = cardRechargeProcessor({ storage, config, logger: logger.child({ module: 'payments' }) });
   const processors = paymentProcessors([...(options.processors ?? []), ...(card ? [card] : [])]);
@@ -100,7 +119,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       metrics.storageErrors.inc();
       logger.error({ err: error }, 'credit write failed; retrying');
     },
-    onEventError: (error) => logger.error({ err: error }, 'the events of a settlement could not be built; they are lost'),
+    onEventError: (error) =>
+      logger.error({ err: error }, 'the events of a settlement could not be built; they are lost'),
     onUsageCapped: (capped) => {
       metrics.usageCapped.inc({ model: capped.model });
       logger.warn(capped, 'the upstream reported more tokens than the request allowed; billed at the allowance');
@@ -109,7 +129,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   metrics.countReservations(() => wallet.reservationsOpen);
   // Key revocations and account changes, made by this replica or another: every replica drops its cached copies.
   const changes: ChangeBus = config.redis_url
-    ? new RedisChangeBus({ url: config.redis_url, prefix: config.redis_prefix, onError: () => metrics.redisErrors.inc() })
+    ? new RedisChangeBus({
+        url: config.redis_url,
+        prefix: config.redis_prefix,
+        onError: () => metrics.redisErrors.inc(),
+      })
     : new LocalChangeBus();
   changes.subscribe(async ({ accountId }) => {
     auth.invalidate();
@@ -117,19 +141,35 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const record = accountId ? await storage.accounts.get(accountId).catch(() => undefined) : undefined;
     if (record) wallet.accounts.applyRecord(record);
   });
-  const admin = new AdminService(storage, config, secret, { onChange: (change) => changes.publish(change) }, processors);
-  const payments = createPayments({ storage, config, logger: logger.child({ module: 'payments' }), events, onCredited: (accountId) => changes.publish({ accountId }) });
+  const admin = new AdminService(
+    storage,
+    config,
+    secret,
+    { onChange: (change) => changes.publish(change) },
+    processors,
+  );
+  const payments = createPayments({
+    storage,
+    config,
+    logger: logger.child({ module: 'payments' }),
+    events,
+    onCredited: (accountId) => changes.publish({ accountId }),
+  });
   const firstStart = await bootstrap(storage, config, admin);
   const isAdminToken = await adminTokenChecker(storage, config);
   const catalog = new Catalog(config);
-  const tracker = new PerformanceTracker();
+  const tracker = new LiveFigures();
   const router = new Router(config, { catalog, performance: tracker });
   // The catalog's model status reads the router's live deployment health.
   catalog.setHealth(router.health);
   const limiter: RateLimiter =
     options.limiter ??
     (config.redis_url
-      ? new RedisRateLimiter({ url: config.redis_url, prefix: config.redis_prefix, onError: () => metrics.redisErrors.inc() })
+      ? new RedisRateLimiter({
+          url: config.redis_url,
+          prefix: config.redis_prefix,
+          onError: () => metrics.redisErrors.inc(),
+        })
       : new MemoryRateLimiter());
   const httpDeps: HttpDeps = {
     config,
@@ -157,7 +197,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     webhooks: webhooks.service,
   };
   const server = buildHttpServer(
-    { metrics, bodyLimitBytes: config.server.body_limit_bytes, requestTimeoutMs: config.server.request_timeout_ms, corsOrigins: config.server.cors_origins, trustProxy: config.server.trust_proxy, logger },
+    {
+      metrics,
+      bodyLimitBytes: config.server.body_limit_bytes,
+      requestTimeoutMs: config.server.request_timeout_ms,
+      corsOrigins: config.server.cors_origins,
+      trustProxy: config.server.trust_proxy,
+      logger,
+    },
     httpDeps,
   );
   if (config.dashboard.enabled) registerDashboard(server, httpDeps);

@@ -38,20 +38,25 @@ export async function main(): Promise<void> {
   if (app.firstStart) printFirstStart(app.firstStart, base);
   const shared = config.redis_url ? 'redis' : 'this process';
   const traces = tracing ? ', traces: OTLP' : '';
-  process.stdout.write(`tollgate listening on ${address} (storage: ${app.storage.dialect}, limits and holds: ${shared}${traces}); API base URL ${base}/v1\n`);
+  process.stdout.write(
+    `tollgate listening on ${address} (storage: ${app.storage.dialect}, limits and holds: ${shared}${traces}); API base URL ${base}/v1\n`,
+  );
 
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     process.stdout.write(`tollgate: ${signal} received, finishing requests in flight\n`);
-    app.close().then(stopTracing).then(
-      () => process.exit(0),
-      (error) => {
-        process.stderr.write(`tollgate: shutdown failed: ${String(error)}\n`);
-        process.exit(1);
-      },
-    );
+    app
+      .close()
+      .then(stopTracing)
+      .then(
+        () => process.exit(0),
+        (error) => {
+          process.stderr.write(`tollgate: shutdown failed: ${String(error)}\n`);
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

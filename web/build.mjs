@@ -24,10 +24,13 @@ export async function buildDashboard({ outDir = join(root, 'dist', 'web') } = {}
   });
   const names = {};
   for (const [file, output] of Object.entries(result.metafile.outputs)) {
-    if (output.entryPoint && !file.endsWith('.map')) names[output.entryPoint] = relative(join(outDir, 'assets'), join(root, file));
+    if (output.entryPoint && !file.endsWith('.map'))
+      names[output.entryPoint] = relative(join(outDir, 'assets'), join(root, file));
   }
   const template = await readFile(join(root, 'web', 'index.html'), 'utf8');
-  const html = template.replace('%APP_JS%', `/dashboard/assets/${names['web/src/main.ts']}`).replace('%APP_CSS%', `/dashboard/assets/${names['web/styles.css']}`);
+  const html = template
+    .replace('%APP_JS%', `/dashboard/assets/${names['web/src/main.ts']}`)
+    .replace('%APP_CSS%', `/dashboard/assets/${names['web/styles.css']}`);
   await mkdir(outDir, { recursive: true });
   await writeFile(join(outDir, 'index.html'), html);
   return outDir;

@@ -44,7 +44,12 @@ export function headersFor(endpoint: Endpoint): Record<string, string> {
 }
 
 /** Closed-loop load: `connections` connections, each sending the next request as soon as the answer is in. */
-export async function runLoad(tool: Tool, endpoint: Endpoint, connections: number, durationS: number): Promise<LoadResult> {
+export async function runLoad(
+  tool: Tool,
+  endpoint: Endpoint,
+  connections: number,
+  durationS: number,
+): Promise<LoadResult> {
   return tool === 'wrk' ? runWrk(endpoint, connections, durationS) : runAutocannon(endpoint, connections, durationS);
 }
 
@@ -57,7 +62,16 @@ interface WrkSummary {
 
 async function runWrk(endpoint: Endpoint, connections: number, durationS: number): Promise<LoadResult> {
   // One wrk thread drives ~50k req/s, far above any server here, and leaves the other cores to the servers.
-  const args = ['-t1', `-c${connections}`, `-d${Math.round(durationS)}s`, '--timeout', '10s', '-s', join(BENCH_DIR, 'post.lua'), endpoint.url];
+  const args = [
+    '-t1',
+    `-c${connections}`,
+    `-d${Math.round(durationS)}s`,
+    '--timeout',
+    '10s',
+    '-s',
+    join(BENCH_DIR, 'post.lua'),
+    endpoint.url,
+  ];
   const child = spawn('wrk', args, {
     env: { ...process.env, BENCH_BODY: endpoint.body, BENCH_AUTH: endpoint.auth ?? '' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -107,7 +121,12 @@ async function runAutocannon(endpoint: Endpoint, connections: number, durationS:
     headers: headersFor(endpoint),
     timeout: 10,
   });
-  const detail: Record<string, number> = { non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts, resets: result.resets };
+  const detail: Record<string, number> = {
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    resets: result.resets,
+  };
   return {
     tool: 'autocannon',
     connections,
@@ -117,7 +136,13 @@ async function runAutocannon(endpoint: Endpoint, connections: number, durationS:
     errors: result.non2xx + result.errors,
     errorDetail: Object.fromEntries(Object.entries(detail).filter(([, n]) => n > 0)),
     // autocannon's latency histogram counts whole milliseconds: fine at 50 connections, too coarse at one.
-    latencyMs: { mean: result.latency.mean, p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
+    latencyMs: {
+      mean: result.latency.mean,
+      p50: result.latency.p50,
+      p90: result.latency.p90,
+      p99: result.latency.p99,
+      max: result.latency.max,
+    },
   };
 }
 
@@ -139,7 +164,12 @@ export async function runLatency(tool: Tool, endpoint: Endpoint, durationS: numb
     while (performance.now() < end) {
       const t0 = performance.now();
       try {
-        const res = await client.request({ method: 'POST', path: url.pathname + url.search, headers, body: endpoint.body });
+        const res = await client.request({
+          method: 'POST',
+          path: url.pathname + url.search,
+          headers,
+          body: endpoint.body,
+        });
         await res.body.text();
         if (res.statusCode < 200 || res.statusCode > 299) {
           errors++;
@@ -179,5 +209,11 @@ export function percentile(sorted: number[], p: number): number {
 export function summarize(samples: number[]): LoadResult['latencyMs'] {
   const sorted = [...samples].sort((a, b) => a - b);
   const mean = sorted.reduce((a, b) => a + b, 0) / (sorted.length || 1);
-  return { mean, p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? NaN };
+  return {
+    mean,
+    p50: percentile(sorted, 50),
+    p90: percentile(sorted, 90),
+    p99: percentile(sorted, 99),
+    max: sorted[sorted.length - 1] ?? NaN,
+  };
 }

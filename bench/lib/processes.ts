@@ -1,6 +1,16 @@
 /** Child processes of the benchmark: compiling and starting the servers, reading /proc, and cleaning up. */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -283,7 +293,9 @@ export async function startServer(options: StartOptions): Promise<Server> {
     // tollgate prints this on SIGTERM/SIGINT: a signal from outside the benchmark (another process's clean-up).
     const outside = /(SIGTERM|SIGINT) received/.exec(last);
     const why = outside ? `, after a ${outside[1]} from outside the benchmark` : '';
-    crashes.push(`${options.name} (pid ${child.pid}) exited unexpectedly (${signal ?? `code ${code}`}${why}); last output:\n${last}`);
+    crashes.push(
+      `${options.name} (pid ${child.pid}) exited unexpectedly (${signal ?? `code ${code}`}${why}); last output:\n${last}`,
+    );
   });
   const stop = async () => {
     stopping = true;
@@ -373,11 +385,12 @@ export function processTree(pid: number): number[] {
   let children: number[] = [];
   try {
     for (const task of readdirSync(`/proc/${pid}/task`)) {
-      children = children.concat(readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+      children = children.concat(
+        readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number),
+      );
     }
   } catch {
     return [pid];
   }
   return [pid, ...children.flatMap(processTree)];
 }
-

@@ -48,7 +48,14 @@ export interface ConfigResult {
   failures: string[];
   tollgateExitCode?: number | null;
   /** PostgreSQL + Redis: the same throughput run with TOLLGATE_WORKERS (processes: the primary and its workers). */
-  workers?: { workers: number; processes: number; rps: number; baselineRps: number; cpuSPer1k: number; overOneProcess: number };
+  workers?: {
+    workers: number;
+    processes: number;
+    rps: number;
+    baselineRps: number;
+    cpuSPer1k: number;
+    overOneProcess: number;
+  };
   error?: string;
 }
 
@@ -66,12 +73,33 @@ export function checks(config: ConfigResult, concurrentTarget: number, streamChu
   const out: Check[] = [];
   const check = (name: string, value: number, limit: number, unit: string, higherIsBetter = false) => {
     const pass = higherIsBetter ? value >= limit : value <= limit;
-    out.push({ name, value: `${fmt(value)} ${unit}`, target: `${higherIsBetter ? '>=' : '<='} ${limit} ${unit}`, status: Number.isNaN(value) ? 'FAIL' : pass ? 'PASS' : 'FAIL' });
+    out.push({
+      name,
+      value: `${fmt(value)} ${unit}`,
+      target: `${higherIsBetter ? '>=' : '<='} ${limit} ${unit}`,
+      status: Number.isNaN(value) ? 'FAIL' : pass ? 'PASS' : 'FAIL',
+    });
   };
   if (!direct || !baseline || !tollgate) return out;
-  check('throughput @50, tollgate / baseline', (100 * tollgate.throughput.rps) / baseline.throughput.rps, 50, '%', true);
-  check('added latency @1 p50 (tollgate - direct)', tollgate.latency.latencyMs.p50 - direct.latency.latencyMs.p50, 0.3, 'ms');
-  check('added latency @1 p99 (tollgate - direct)', tollgate.latency.latencyMs.p99 - direct.latency.latencyMs.p99, 2, 'ms');
+  check(
+    'throughput @50, tollgate / baseline',
+    (100 * tollgate.throughput.rps) / baseline.throughput.rps,
+    50,
+    '%',
+    true,
+  );
+  check(
+    'added latency @1 p50 (tollgate - direct)',
+    tollgate.latency.latencyMs.p50 - direct.latency.latencyMs.p50,
+    0.3,
+    'ms',
+  );
+  check(
+    'added latency @1 p99 (tollgate - direct)',
+    tollgate.latency.latencyMs.p99 - direct.latency.latencyMs.p99,
+    2,
+    'ms',
+  );
   const ts = tollgate.streaming;
   const ds = direct.streaming;
   if (ts && ds) {
@@ -83,13 +111,24 @@ export function checks(config: ConfigResult, concurrentTarget: number, streamChu
       target: `>= ${streamChunks} reads, first << total`,
       status: relayed ? 'PASS' : 'FAIL',
     });
-    out.push({ name: 'stream: added total time p50', value: `${fmt(ts.totalMs.p50 - ds.totalMs.p50)} ms`, target: '(reported)', status: 'INFO' });
+    out.push({
+      name: 'stream: added total time p50',
+      value: `${fmt(ts.totalMs.p50 - ds.totalMs.p50)} ms`,
+      target: '(reported)',
+      status: 'INFO',
+    });
   }
   const c = config.concurrent;
   if (c) {
     const name = `${int(c.streams)} concurrent open streams: max RSS`;
     if (c.streams >= concurrentTarget) check(name, c.rssMaxMb, 300, 'MB');
-    else out.push({ name: `${name} (quick run: not the 1,000 of the target)`, value: `${fmt(c.rssMaxMb, 1)} MB`, target: '<= 300 MB at 1,000', status: 'INFO' });
+    else
+      out.push({
+        name: `${name} (quick run: not the 1,000 of the target)`,
+        value: `${fmt(c.rssMaxMb, 1)} MB`,
+        target: '<= 300 MB at 1,000',
+        status: 'INFO',
+      });
   }
   return out;
 }
@@ -121,7 +160,9 @@ function pad(cells: string[], widths: number[]): string {
 
 export function printConfig(config: ConfigResult, write: (line: string) => void): void {
   write('');
-  write(`== ${config.name}${config.backends ? ` (tollgate ${config.backends})` : ''}${config.model ? `, model ${config.model}` : ''}`);
+  write(
+    `== ${config.name}${config.backends ? ` (tollgate ${config.backends})` : ''}${config.model ? `, model ${config.model}` : ''}`,
+  );
   if (config.redis) {
     const r = config.redis;
     write(
@@ -132,7 +173,17 @@ export function printConfig(config: ConfigResult, write: (line: string) => void)
     write(`   ERROR: ${config.error}`);
     return;
   }
-  const head = ['', 'req/s @50', 'p50 @1 ms', 'p99 @1 ms', 'CPU s/1k req', 'peak RSS MB', 'TTFB p50 ms', 'stream p50 ms', 'reads/stream'];
+  const head = [
+    '',
+    'req/s @50',
+    'p50 @1 ms',
+    'p99 @1 ms',
+    'CPU s/1k req',
+    'peak RSS MB',
+    'TTFB p50 ms',
+    'stream p50 ms',
+    'reads/stream',
+  ];
   const widths = [10, 10, 10, 10, 13, 12, 12, 14, 13];
   write(pad(head, widths));
   for (const t of config.targets) {
@@ -157,13 +208,16 @@ export function printConfig(config: ConfigResult, write: (line: string) => void)
   const baseline = config.targets.find((t) => t.name === 'baseline');
   if (tollgate && baseline) {
     const notes = [`upstream (mock) CPU s/1k during the tollgate run: ${fmt(tollgate.upstreamCpuSPer1k, 3)}`];
-    if (tollgate.databaseCpuSPer1k !== undefined) notes.push(`PostgreSQL backends: ${fmt(tollgate.databaseCpuSPer1k, 3)}`);
+    if (tollgate.databaseCpuSPer1k !== undefined)
+      notes.push(`PostgreSQL backends: ${fmt(tollgate.databaseCpuSPer1k, 3)}`);
     if (tollgate.redisCpuSPer1k !== undefined) notes.push(`redis-server: ${fmt(tollgate.redisCpuSPer1k, 3)}`);
     write(`   ${notes.join('; ')}`);
   }
   if (config.ratios) {
     const r = config.ratios;
-    const rounds = config.throughputRounds?.length ? ` (rounds of slices: ${config.throughputRounds.map((x) => fmt(100 * x, 1)).join(', ')} %)` : '';
+    const rounds = config.throughputRounds?.length
+      ? ` (rounds of slices: ${config.throughputRounds.map((x) => fmt(100 * x, 1)).join(', ')} %)`
+      : '';
     write(
       `   tollgate / baseline: throughput ${fmt(100 * r.throughput_tollgate_over_baseline!, 1)} %${rounds}, CPU per request ${fmt(r.cpu_per_request_tollgate_over_baseline, 2)}x, peak RSS ${fmt(r.peak_rss_tollgate_over_baseline, 2)}x`,
     );
@@ -188,7 +242,9 @@ export function printConfig(config: ConfigResult, write: (line: string) => void)
       .map(([phase, cores]) => `${t.name} ${phase} ${fmt(cores, 2)}`),
   );
   if (disturbed.length) {
-    write(`   WARNING: other processes were busy during some runs (CPU cores used outside the benchmark): ${disturbed.join(', ')}; those figures are unreliable.`);
+    write(
+      `   WARNING: other processes were busy during some runs (CPU cores used outside the benchmark): ${disturbed.join(', ')}; those figures are unreliable.`,
+    );
   }
   const w = config.workers;
   if (w) {
@@ -196,6 +252,7 @@ export function printConfig(config: ConfigResult, write: (line: string) => void)
       `   TOLLGATE_WORKERS=${w.workers} (${w.processes} processes): ${int(w.rps)} req/s @50 (the baseline beside it: ${int(w.baselineRps)}) = ${fmt(w.overOneProcess, 2)}x one process, each as a share of its baseline; CPU ${fmt(w.cpuSPer1k, 3)} s/1k req over all of them`,
     );
   }
-  for (const check of config.checks) write(`   [${check.status}] ${check.name}: ${check.value} (target ${check.target})`);
+  for (const check of config.checks)
+    write(`   [${check.status}] ${check.name}: ${check.value} (target ${check.target})`);
   for (const failure of config.failures) write(`   FAILED REQUESTS: ${failure}`);
 }

@@ -7,11 +7,15 @@ import { onCleanup } from './processes.js';
 async function call<T>(method: 'GET' | 'POST' | 'PATCH', url: string, token: string, body?: unknown): Promise<T> {
   const res = await request(url, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await res.body.text();
-  if (res.statusCode < 200 || res.statusCode > 299) throw new Error(`${method} ${url} answered ${res.statusCode}: ${text.slice(0, 300)}`);
+  if (res.statusCode < 200 || res.statusCode > 299)
+    throw new Error(`${method} ${url} answered ${res.statusCode}: ${text.slice(0, 300)}`);
   return JSON.parse(text) as T;
 }
 
@@ -35,8 +39,15 @@ export async function prepareAccount(base: string, adminToken: string): Promise<
     requests_per_minute: 1_000_000_000,
     tokens_per_minute: 1_000_000_000_000,
   });
-  await call('POST', `${base}/admin/accounts/${account.id}/credits`, adminToken, { amount: 1_000_000, note: 'benchmark' });
-  const models = await call<{ data: Array<{ id: string }> }>('GET', `${base}/v1/models?provider=openai`, account.api_key);
+  await call('POST', `${base}/admin/accounts/${account.id}/credits`, adminToken, {
+    amount: 1_000_000,
+    note: 'benchmark',
+  });
+  const models = await call<{ data: Array<{ id: string }> }>(
+    'GET',
+    `${base}/v1/models?provider=openai`,
+    account.api_key,
+  );
   const model = models.data[0]?.id;
   if (!model) throw new Error('GET /v1/models?provider=openai listed no model; is OPENAI_API_KEY reaching tollgate?');
   return { accountId: account.id, apiKey: account.api_key, model };
@@ -52,7 +63,10 @@ export async function createDatabase(): Promise<{ url: string; name: string }> {
   try {
     await admin.connect();
   } catch (error) {
-    throw new Error(`cannot connect to PostgreSQL at ${PG_ADMIN_URL} (set TOLLGATE_BENCH_PG_URL): ${(error as Error).message}`, { cause: error });
+    throw new Error(
+      `cannot connect to PostgreSQL at ${PG_ADMIN_URL} (set TOLLGATE_BENCH_PG_URL): ${(error as Error).message}`,
+      { cause: error },
+    );
   }
   try {
     await admin.query(`CREATE DATABASE ${name}`);
@@ -78,7 +92,10 @@ export async function backendPids(database: string): Promise<number[]> {
   const client = new pg.Client({ connectionString: PG_ADMIN_URL });
   await client.connect();
   try {
-    const result = await client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database]);
+    const result = await client.query<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+      [database],
+    );
     return result.rows.map((row) => row.pid);
   } finally {
     await client.end();

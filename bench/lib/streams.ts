@@ -34,11 +34,23 @@ async function readStream(dispatcher: Client | Pool, endpoint: Endpoint, onHeade
   let events = 0;
   let tail = '';
   try {
-    const res = await dispatcher.request({ method: 'POST', path: url.pathname + url.search, headers: headersFor(endpoint), body: endpoint.body });
+    const res = await dispatcher.request({
+      method: 'POST',
+      path: url.pathname + url.search,
+      headers: headersFor(endpoint),
+      body: endpoint.body,
+    });
     onHeaders?.();
     if (res.statusCode !== 200) {
       const text = await res.body.text();
-      return { ok: false, error: `status_${res.statusCode}: ${text.slice(0, 200)}`, ttfbMs, totalMs: NaN, reads, events };
+      return {
+        ok: false,
+        error: `status_${res.statusCode}: ${text.slice(0, 200)}`,
+        ttfbMs,
+        totalMs: NaN,
+        reads,
+        events,
+      };
     }
     for await (const part of res.body) {
       const text = (part as Buffer).toString('utf8');
@@ -48,7 +60,8 @@ async function readStream(dispatcher: Client | Pool, endpoint: Endpoint, onHeade
       tail = (tail + text).slice(-64);
     }
     const totalMs = performance.now() - t0;
-    if (!tail.endsWith('data: [DONE]\n\n')) return { ok: false, error: 'stream ended without [DONE]', ttfbMs, totalMs, reads, events };
+    if (!tail.endsWith('data: [DONE]\n\n'))
+      return { ok: false, error: 'stream ended without [DONE]', ttfbMs, totalMs, reads, events };
     return { ok: true, ttfbMs, totalMs, reads, events };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? (error as Error).name;
@@ -106,8 +119,18 @@ export interface ConcurrentStats {
 }
 
 /** Opens `count` streams at once and samples the server's (pid) resident memory until all have ended. */
-export async function concurrentStreams(endpoint: Endpoint, count: number, pid: number, sampleMs = 50): Promise<ConcurrentStats> {
-  const pool = new Pool(new URL(endpoint.url).origin, { connections: count, pipelining: 1, headersTimeout: 300_000, bodyTimeout: 300_000 });
+export async function concurrentStreams(
+  endpoint: Endpoint,
+  count: number,
+  pid: number,
+  sampleMs = 50,
+): Promise<ConcurrentStats> {
+  const pool = new Pool(new URL(endpoint.url).origin, {
+    connections: count,
+    pipelining: 1,
+    headersTimeout: 300_000,
+    bodyTimeout: 300_000,
+  });
   const rssBeforeMb = readMemory(pid).rssMb;
   let rssMaxMb = rssBeforeMb;
   const sampler = setInterval(() => {

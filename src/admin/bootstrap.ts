@@ -21,7 +21,11 @@ export async function keySecret(storage: Storage, config: Config): Promise<strin
   return config.key_secret ?? storage.meta.getOrInsert('key_secret', randomBytes(32).toString('hex'));
 }
 
-export async function bootstrap(storage: Storage, config: Config, admin: AdminService): Promise<FirstStart | undefined> {
+export async function bootstrap(
+  storage: Storage,
+  config: Config,
+  admin: AdminService,
+): Promise<FirstStart | undefined> {
   if (!(await storage.meta.claim('bootstrapped_at', new Date().toISOString()))) return undefined;
   let adminToken: string | undefined;
   if (!config.admin_token) {
@@ -33,7 +37,10 @@ export async function bootstrap(storage: Storage, config: Config, admin: AdminSe
 }
 
 /** Checks a presented admin token against TOLLGATE_ADMIN_TOKEN or the stored hash, in constant time. */
-export async function adminTokenChecker(storage: Storage, config: Config): Promise<(presented: string | undefined) => boolean> {
+export async function adminTokenChecker(
+  storage: Storage,
+  config: Config,
+): Promise<(presented: string | undefined) => boolean> {
   const expected = config.admin_token ? sha256(config.admin_token) : await storage.meta.get('admin_token_sha256');
   return (presented) => {
     if (!expected || !presented) return false;

@@ -22,8 +22,12 @@ export function applyBilling(settings: AccountSettings, patch: BillingPatch, pro
     const assignable = [...processors.values()].filter((p) => !p.selfServe).map((p) => p.id);
     throw invalidRequest(`billing.processor must be one of: ${assignable.join(', ')}`, 'billing.processor');
   }
-  const ceiling = patch.monthly_ceiling !== undefined ? usd(patch.monthly_ceiling, 'billing.monthly_ceiling') : settings.billing?.monthlyCeilingNano;
-  if (ceiling == null) throw invalidRequest(`billing.monthly_ceiling is required for ${processor.id} billing`, 'billing.monthly_ceiling');
+  const ceiling =
+    patch.monthly_ceiling !== undefined
+      ? usd(patch.monthly_ceiling, 'billing.monthly_ceiling')
+      : settings.billing?.monthlyCeilingNano;
+  if (ceiling == null)
+    throw invalidRequest(`billing.monthly_ceiling is required for ${processor.id} billing`, 'billing.monthly_ceiling');
   settings.billing = { processor: processor.id, monthlyCeilingNano: ceiling };
 }
 
@@ -32,7 +36,8 @@ export function applyAutoRecharge(settings: AccountSettings, patch: AutoRecharge
   const { enabled, threshold, amount } = patch;
   const autoRecharge = settings.autoRecharge;
   if (enabled !== undefined) {
-    if (typeof enabled !== 'boolean') throw invalidRequest('auto_recharge.enabled must be a boolean', 'auto_recharge.enabled');
+    if (typeof enabled !== 'boolean')
+      throw invalidRequest('auto_recharge.enabled must be a boolean', 'auto_recharge.enabled');
     autoRecharge.enabled = enabled;
     // Turned on again: the count of failed recharges starts over.
     if (enabled) {
@@ -43,12 +48,19 @@ export function applyAutoRecharge(settings: AccountSettings, patch: AutoRecharge
   if (threshold !== undefined) autoRecharge.thresholdNano = usd(threshold, 'auto_recharge.threshold');
   if (amount !== undefined) autoRecharge.amountNano = usd(amount, 'auto_recharge.amount');
   if ((amount !== undefined || autoRecharge.enabled) && autoRecharge.amountNano > limits.maxAmountNano) {
-    throw invalidRequest(`auto_recharge.amount must be at most ${usdString(limits.maxAmountNano)} USD (credits.auto_recharge.max_amount)`, 'auto_recharge.amount');
+    throw invalidRequest(
+      `auto_recharge.amount must be at most ${usdString(limits.maxAmountNano)} USD (credits.auto_recharge.max_amount)`,
+      'auto_recharge.amount',
+    );
   }
   if (!autoRecharge.enabled) return;
-  if (autoRecharge.amountNano <= 0n) throw invalidRequest('auto_recharge.amount must be positive when auto-recharge is enabled', 'auto_recharge.amount');
+  if (autoRecharge.amountNano <= 0n)
+    throw invalidRequest('auto_recharge.amount must be positive when auto-recharge is enabled', 'auto_recharge.amount');
   if (!settings.billing) {
-    throw invalidRequest('auto_recharge.enabled needs a payment processor on the account: set billing.processor first', 'auto_recharge.enabled');
+    throw invalidRequest(
+      'auto_recharge.enabled needs a payment processor on the account: set billing.processor first',
+      'auto_recharge.enabled',
+    );
   }
 }
 
@@ -56,7 +68,12 @@ export function applyAutoRecharge(settings: AccountSettings, patch: AutoRecharge
  * An account's own user (dashboard): turning auto-recharge off is always allowed, anything else only with a
  * saved payment method (400 `payment_method_required` without one) and not on operator billing.
  */
-export function checkOwnAutoRecharge(settings: AccountSettings, patch: AutoRechargePatch | undefined, processors: PaymentProcessors, savedPaymentMethod: boolean): void {
+export function checkOwnAutoRecharge(
+  settings: AccountSettings,
+  patch: AutoRechargePatch | undefined,
+  processors: PaymentProcessors,
+  savedPaymentMethod: boolean,
+): void {
   if (!patch || (patch.enabled === false && patch.threshold === undefined && patch.amount === undefined)) return;
   const { available, reason, code } = selfServeRecharge(settings, processors, savedPaymentMethod);
   if (available) return;

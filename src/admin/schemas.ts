@@ -62,20 +62,31 @@ export const PatchAccountSchema = Type.Object(
       ),
     ),
     /** USD. */
-    low_balance_thresholds: Type.Optional(Type.Union([Type.Array(Type.Number({ minimum: 0 }), { maxItems: 10 }), Type.Null()])),
+    low_balance_thresholds: Type.Optional(
+      Type.Union([Type.Array(Type.Number({ minimum: 0 }), { maxItems: 10 }), Type.Null()]),
+    ),
     billing: Type.Optional(
       Type.Union(
         [
           Type.Object(
             {
-              processor: Type.Optional(Type.Literal('invoice', { description: 'Charge auto-recharges on a monthly invoice (post-paid accounts)' })),
-              monthly_ceiling: Type.Optional(Type.Number({ minimum: 0, description: 'USD that auto-recharges may add per UTC calendar month' })),
+              processor: Type.Optional(
+                Type.Literal('invoice', {
+                  description: 'Charge auto-recharges on a monthly invoice (post-paid accounts)',
+                }),
+              ),
+              monthly_ceiling: Type.Optional(
+                Type.Number({ minimum: 0, description: 'USD that auto-recharges may add per UTC calendar month' }),
+              ),
             },
             { additionalProperties: false },
           ),
           Type.Null(),
         ],
-        { description: 'How auto-recharges are paid; null takes the account off invoice billing and turns auto-recharge off' },
+        {
+          description:
+            'How auto-recharges are paid; null takes the account off invoice billing and turns auto-recharge off',
+        },
       ),
     ),
   },

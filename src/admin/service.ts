@@ -3,11 +3,27 @@
  * all go through here, so each rule (sign-up grant, key format, corrections never below zero) lives once.
  */
 import { generateKey, hashKey, keyHint } from '../auth/index.js';
-import { hasSavedPaymentMethod, parseUsd, paymentProcessors, rechargeLimits, selfServeProcessor, usdString, type Nano, type PaymentProcessors } from '../billing/index.js';
+import {
+  hasSavedPaymentMethod,
+  parseUsd,
+  paymentProcessors,
+  rechargeLimits,
+  selfServeProcessor,
+  usdString,
+  type Nano,
+  type PaymentProcessors,
+} from '../billing/index.js';
 import type { Config } from '../config/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import { normalizeEmail } from './email.js';
-import { encodeSettings, newId, type AccountRecord, type AccountSettings, type KeyRecord, type Storage } from '../storage/index.js';
+import {
+  encodeSettings,
+  newId,
+  type AccountRecord,
+  type AccountSettings,
+  type KeyRecord,
+  type Storage,
+} from '../storage/index.js';
 import { applyAutoRecharge, applyBilling, checkOwnAutoRecharge } from './recharge-settings.js';
 import type { AccountPatch, NewKeyRequest } from './schemas.js';
 import { MAX_BALANCE_NANO, usd } from './usd.js';
@@ -73,18 +89,24 @@ export class AdminService {
   async createKey(accountId: string, request: NewKeyRequest): Promise<CreatedKey> {
     await this.requireAccount(accountId);
     const environment = request.environment ?? 'live';
-    if (environment !== 'live' && environment !== 'test') throw invalidRequest('environment must be live or test', 'environment');
+    if (environment !== 'live' && environment !== 'test')
+      throw invalidRequest('environment must be live or test', 'environment');
     const permissions = request.permissions ?? 'full';
     if (!['full', 'read_only', 'project'].includes(permissions)) {
       throw invalidRequest('permissions must be full, read_only or project', 'permissions');
     }
     const models = request.models ?? [];
-    if (!Array.isArray(models) || models.some((m) => typeof m !== 'string')) throw invalidRequest('models must be a list of model ids', 'models');
-    if (models.length && permissions !== 'project') throw invalidRequest('models applies to project keys only', 'models');
-    const unknownModel = models.find((name) => !this.config.models.some((m) => m.id === name || (m.aliases ?? []).includes(name)));
+    if (!Array.isArray(models) || models.some((m) => typeof m !== 'string'))
+      throw invalidRequest('models must be a list of model ids', 'models');
+    if (models.length && permissions !== 'project')
+      throw invalidRequest('models applies to project keys only', 'models');
+    const unknownModel = models.find(
+      (name) => !this.config.models.some((m) => m.id === name || (m.aliases ?? []).includes(name)),
+    );
     if (unknownModel !== undefined) throw invalidRequest(`models: no model '${unknownModel}' in the catalog`, 'models');
     const spendLimit = request.spend_limit == null ? null : usd(request.spend_limit, 'spend_limit');
-    if (spendLimit !== null && permissions !== 'project') throw invalidRequest('spend_limit applies to project keys only', 'spend_limit');
+    if (spendLimit !== null && permissions !== 'project')
+      throw invalidRequest('spend_limit applies to project keys only', 'spend_limit');
     const key = generateKey(this.config.key_prefix, environment);
     const record = await this.storage.keys.insert({
       id: newId('key'),
@@ -109,15 +131,24 @@ export class AdminService {
   }
 
   /** A top-up (positive) or a correction (negative, never taking the balance below zero). */
-  async addCredits(accountId: string, amountUsd: number | string, note?: string): Promise<{ appliedNano: Nano; balanceNano: Nano }> {
+  async addCredits(
+    accountId: string,
+    amountUsd: number | string,
+    note?: string,
+  ): Promise<{ appliedNano: Nano; balanceNano: Nano }> {
     const amount = usd(amountUsd, 'amount', true);
     if (amount === 0n) throw invalidRequest('amount must not be zero', 'amount');
     const current = await this.requireAccount(accountId);
     if (current.balanceNano + amount > MAX_BALANCE_NANO) {
-      throw invalidRequest(`amount would take the balance over the maximum of ${usdString(MAX_BALANCE_NANO)} USD`, 'amount');
+      throw invalidRequest(
+        `amount would take the balance over the maximum of ${usdString(MAX_BALANCE_NANO)} USD`,
+        'amount',
+      );
     }
     const result = await this.storage.ledger.commit({
-      entries: [{ accountId, kind: amount > 0n ? 'topup' : 'correction', amountNano: amount, ...(note ? { note } : {}) }],
+      entries: [
+        { accountId, kind: amount > 0n ? 'topup' : 'correction', amountNano: amount, ...(note ? { note } : {}) },
+      ],
     });
     await this.hooks.onChange?.({ accountId });
     return { appliedNano: result.applied[0]!, balanceNano: result.balances.get(accountId)!.balanceNano };
@@ -133,8 +164,10 @@ export class AdminService {
     const account = await this.requireAccount(accountId);
     if (patch.plan !== undefined) this.requirePlan(patch.plan);
     const settings: AccountSettings = { ...account.settings, autoRecharge: { ...account.settings.autoRecharge } };
-    if (patch.requests_per_minute !== undefined) setOverride(settings, 'requestsPerMinute', positiveInt(patch.requests_per_minute, 'requests_per_minute'));
-    if (patch.tokens_per_minute !== undefined) setOverride(settings, 'tokensPerMinute', positiveInt(patch.tokens_per_minute, 'tokens_per_minute'));
+    if (patch.requests_per_minute !== undefined)
+      setOverride(settings, 'requestsPerMinute', positiveInt(patch.requests_per_minute, 'requests_per_minute'));
+    if (patch.tokens_per_minute !== undefined)
+      setOverride(settings, 'tokensPerMinute', positiveInt(patch.tokens_per_minute, 'tokens_per_minute'));
     if (patch.daily_limit !== undefined) {
       if (patch.daily_limit === null) delete settings.dailyLimitNano;
       else settings.dailyLimitNano = patch.daily_limit === 'none' ? null : usd(patch.daily_limit, 'daily_limit');
@@ -144,10 +177,15 @@ export class AdminService {
     if (patch.auto_recharge) applyAutoRecharge(settings, patch.auto_recharge, rechargeLimits(this.config));
     if (patch.low_balance_thresholds !== undefined) {
       if (patch.low_balance_thresholds === null) delete settings.lowBalanceThresholdsNano;
-      else if (!Array.isArray(patch.low_balance_thresholds)) throw invalidRequest('low_balance_thresholds must be a list of USD amounts', 'low_balance_thresholds');
-      else settings.lowBalanceThresholdsNano = patch.low_balance_thresholds.map((t) => usd(t, 'low_balance_thresholds'));
+      else if (!Array.isArray(patch.low_balance_thresholds))
+        throw invalidRequest('low_balance_thresholds must be a list of USD amounts', 'low_balance_thresholds');
+      else
+        settings.lowBalanceThresholdsNano = patch.low_balance_thresholds.map((t) => usd(t, 'low_balance_thresholds'));
     }
-    const updated = await this.storage.accounts.update(accountId, { ...(patch.plan !== undefined ? { plan: patch.plan } : {}), settings });
+    const updated = await this.storage.accounts.update(accountId, {
+      ...(patch.plan !== undefined ? { plan: patch.plan } : {}),
+      settings,
+    });
     await this.hooks.onChange?.({ accountId });
     return updated!;
   }
@@ -170,7 +208,10 @@ export class AdminService {
   }
 
   async listAccounts(options: { limit?: number; after?: string } = {}): Promise<AccountRecord[]> {
-    return this.storage.accounts.list({ limit: Math.min(options.limit ?? 100, 1000), ...(options.after ? { after: options.after } : {}) });
+    return this.storage.accounts.list({
+      limit: Math.min(options.limit ?? 100, 1000),
+      ...(options.after ? { after: options.after } : {}),
+    });
   }
 
   private async requireAccount(accountId: string): Promise<AccountRecord> {
@@ -188,11 +229,16 @@ export class AdminService {
 
 function positiveInt(value: number | null, param: string): number | null {
   if (value === null) return null;
-  if (!Number.isSafeInteger(value) || value < 1) throw invalidRequest(`${param} must be a positive whole number or null`, param);
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw invalidRequest(`${param} must be a positive whole number or null`, param);
   return value;
 }
 
-function setOverride(settings: AccountSettings, field: 'requestsPerMinute' | 'tokensPerMinute', value: number | null): void {
+function setOverride(
+  settings: AccountSettings,
+  field: 'requestsPerMinute' | 'tokensPerMinute',
+  value: number | null,
+): void {
   if (value === null) delete settings[field];
   else settings[field] = value;
 }

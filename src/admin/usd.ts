@@ -8,7 +8,8 @@ export const MAX_AMOUNT_NANO: Nano = 1_000_000_000n * 1_000_000_000n;
 export const MAX_BALANCE_NANO: Nano = 2n * MAX_AMOUNT_NANO;
 
 export function usd(value: unknown, param: string, allowNegative = false): Nano {
-  if (typeof value !== 'number' && typeof value !== 'string') throw invalidRequest(`${param} must be a USD amount`, param);
+  if (typeof value !== 'number' && typeof value !== 'string')
+    throw invalidRequest(`${param} must be a USD amount`, param);
   let nano: Nano;
   try {
     nano = parseUsd(value);
@@ -16,6 +17,7 @@ export function usd(value: unknown, param: string, allowNegative = false): Nano 
     throw invalidRequest(`${param} must be a USD amount with at most 9 decimals`, param);
   }
   if (!allowNegative && nano < 0n) throw invalidRequest(`${param} must not be negative`, param);
-  if (nano > MAX_AMOUNT_NANO || nano < -MAX_AMOUNT_NANO) throw invalidRequest(`${param} must be at most ${usdString(MAX_AMOUNT_NANO)} USD`, param);
+  if (nano > MAX_AMOUNT_NANO || nano < -MAX_AMOUNT_NANO)
+    throw invalidRequest(`${param} must be at most ${usdString(MAX_AMOUNT_NANO)} USD`, param);
   return nano;
 }

@@ -16,9 +16,17 @@ import type {
 
 export { openApiDocument } from './openapi.js';
 export * as schemas from './schemas.js';
-export type { ChatCompletion, ChatCompletionChunk, ChatRequest as ChatCompletionRequest, Usage } from '../wire/index.js';
+export type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatRequest as ChatCompletionRequest,
+  Usage,
+} from '../wire/index.js';
 export type { CreatePurchaseBody as CreatePurchaseRequest } from '../payments/index.js';
-export type { CreateWebhookBody as CreateWebhookRequest, PatchWebhookBody as UpdateWebhookRequest } from '../webhooks/index.js';
+export type {
+  CreateWebhookBody as CreateWebhookRequest,
+  PatchWebhookBody as UpdateWebhookRequest,
+} from '../webhooks/index.js';
 export type { KnownWebhookEvent as WebhookEvent } from '../webhooks/receiver/index.js';
 
 export type CreditBalance = Static<typeof CreditBalanceSchema>;

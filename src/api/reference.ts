@@ -62,11 +62,17 @@ export function renderReference(document: unknown): string {
 
 function operation(method: string, path: string, op: Operation): string[] {
   const out = [`## ${method} ${path}`, '', op.summary, ''];
-  const auth = op.security === undefined ? 'API key (`Authorization: Bearer tg-...`)' : op.security.length === 0 ? 'none' : 'admin token';
+  const auth =
+    op.security === undefined
+      ? 'API key (`Authorization: Bearer tg-...`)'
+      : op.security.length === 0
+        ? 'none'
+        : 'admin token';
   out.push(`Authentication: ${auth}.`, '');
   if (op.parameters?.length) {
     out.push('| Parameter | In | Type | Description |', '|---|---|---|---|');
-    for (const p of op.parameters) out.push(`| \`${p.name}\` | ${p.in} | ${typeOf(p.schema)} | ${cell(p.description)} |`);
+    for (const p of op.parameters)
+      out.push(`| \`${p.name}\` | ${p.in} | ${typeOf(p.schema)} | ${cell(p.description)} |`);
     out.push('');
   }
   const body = op.requestBody?.content?.['application/json']?.schema;
@@ -86,7 +92,9 @@ function fields(schema: Schema): string[] {
   const required = new Set<string>(schema.required ?? []);
   const out = ['| Field | Type | Required | Description |', '|---|---|---|---|'];
   for (const [name, property] of Object.entries(schema.properties)) {
-    out.push(`| \`${name}\` | ${typeOf(property)} | ${required.has(name) ? 'yes' : 'no'} | ${cell(describe(property))} |`);
+    out.push(
+      `| \`${name}\` | ${typeOf(property)} | ${required.has(name) ? 'yes' : 'no'} | ${cell(describe(property))} |`,
+    );
   }
   return out;
 }

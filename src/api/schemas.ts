@@ -6,7 +6,14 @@
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { CapabilitiesSchema } from '../config/index.js';
-import { ChatCompletionChunkSchema, ChatCompletionSchema, Nullable, UnixSeconds, Usd, UsageSchema } from '../wire/index.js';
+import {
+  ChatCompletionChunkSchema,
+  ChatCompletionSchema,
+  Nullable,
+  UnixSeconds,
+  Usd,
+  UsageSchema,
+} from '../wire/index.js';
 
 export { ChatCompletionChunkSchema, ChatCompletionSchema, UsageSchema };
 
@@ -14,10 +21,18 @@ export const ErrorSchema = Type.Object(
   {
     error: Type.Object({
       message: Type.String(),
-      type: Type.String({ description: 'invalid_request_error, authentication_error, payment_required, permission_error, rate_limit_error, upstream_error, service_unavailable' }),
+      type: Type.String({
+        description:
+          'invalid_request_error, authentication_error, payment_required, permission_error, rate_limit_error, upstream_error, service_unavailable',
+      }),
       code: Type.String(),
       param: Nullable(Type.String()),
-      retry_after: Type.Optional(Type.Integer({ minimum: 1, description: 'Seconds to wait (429 only); the Retry-After header carries the same value' })),
+      retry_after: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          description: 'Seconds to wait (429 only); the Retry-After header carries the same value',
+        }),
+      ),
     }),
   },
   { $id: 'Error' },
@@ -28,7 +43,11 @@ const UsagePeriod = Type.Object({ credits_used: Usd('Spent in the period'), requ
 const Balance = Type.Object({
   credits: Usd('Current balance; below zero only after a refund or dispute took back more than was left'),
   currency: Type.Literal('USD'),
-  can_spend: Type.Optional(Type.Literal(false, { description: 'Present when the balance is below zero: no live request runs until credit is added' })),
+  can_spend: Type.Optional(
+    Type.Literal(false, {
+      description: 'Present when the balance is below zero: no live request runs until credit is added',
+    }),
+  ),
   reason: Type.Optional(Type.String({ description: 'Why the account cannot spend' })),
 });
 
@@ -50,17 +69,25 @@ export const CreditBalanceSchema = Type.Object(
           enabled: Type.Boolean({ description: 'On, and the account has a payment processor to run it' }),
           threshold: Usd('Recharge below this balance'),
           amount: Usd('Recharge by'),
-          available: Type.Boolean({ description: "Whether the account's own user may turn auto-recharge on or change it" }),
+          available: Type.Boolean({
+            description: "Whether the account's own user may turn auto-recharge on or change it",
+          }),
           unavailable_reason: Nullable(Type.String({ description: 'Why not, when `available` is false' })),
           disabled_reason: Nullable(
-            Type.String({ description: 'Why the gateway turned auto-recharge off itself (3 failed card recharges in a row); null once it is turned on again' }),
+            Type.String({
+              description:
+                'Why the gateway turned auto-recharge off itself (3 failed card recharges in a row); null once it is turned on again',
+            }),
           ),
         }),
         next_billing_date: Type.String({ format: 'date-time' }),
       }),
     ),
   },
-  { $id: 'CreditBalance', description: 'Full form for full keys; `object` and `balance` only for read_only and project keys' },
+  {
+    $id: 'CreditBalance',
+    description: 'Full form for full keys; `object` and `balance` only for read_only and project keys',
+  },
 );
 
 export const ModelSchema = Type.Object(
@@ -70,14 +97,24 @@ export const ModelSchema = Type.Object(
     created: UnixSeconds,
     owned_by: Type.String(),
     provider: Type.Object({ id: Type.String(), name: Type.String() }),
-    pricing: Type.Object({ prompt: Usd('Per 1,000 prompt tokens'), completion: Usd('Per 1,000 completion tokens'), unit: Type.Literal('1k_tokens') }),
+    pricing: Type.Object({
+      prompt: Usd('Per 1,000 prompt tokens'),
+      completion: Usd('Per 1,000 completion tokens'),
+      unit: Type.Literal('1k_tokens'),
+    }),
     context_length: Type.Integer(),
     max_tokens: Type.Integer({ description: 'The most completion tokens the model produces in one answer' }),
     capabilities: CapabilitiesSchema,
     performance: Type.Object({
-      avg_response_time: Nullable(Type.Number({ description: 'Mean seconds from request to last byte over the last hour' })),
-      avg_tokens_per_second: Nullable(Type.Number({ description: 'Completion tokens per second of generation over the last hour' })),
-      uptime_percentage: Nullable(Type.Number({ description: 'Successful upstream calls and health probes over the last 24 hours, percent' })),
+      avg_response_time: Nullable(
+        Type.Number({ description: 'Mean seconds from request to last byte over the last hour' }),
+      ),
+      avg_tokens_per_second: Nullable(
+        Type.Number({ description: 'Completion tokens per second of generation over the last hour' }),
+      ),
+      uptime_percentage: Nullable(
+        Type.Number({ description: 'Successful upstream calls and health probes over the last 24 hours, percent' }),
+      ),
     }),
     status: Type.Object({ active: Type.Boolean(), message: Type.String() }),
     modalities: Type.Optional(Type.Object({ input: Type.Array(Type.String()), output: Type.Array(Type.String()) })),
@@ -86,7 +123,10 @@ export const ModelSchema = Type.Object(
   { $id: 'Model', description: '`modalities` and `supported_parameters` only with include_capabilities=true' },
 );
 
-export const ModelListSchema = Type.Object({ object: Type.Literal('list'), data: Type.Array(ModelSchema) }, { $id: 'ModelList' });
+export const ModelListSchema = Type.Object(
+  { object: Type.Literal('list'), data: Type.Array(ModelSchema) },
+  { $id: 'ModelList' },
+);
 
 const RetryConfig = Type.Object({
   maxAttempts: Type.Integer(),
@@ -100,7 +140,9 @@ export const WebhookSchema = Type.Object(
     id: Type.String(),
     object: Type.Literal('webhook'),
     url: Type.String(),
-    events: Type.Array(Type.Object({ type: Type.String(), filters: Type.Optional(Type.Record(Type.String(), Type.Unknown())) })),
+    events: Type.Array(
+      Type.Object({ type: Type.String(), filters: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }),
+    ),
     headers: Type.Record(Type.String(), Type.String()),
     timeout: Type.Integer({ description: 'milliseconds' }),
     retryConfig: RetryConfig,
@@ -126,7 +168,12 @@ export const WebhookDeliverySchema = Type.Object(
     last_error: Nullable(Type.String()),
     created: UnixSeconds,
     completed_at: Nullable(UnixSeconds),
-    payload: Type.Object({ id: Type.String(), timestamp: Type.String(), event: Type.String(), data: Type.Record(Type.String(), Type.Unknown()) }),
+    payload: Type.Object({
+      id: Type.String(),
+      timestamp: Type.String(),
+      event: Type.String(),
+      data: Type.Record(Type.String(), Type.Unknown()),
+    }),
   },
   { $id: 'WebhookDelivery' },
 );
@@ -137,9 +184,13 @@ export const CreditPurchaseSchema = Type.Object(
     object: Type.Literal('credit_purchase'),
     amount: Usd('The amount bought'),
     currency: Type.Literal('USD'),
-    status: Type.Union([Type.Literal('pending'), Type.Literal('paid'), Type.Literal('expired'), Type.Literal('failed')], {
-      description: 'pending until Stripe confirms the payment (then paid, credited once); expired: the checkout was not completed in time; failed: the checkout could not be started or the payment failed',
-    }),
+    status: Type.Union(
+      [Type.Literal('pending'), Type.Literal('paid'), Type.Literal('expired'), Type.Literal('failed')],
+      {
+        description:
+          'pending until Stripe confirms the payment (then paid, credited once); expired: the checkout was not completed in time; failed: the checkout could not be started or the payment failed',
+      },
+    ),
     checkout_url: Nullable(Type.String({ description: 'Stripe Checkout page to pay at' })),
     receipt_url: Nullable(Type.String({ description: "Stripe's receipt, once paid" })),
     created: UnixSeconds,
@@ -148,7 +199,19 @@ export const CreditPurchaseSchema = Type.Object(
   { $id: 'CreditPurchase' },
 );
 
-export const Page = <T extends TSchema>(item: T) => Type.Object({ object: Type.Literal('list'), data: Type.Array(item), has_more: Type.Optional(Type.Boolean()) });
+export const Page = <T extends TSchema>(item: T) =>
+  Type.Object({ object: Type.Literal('list'), data: Type.Array(item), has_more: Type.Optional(Type.Boolean()) });
 
 /** Every named schema: `components.schemas` of the OpenAPI document, where nested uses become `$ref`s. */
-export const RESPONSE_SCHEMAS = [ErrorSchema, UsageSchema, ChatCompletionSchema, ChatCompletionChunkSchema, CreditBalanceSchema, ModelSchema, ModelListSchema, WebhookSchema, WebhookDeliverySchema, CreditPurchaseSchema];
+export const RESPONSE_SCHEMAS = [
+  ErrorSchema,
+  UsageSchema,
+  ChatCompletionSchema,
+  ChatCompletionChunkSchema,
+  CreditBalanceSchema,
+  ModelSchema,
+  ModelListSchema,
+  WebhookSchema,
+  WebhookDeliverySchema,
+  CreditPurchaseSchema,
+];

@@ -83,7 +83,12 @@ export class Authenticator {
   private async lookUp(fingerprint: string, hash: string): Promise<CacheEntry> {
     const started = Date.now();
     const generation = this.generation;
-    const entry: CacheEntry = { hash, key: await this.options.storage.keys.getByHash(hash), expires: started + this.ttlMs, used: false };
+    const entry: CacheEntry = {
+      hash,
+      key: await this.options.storage.keys.getByHash(hash),
+      expires: started + this.ttlMs,
+      used: false,
+    };
     if (generation === this.generation) this.remember(fingerprint, entry);
     if (!this.refreshTimer) {
       this.refreshTimer = setInterval(() => void this.refreshInUse(), this.ttlMs / 4);
@@ -113,7 +118,8 @@ export class Authenticator {
         const generation = this.generation;
         const found = await this.options.storage.keys.getByHashes(batch.map(([, hash]) => hash));
         if (generation !== this.generation) continue;
-        for (const [fingerprint, hash] of batch) this.remember(fingerprint, { hash, key: found.get(hash), expires: started + this.ttlMs, used: false });
+        for (const [fingerprint, hash] of batch)
+          this.remember(fingerprint, { hash, key: found.get(hash), expires: started + this.ttlMs, used: false });
       }
     } catch {
       // Unrefreshed entries expire; the next request for such a key looks it up itself.

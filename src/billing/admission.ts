@@ -7,7 +7,8 @@ import { usdString, type Nano } from '../money/index.js';
 import { affordableCompletionTokens, costOf, type Price } from './pricing.js';
 
 /** Shown when a refund or a dispute took back more than the balance had: no live request runs until it is repaid. */
-export const NEGATIVE_BALANCE = 'The balance is below zero because a payment was refunded or disputed. Add credits to continue.';
+export const NEGATIVE_BALANCE =
+  'The balance is below zero because a payment was refunded or disputed. Add credits to continue.';
 
 export interface AdmissionInput {
   price: Price;

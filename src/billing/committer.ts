@@ -53,7 +53,17 @@ export class Committer {
     if (this.closed) return Promise.reject(new Error('committer is closed'));
     return new Promise<CommitOutcome>((resolve, reject) => {
       const deadline = Date.now() + (this.options.waitTimeoutMs ?? 10_000);
-      this.queue.push({ entry: item.entry, usage: item.usage, keyUsed: item.keyUsed, deliveries: item.deliveries, resolve, reject, deadline, settled: false, retried: false });
+      this.queue.push({
+        entry: item.entry,
+        usage: item.usage,
+        keyUsed: item.keyUsed,
+        deliveries: item.deliveries,
+        resolve,
+        reject,
+        deadline,
+        settled: false,
+        retried: false,
+      });
       this.schedule();
       this.watch();
     });
@@ -97,8 +107,10 @@ export class Committer {
     };
     if (items.some((i) => i.deliveries)) batch.deliveries = items.flatMap((i) => i.deliveries ?? []);
     try {
-      const result = await withSpan('db commit', { 'tollgate.batch.entries': batch.entries.length, 'tollgate.batch.usage': batch.usage?.length ?? 0 }, () =>
-        this.options.storage.ledger.commit(batch),
+      const result = await withSpan(
+        'db commit',
+        { 'tollgate.batch.entries': batch.entries.length, 'tollgate.batch.usage': batch.usage?.length ?? 0 },
+        () => this.options.storage.ledger.commit(batch),
       );
       this.retryDelayMs = 50;
       // The batch is durable now: a failure after this point must never put it back in the queue (that would

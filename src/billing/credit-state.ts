@@ -34,7 +34,12 @@ export interface CreditState {
    */
   charge(hold: Hold, actualNano: Nano, limits: PlanLimits): Promise<Nano>;
   /** The database wrote the charge (`applied` is lower when it clamped at zero) and confirmed a balance. */
-  confirmed(hold: Hold, chargedNano: Nano, appliedNano: Nano, balance: { balanceNano: Nano; version: bigint }): Promise<void>;
+  confirmed(
+    hold: Hold,
+    chargedNano: Nano,
+    appliedNano: Nano,
+    balance: { balanceNano: Nano; version: bigint },
+  ): Promise<void>;
   start?(): void;
   close?(): Promise<void>;
 }
@@ -67,8 +72,12 @@ export class MemoryCreditState implements CreditState {
     const keyState = keySpendOf(account, key);
     return {
       balanceAvailable: available(account),
-      dailyRemaining: limits.dailyLimitNano === null ? null : limits.dailyLimitNano - account.dailySpentNano - account.dailyReservedNano,
-      keyRemaining: key.spendLimitNano === null ? null : key.spendLimitNano - keyState.spentNano - keyState.reservedNano,
+      dailyRemaining:
+        limits.dailyLimitNano === null
+          ? null
+          : limits.dailyLimitNano - account.dailySpentNano - account.dailyReservedNano,
+      keyRemaining:
+        key.spendLimitNano === null ? null : key.spendLimitNano - keyState.spentNano - keyState.reservedNano,
     };
   }
 
@@ -105,7 +114,8 @@ export class MemoryCreditState implements CreditState {
 /** What the tightest budget has free (never negative). */
 export function leastFree(budgets: Budgets): Nano {
   let least = budgets.balanceAvailable;
-  for (const budget of [budgets.dailyRemaining, budgets.keyRemaining]) if (budget !== null && budget < least) least = budget;
+  for (const budget of [budgets.dailyRemaining, budgets.keyRemaining])
+    if (budget !== null && budget < least) least = budget;
   return least > 0n ? least : 0n;
 }
 

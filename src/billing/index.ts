@@ -19,5 +19,12 @@ export {
   type RechargeLimits,
   type RechargeOptions,
 } from './recharge.js';
-export { RECHARGE_FAILURE_LIMIT, RechargeFailure, creditRecharge, hasSavedPaymentMethod, recordRechargeFailure, type RechargeCredit } from './recharge-outcome.js';
+export {
+  RECHARGE_FAILURE_LIMIT,
+  RechargeFailure,
+  creditRecharge,
+  hasSavedPaymentMethod,
+  recordRechargeFailure,
+  type RechargeCredit,
+} from './recharge-outcome.js';
 export { Reservation, Wallet, type Settlement, type WalletOptions } from './wallet.js';

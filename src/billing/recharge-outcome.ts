@@ -38,7 +38,14 @@ export interface RechargeCredit {
 /** The ledger `recharge` entry, written only if the recharge was not credited yet (`result.rechargePaid`). */
 export async function creditRecharge(storage: Storage, credit: RechargeCredit): Promise<CommitResult> {
   const result = await storage.ledger.commit({
-    entries: [{ accountId: credit.accountId, kind: 'recharge', amountNano: credit.amountNano, note: `auto-recharge via ${credit.processor} ${credit.reference}` }],
+    entries: [
+      {
+        accountId: credit.accountId,
+        kind: 'recharge',
+        amountNano: credit.amountNano,
+        note: `auto-recharge via ${credit.processor} ${credit.reference}`,
+      },
+    ],
     rechargePaid: { rechargeId: credit.rechargeId, paymentIntentId: credit.reference, at: Date.now() },
   });
   if (result.rechargePaid) await resetRechargeFailures(storage, credit.accountId);

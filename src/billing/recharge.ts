@@ -39,7 +39,12 @@ export interface PaymentProcessor {
    * the account is in flight, or the balance is back at the threshold). A charge that took no money throws a
    * RechargeFailure.
    */
-  charge(request: { accountId: string; amountNano: Nano; thresholdNano: Nano; reason: string }): Promise<ChargeResult | undefined>;
+  charge(request: {
+    accountId: string;
+    amountNano: Nano;
+    thresholdNano: Nano;
+    reason: string;
+  }): Promise<ChargeResult | undefined>;
 }
 
 export const invoiceProcessor: PaymentProcessor = {
@@ -48,7 +53,10 @@ export const invoiceProcessor: PaymentProcessor = {
   async charge({ accountId, amountNano }) {
     const reference = newId('invline');
     const month = new Date().toISOString().slice(0, 7);
-    return { reference, invoice: { accountId, month, kind: 'auto_recharge', amountNano, processor: 'invoice', reference } };
+    return {
+      reference,
+      invoice: { accountId, month, kind: 'auto_recharge', amountNano, processor: 'invoice', reference },
+    };
   },
 };
 
@@ -70,7 +78,10 @@ export function rechargeLimits(config: Config): RechargeLimits {
 }
 
 /** The processor that charges an account's auto-recharges; none means auto-recharge cannot run. */
-export function rechargeProcessor(settings: AccountSettings, processors: PaymentProcessors): PaymentProcessor | undefined {
+export function rechargeProcessor(
+  settings: AccountSettings,
+  processors: PaymentProcessors,
+): PaymentProcessor | undefined {
   return settings.billing ? processors.get(settings.billing.processor) : undefined;
 }
 
@@ -84,17 +95,27 @@ export function selfServeRecharge(
   savedPaymentMethod: boolean,
 ): { available: boolean; reason: string | null; code?: 'payment_method_required' } {
   const processor = rechargeProcessor(settings, processors);
-  if (processor && !processor.selfServe) return { available: false, reason: `Auto-recharge on this account is set up by the operator (billed through ${processor.id}).` };
+  if (processor && !processor.selfServe)
+    return {
+      available: false,
+      reason: `Auto-recharge on this account is set up by the operator (billed through ${processor.id}).`,
+    };
   const selfServe = [...processors.values()].some((p) => p.selfServe);
   if (!selfServe) {
     return {
       available: false,
-      reason: 'Auto-recharge needs a saved payment method, and this gateway has no payment processor to take one. The operator adds credit.',
+      reason:
+        'Auto-recharge needs a saved payment method, and this gateway has no payment processor to take one. The operator adds credit.',
       ...(savedPaymentMethod ? {} : { code: 'payment_method_required' as const }),
     };
   }
   if (!savedPaymentMethod) {
-    return { available: false, reason: 'Auto-recharge needs a saved payment method: buy credit once by card (the card is saved), then turn it on.', code: 'payment_method_required' };
+    return {
+      available: false,
+      reason:
+        'Auto-recharge needs a saved payment method: buy credit once by card (the card is saved), then turn it on.',
+      code: 'payment_method_required',
+    };
   }
   return { available: true, reason: null };
 }
@@ -158,7 +179,12 @@ export class AutoRecharger {
     this.refused.delete(accountId);
     let charge: ChargeResult | undefined;
     try {
-      charge = await processor.charge({ accountId, amountNano, thresholdNano: settings.autoRecharge.thresholdNano, reason: 'auto-recharge' });
+      charge = await processor.charge({
+        accountId,
+        amountNano,
+        thresholdNano: settings.autoRecharge.thresholdNano,
+        reason: 'auto-recharge',
+      });
     } catch (error) {
       if (!(error instanceof RechargeFailure)) throw error;
       return this.failed(accountId, amountNano, error);
@@ -166,9 +192,22 @@ export class AutoRecharger {
     if (!charge || charge.pending) return;
     const charged = charge.amountNano ?? amountNano;
     const result = charge.rechargeId
-      ? await creditRecharge(this.storage, { accountId, rechargeId: charge.rechargeId, amountNano: charged, processor: processor.id, reference: charge.reference })
+      ? await creditRecharge(this.storage, {
+          accountId,
+          rechargeId: charge.rechargeId,
+          amountNano: charged,
+          processor: processor.id,
+          reference: charge.reference,
+        })
       : await this.storage.ledger.commit({
-          entries: [{ accountId, kind: 'recharge', amountNano: charged, note: `auto-recharge via ${processor.id} ${charge.reference}` }],
+          entries: [
+            {
+              accountId,
+              kind: 'recharge',
+              amountNano: charged,
+              note: `auto-recharge via ${processor.id} ${charge.reference}`,
+            },
+          ],
           invoices: charge.invoice ? [charge.invoice] : [],
         });
     const balance = result.balances.get(accountId);
@@ -186,12 +225,20 @@ export class AutoRecharger {
   /** Which limit a recharge of `amountNano` now would pass, if any. */
   private async refusal(accountId: string, amountNano: Nano, ceilingNano: Nano | null): Promise<string | undefined> {
     const { maxAmountNano, maxPerDay } = this.options.limits;
-    if (amountNano > maxAmountNano) return `the amount ${usdString(amountNano)} USD is over credits.auto_recharge.max_amount (${usdString(maxAmountNano)} USD)`;
+    if (amountNano > maxAmountNano)
+      return `the amount ${usdString(amountNano)} USD is over credits.auto_recharge.max_amount (${usdString(maxAmountNano)} USD)`;
     const now = new Date();
-    const today = await this.storage.ledger.rechargesSince(accountId, Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-    if (today.count >= maxPerDay) return `${today.count} auto-recharges today already (credits.auto_recharge.max_per_day)`;
+    const today = await this.storage.ledger.rechargesSince(
+      accountId,
+      Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()),
+    );
+    if (today.count >= maxPerDay)
+      return `${today.count} auto-recharges today already (credits.auto_recharge.max_per_day)`;
     if (ceilingNano === null) return undefined;
-    const month = await this.storage.ledger.rechargesSince(accountId, Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    const month = await this.storage.ledger.rechargesSince(
+      accountId,
+      Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1),
+    );
     if (month.totalNano + amountNano > ceilingNano) {
       return `${usdString(month.totalNano)} USD recharged this month; ${usdString(amountNano)} more would pass the monthly ceiling of ${usdString(ceilingNano)} USD`;
     }

@@ -16,7 +16,7 @@
  * replica releases the leases of replicas whose key expired (HOLD_OWNER_TTL_MS), taking the balance and the spend
  * from the database, which has every debit the dead replica committed.
  */
-import { Redis } from 'ioredis';
+import { Redis, type Result } from 'ioredis';
 import { GatewayError } from '../errors/index.js';
 import type { Nano } from '../money/index.js';
 import { SpanKind, tracingEnabled, withSpan } from '../observability/index.js';
@@ -37,9 +37,23 @@ const LEASE_IDLE_MS = 1_000;
 /** A roomy lease confirms its durable charges to Redis at most this often. */
 const CONFIRM_BATCH_MS = 50;
 
-const SCRIPTS = { tollgateCreditGrow: [GROW, 3], tollgateCreditGiveBack: [GIVE_BACK, 3], tollgateCreditSweep: [SWEEP, 3] } as const;
+const SCRIPTS = {
+  tollgateCreditGrow: [GROW, 3],
+  tollgateCreditGiveBack: [GIVE_BACK, 3],
+  tollgateCreditSweep: [SWEEP, 3],
+} as const;
 type ScriptName = keyof typeof SCRIPTS;
+/** GROW's reply: the account's `bal, res, dspent, dres` and the key's `spent, res`, each a string or null (unset). */
 type Fields = [Array<string | null>, Array<string | null>];
+
+declare module 'ioredis' {
+  /** The SCRIPTS, defined on the credit state's connection by its constructor; each takes three keys. */
+  interface RedisCommander<Context> {
+    tollgateCreditGrow(...keysAndArgs: string[]): Result<unknown, Context>;
+    tollgateCreditGiveBack(...keysAndArgs: string[]): Result<unknown, Context>;
+    tollgateCreditSweep(...keysAndArgs: string[]): Result<unknown, Context>;
+  }
+}
 
 interface Lease {
   account: AccountState;
@@ -57,7 +71,13 @@ interface Lease {
   known: Budgets | undefined;
   lastTake: number;
   /** Confirmed debits waiting for one give-back call: charged, applied, and the newest confirmed balance. */
-  confirming?: { chargedNano: Nano; appliedNano: Nano; balance: { balanceNano: Nano; version: bigint }; done: Promise<void>; now(): void };
+  confirming?: {
+    chargedNano: Nano;
+    appliedNano: Nano;
+    balance: { balanceNano: Nano; version: bigint };
+    done: Promise<void>;
+    now(): void;
+  };
 }
 
 export interface RedisCreditStateOptions {
@@ -83,18 +103,25 @@ export class RedisCreditState implements CreditState {
     // Auto-pipelining: the commands of concurrent requests issued in one tick share one write.
     this.redis = new Redis(options.url, { maxRetriesPerRequest: 2, commandTimeout: 2_000, enableAutoPipelining: true });
     this.redis.on('error', () => undefined);
-    for (const [name, [lua, keys]] of Object.entries(SCRIPTS)) this.redis.defineCommand(name, { lua, numberOfKeys: keys });
+    for (const [name, [lua, keys]] of Object.entries(SCRIPTS))
+      this.redis.defineCommand(name, { lua, numberOfKeys: keys });
   }
 
   start(): void {
-    const beat = () => this.redis.set(this.ownerKey(this.replicaId), '1', 'PX', this.options.ownerTtlMs ?? HOLD_OWNER_TTL_MS).catch((e) => this.options.onError?.(e));
+    const beat = () =>
+      this.redis
+        .set(this.ownerKey(this.replicaId), '1', 'PX', this.options.ownerTtlMs ?? HOLD_OWNER_TTL_MS)
+        .catch((e) => this.options.onError?.(e));
     void beat();
     const sweep = async () => {
       await this.retryFailed();
       await this.returnIdleSlack();
       await this.sweep();
     };
-    this.timers.push(setInterval(beat, HEARTBEAT_MS), setInterval(() => void sweep().catch((e) => this.options.onError?.(e)), SWEEP_MS));
+    this.timers.push(
+      setInterval(beat, HEARTBEAT_MS),
+      setInterval(() => void sweep().catch((e) => this.options.onError?.(e)), SWEEP_MS),
+    );
     for (const timer of this.timers) timer.unref();
   }
 
@@ -170,7 +197,12 @@ export class RedisCreditState implements CreditState {
   }
 
   /** The debit is durable: batched with the other debits confirmed in the same tick, one call per lease. */
-  async confirmed(hold: Hold, chargedNano: Nano, appliedNano: Nano, balance: { balanceNano: Nano; version: bigint }): Promise<void> {
+  async confirmed(
+    hold: Hold,
+    chargedNano: Nano,
+    appliedNano: Nano,
+    balance: { balanceNano: Nano; version: bigint },
+  ): Promise<void> {
     const lease = this.leaseFor(hold.account, hold.key);
     const spent = -appliedNano;
     let batch = lease.confirming;
@@ -192,7 +224,9 @@ export class RedisCreditState implements CreditState {
         lease.leasedNano -= pending.appliedNano;
         const slack = lease.roomy ? 0n : slackOf(lease);
         lease.leasedNano -= slack;
-        await this.orRetry(() => this.giveBackCall(lease, pending.appliedNano + slack, pending.appliedNano, pending.balance));
+        await this.orRetry(() =>
+          this.giveBackCall(lease, pending.appliedNano + slack, pending.appliedNano, pending.balance),
+        );
       });
       lease.confirming = batch = pending;
     }
@@ -213,15 +247,27 @@ export class RedisCreditState implements CreditState {
       for (const holdsKey of keys) {
         const accountId = holdsKey.slice(holdsKey.indexOf('{') + 1, holdsKey.lastIndexOf('}'));
         for (const [field, amount] of Object.entries(await this.redis.hgetall(holdsKey))) {
-          const [owner, keyId] = field.split('|') as [string, string | undefined];
+          const [owner = '', keyId] = field.split('|');
           if (keyId === undefined || !/^\d+$/.test(amount)) continue;
           if (!alive.has(owner)) alive.set(owner, (await this.redis.exists(this.ownerKey(owner))) === 1);
           if (alive.get(owner)) continue;
           const { storage } = this.options;
           const day = utcDay();
-          const [account, key, today] = await Promise.all([storage.accounts.get(accountId), storage.keys.get(keyId), storage.usage.totals(accountId, 'live', day, day)]);
+          const [account, key, today] = await Promise.all([
+            storage.accounts.get(accountId),
+            storage.keys.get(keyId),
+            storage.usage.totals(accountId, 'live', day, day),
+          ]);
           const balance = account ? [account.balanceNano, account.version] : [0n, 0n];
-          const args = [field, keyId, amount, ...balance.map(String), day, today.creditsNano.toString(), (key?.spentNano ?? 0n).toString()];
+          const args = [
+            field,
+            keyId,
+            amount,
+            ...balance.map(String),
+            day,
+            today.creditsNano.toString(),
+            (key?.spentNano ?? 0n).toString(),
+          ];
           resolved += Number(await this.script('tollgateCreditSweep', accountId, ...args));
         }
       }
@@ -234,7 +280,17 @@ export class RedisCreditState implements CreditState {
     let lease = this.leases.get(key.id);
     if (!lease) {
       const field = `${this.replicaId}|${key.id}`;
-      lease = { account, key, field, limits: limits ?? NO_DAILY_LIMIT, leasedNano: 0n, usedNano: 0n, roomy: false, known: undefined, lastTake: Date.now() };
+      lease = {
+        account,
+        key,
+        field,
+        limits: limits ?? NO_DAILY_LIMIT,
+        leasedNano: 0n,
+        usedNano: 0n,
+        roomy: false,
+        known: undefined,
+        lastTake: Date.now(),
+      };
       this.leases.set(key.id, lease);
     }
     lease.account = account;
@@ -246,7 +302,7 @@ export class RedisCreditState implements CreditState {
   /** Adds `amount` to the lease in Redis; returns what is free beyond every lease (negative when over). */
   private async grow(lease: Lease, amount: Nano): Promise<Budgets> {
     const { account, key } = lease;
-    const fields = (await this.call(() =>
+    const reply = await this.call(() =>
       this.script(
         'tollgateCreditGrow',
         account.id,
@@ -259,7 +315,9 @@ export class RedisCreditState implements CreditState {
         lease.field,
         amount.toString(),
       ),
-    )) as Fields;
+    );
+    if (!isFields(reply)) throw new Error('tollgateCreditGrow answered with something other than two lists of fields');
+    const fields = reply;
     lease.leasedNano += amount;
     const known = toBudgets(fields, key, lease.limits);
     lease.known = deficitOf(known) === 0n ? known : undefined;
@@ -279,10 +337,23 @@ export class RedisCreditState implements CreditState {
     await this.orRetry(() => this.giveBackCall(lease, amount, spent));
   }
 
-  private async giveBackCall(lease: Lease, amount: Nano, spent: Nano, balance?: { balanceNano: Nano; version: bigint }): Promise<void> {
+  private async giveBackCall(
+    lease: Lease,
+    amount: Nano,
+    spent: Nano,
+    balance?: { balanceNano: Nano; version: bigint },
+  ): Promise<void> {
     if (amount <= 0n && spent <= 0n && !balance) return;
     const extra = balance ? [balance.balanceNano.toString(), balance.version.toString()] : [];
-    const held = await this.script('tollgateCreditGiveBack', lease.account.id, lease.field, lease.key.id, amount.toString(), spent.toString(), ...extra);
+    const held = await this.script(
+      'tollgateCreditGiveBack',
+      lease.account.id,
+      lease.field,
+      lease.key.id,
+      amount.toString(),
+      spent.toString(),
+      ...extra,
+    );
     // A sweeper took this replica for dead and released the whole lease: what is left of it is gone too.
     if (Number(held) === 0) lease.leasedNano = 0n;
   }
@@ -299,9 +370,15 @@ export class RedisCreditState implements CreditState {
   }
 
   private script(name: ScriptName, accountId: string, ...args: string[]): Promise<unknown> {
-    const keys = [`${this.options.prefix}cr:{${accountId}}`, `${this.options.prefix}cr:{${accountId}}:keys`, `${this.options.prefix}cr:{${accountId}}:holds`];
-    const run = () => (this.redis as unknown as Record<string, (...a: string[]) => Promise<unknown>>)[name]!(...keys, ...args);
-    return tracingEnabled() ? withSpan(`redis ${name}`, { 'db.system': 'redis', 'db.operation.name': 'EVALSHA' }, run, SpanKind.CLIENT) : run();
+    const keys = [
+      `${this.options.prefix}cr:{${accountId}}`,
+      `${this.options.prefix}cr:{${accountId}}:keys`,
+      `${this.options.prefix}cr:{${accountId}}:holds`,
+    ];
+    const run = () => this.redis[name](...keys, ...args);
+    return tracingEnabled()
+      ? withSpan(`redis ${name}`, { 'db.system': 'redis', 'db.operation.name': 'EVALSHA' }, run, SpanKind.CLIENT)
+      : run();
   }
 
   private async call<T>(command: () => Promise<T>): Promise<T> {
@@ -372,13 +449,21 @@ function plus(budgets: Budgets, amount: Nano): Budgets {
   };
 }
 
+function isFields(reply: unknown): reply is Fields {
+  return (
+    Array.isArray(reply) &&
+    reply.length === 2 &&
+    reply.every((list) => Array.isArray(list) && list.every((value) => value === null || typeof value === 'string'))
+  );
+}
+
 function toBudgets([account, keys]: Fields, key: KeyRecord, limits: PlanLimits): Budgets {
-  const [bal, res, dspent, dres] = account.map(big) as [Nano, Nano, Nano, Nano];
-  const [kspent, kres] = keys.map(big) as [Nano, Nano];
+  const [bal, res, dspent, dres] = account;
+  const [kspent, kres] = keys;
   return {
-    balanceAvailable: bal - res,
-    dailyRemaining: limits.dailyLimitNano === null ? null : limits.dailyLimitNano - dspent - dres,
-    keyRemaining: key.spendLimitNano === null ? null : key.spendLimitNano - kspent - kres,
+    balanceAvailable: big(bal) - big(res),
+    dailyRemaining: limits.dailyLimitNano === null ? null : limits.dailyLimitNano - big(dspent) - big(dres),
+    keyRemaining: key.spendLimitNano === null ? null : key.spendLimitNano - big(kspent) - big(kres),
   };
 }
 
@@ -389,5 +474,8 @@ function big(value: string | null | undefined): bigint {
 function unavailable(error: unknown): GatewayError {
   return error instanceof GatewayError
     ? error
-    : new GatewayError('service_unavailable', { message: 'Credit reservations are unavailable (Redis); try again shortly', cause: error });
+    : new GatewayError('service_unavailable', {
+        message: 'Credit reservations are unavailable (Redis); try again shortly',
+        cause: error,
+      });
 }

@@ -5,7 +5,15 @@
  */
 import { GatewayError } from '../errors/index.js';
 import { durableRows, type EventSink, type GatewayEvent } from '../events/index.js';
-import { type CommitResult, type EntryEvents, type KeyRecord, type LedgerEntryInput, type NewDelivery, type Storage, type WriteBatch } from '../storage/index.js';
+import {
+  type CommitResult,
+  type EntryEvents,
+  type KeyRecord,
+  type LedgerEntryInput,
+  type NewDelivery,
+  type Storage,
+  type WriteBatch,
+} from '../storage/index.js';
 import { AccountCache, utcDay, type AccountState } from './accounts.js';
 import { admit, type Admission, type AdmissionInput } from './admission.js';
 import { Committer } from './committer.js';
@@ -16,8 +24,10 @@ import type { PlanLimits } from './plans.js';
 import { costOf, type Price } from './pricing.js';
 import { AutoRecharger, type RechargeOptions } from './recharge.js';
 
-export interface ReserveRequest
-  extends Pick<AdmissionInput, 'price' | 'promptTokens' | 'requestedMaxTokens' | 'choices' | 'modelMaxTokens' | 'contextLength'> {
+export interface ReserveRequest extends Pick<
+  AdmissionInput,
+  'price' | 'promptTokens' | 'requestedMaxTokens' | 'choices' | 'modelMaxTokens' | 'contextLength'
+> {
   account: AccountState;
   key: KeyRecord;
   requestId: string;
@@ -135,7 +145,10 @@ export class Wallet {
       const hold: Hold = { requestId, account, key, amountNano: admission.holdNano };
       if (free || (await this.credits.take(hold, limits))) {
         this.openReservations++;
-        const ceiling = { promptTokens: request.promptCeiling ?? Infinity, completionTokens: admission.maxTokens * request.choices };
+        const ceiling = {
+          promptTokens: request.promptCeiling ?? Infinity,
+          completionTokens: admission.maxTokens * request.choices,
+        };
         return new Reservation(this, hold, request.price, admission, ceiling);
       }
       if (attempt >= RESERVE_ATTEMPTS) throw new GatewayError('insufficient_credits');
@@ -157,7 +170,9 @@ export class Wallet {
     const keyUsed = { keyId: key.id, at: Date.now() };
     if (key.environment === 'test') {
       const billed = { chargedNano: 0n, promptTokens, completionTokens };
-      const deliveries = settle.event ? this.rowsOf(() => durableRows(this.options.events, settle.event!(billed))) : undefined;
+      const deliveries = settle.event
+        ? this.rowsOf(() => durableRows(this.options.events, settle.event!(billed)))
+        : undefined;
       await this.committer.submit({
         usage: { accountId: account.id, ...usage, requests: 1, promptTokens, completionTokens, creditsNano: 0n },
         keyUsed,
@@ -191,10 +206,17 @@ export class Wallet {
    * The events of a debit, built once the batch knows what it really moved: the request's event (its cost is the
    * debit) and the low-balance thresholds the debit crosses. Undefined when nobody listens.
    */
-  private entryEvents(account: AccountState, keyId: string, event: SettleRequest['event'], promptTokens: number, completionTokens: number): EntryEvents | undefined {
+  private entryEvents(
+    account: AccountState,
+    keyId: string,
+    event: SettleRequest['event'],
+    promptTokens: number,
+    completionTokens: number,
+  ): EntryEvents | undefined {
     const sink = this.options.events;
     const thresholds = sink.wants('credit.low_balance', account.id)
-      ? ((this.accounts.peek(account.id) ?? account).settings.lowBalanceThresholdsNano ?? this.options.defaultThresholdsNano)
+      ? ((this.accounts.peek(account.id) ?? account).settings.lowBalanceThresholdsNano ??
+        this.options.defaultThresholdsNano)
       : undefined;
     if (!event && !thresholds?.length) return undefined;
     return {
@@ -204,7 +226,16 @@ export class Wallet {
           const rows = event ? durableRows(sink, event({ chargedNano: -applied, promptTokens, completionTokens })) : [];
           for (const thresholdNano of thresholds ? findCrossings(after - applied, after, thresholds) : []) {
             const created = Math.floor(Date.now() / 1000);
-            rows.push(...durableRows(sink, { type: 'credit.low_balance', created, accountId: account.id, keyId, balanceNano: after, thresholdNano }));
+            rows.push(
+              ...durableRows(sink, {
+                type: 'credit.low_balance',
+                created,
+                accountId: account.id,
+                keyId,
+                balanceNano: after,
+                thresholdNano,
+              }),
+            );
           }
           return rows;
         }),
@@ -239,12 +270,15 @@ export class Wallet {
   }
 
   private onCommitted(batch: WriteBatch, result: CommitResult): void {
-    for (const [accountId, balance] of result.balances) this.accounts.confirm(accountId, balance.balanceNano, balance.version);
+    for (const [accountId, balance] of result.balances)
+      this.accounts.confirm(accountId, balance.balanceNano, balance.version);
     batch.entries.forEach((entry, index) => {
       const written = this.unwritten.get(entry);
       if (!written) return;
       const balance = result.balances.get(entry.accountId)!;
-      this.credits.confirmed(written.hold, written.chargedNano, result.applied[index]!, balance).catch((error) => this.options.onError?.(error));
+      this.credits
+        .confirmed(written.hold, written.chargedNano, result.applied[index]!, balance)
+        .catch((error) => this.options.onError?.(error));
     });
     if (batch.deliveries?.length || batch.entries.some((e) => e.events)) this.options.events.written?.();
     for (const accountId of new Set(batch.entries.filter((e) => e.kind === 'debit').map((e) => e.accountId))) {

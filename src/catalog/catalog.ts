@@ -1,8 +1,14 @@
 /** The model catalog as the gateway uses it: resolved names, prices in nano-USD, status and filters. */
 import { parseUsd, type Price } from '../billing/index.js';
-import { KNOWN_PROVIDERS, SANDBOX_PROVIDER_ID, type Capabilities, type Config, type ModelConfig } from '../config/index.js';
+import {
+  KNOWN_PROVIDERS,
+  SANDBOX_PROVIDER_ID,
+  type Capabilities,
+  type Config,
+  type ModelConfig,
+} from '../config/index.js';
 import { GatewayError } from '../errors/index.js';
-import type { PerformanceFigures } from './performance.js';
+import type { ModelFigures } from './live-figures.js';
 
 export interface CatalogModel {
   id: string;
@@ -66,7 +72,8 @@ export class Catalog {
   readonly models: CatalogModel[];
 
   constructor(config: Config) {
-    const status = (model: CatalogModel, fallback: ModelStatus) => (model.configured && this.health?.status(model)) || fallback;
+    const status = (model: CatalogModel, fallback: ModelStatus) =>
+      (model.configured && this.health?.status(model)) || fallback;
     this.models = config.models
       .map((model) => toCatalogModel(model, config, status))
       .sort((a, b) => a.providerId.localeCompare(b.providerId) || a.id.localeCompare(b.id));
@@ -111,20 +118,32 @@ function isConfigured(providerId: string, config: Config): boolean {
   return Boolean(settings?.api_key || ((!known || known.keyless) && settings?.base_url));
 }
 
-function toCatalogModel(model: ModelConfig, config: Config, status: (model: CatalogModel, fallback: ModelStatus) => ModelStatus): CatalogModel {
+function toCatalogModel(
+  model: ModelConfig,
+  config: Config,
+  status: (model: CatalogModel, fallback: ModelStatus) => ModelStatus,
+): CatalogModel {
   const known = KNOWN_PROVIDERS.find((p) => p.id === model.provider);
   const settings = config.providers[model.provider];
   const sandbox = model.provider === SANDBOX_PROVIDER_ID;
   const providerName = settings?.name ?? known?.name ?? (sandbox ? 'Sandbox' : model.provider);
-  const envHint = known ? (known.keyless ? `${known.env}_BASE_URL` : `${known.env}_API_KEY`) : `providers.${model.provider}`;
-  const deployments: DeploymentRef[] = (model.deployments ?? [{ provider: model.provider, upstream_model: model.upstream_model }]).map((d) => ({
+  const envHint = known
+    ? known.keyless
+      ? `${known.env}_BASE_URL`
+      : `${known.env}_API_KEY`
+    : `providers.${model.provider}`;
+  const deployments: DeploymentRef[] = (
+    model.deployments ?? [{ provider: model.provider, upstream_model: model.upstream_model }]
+  ).map((d) => ({
     providerId: d.provider,
     upstreamModel: d.upstream_model ?? model.upstream_model ?? model.id,
     weight: 'weight' in d ? d.weight : undefined,
     configured: isConfigured(d.provider, config),
   }));
   const configured = deployments.some((d) => d.configured);
-  const fixed: ModelStatus = configured ? { active: true, message: 'Available' } : { active: false, message: `Provider ${providerName} is not configured: set ${envHint}` };
+  const fixed: ModelStatus = configured
+    ? { active: true, message: 'Available' }
+    : { active: false, message: `Provider ${providerName} is not configured: set ${envHint}` };
   return {
     id: model.id,
     aliases: model.aliases ?? [],
@@ -149,7 +168,11 @@ function toCatalogModel(model: ModelConfig, config: Config, status: (model: Cata
 }
 
 /** The public model object of spec 2.3 (plus modalities and supported_parameters when asked). */
-export function renderModel(model: CatalogModel, performance: PerformanceFigures, detailed: boolean): Record<string, unknown> {
+export function renderModel(
+  model: CatalogModel,
+  performance: ModelFigures,
+  detailed: boolean,
+): Record<string, unknown> {
   const body: Record<string, unknown> = {
     id: model.id,
     object: 'model',
@@ -172,10 +195,26 @@ export function renderModel(model: CatalogModel, performance: PerformanceFigures
 }
 
 function supportedParameters(capabilities: Capabilities): string[] {
-  const params = ['messages', 'model', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'n', 'stop', 'stream', 'stream_options', 'seed', 'user', 'presence_penalty', 'frequency_penalty', 'logit_bias', 'logprobs', 'top_logprobs'];
+  const params = [
+    'messages',
+    'model',
+    'max_tokens',
+    'max_completion_tokens',
+    'temperature',
+    'top_p',
+    'n',
+    'stop',
+    'stream',
+    'stream_options',
+    'seed',
+    'user',
+    'presence_penalty',
+    'frequency_penalty',
+    'logit_bias',
+    'logprobs',
+    'top_logprobs',
+  ];
   if (capabilities.function_calling) params.push('tools', 'tool_choice', 'parallel_tool_calls');
   if (capabilities.json_mode) params.push('response_format');
   return params;
 }
-
-

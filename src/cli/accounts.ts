@@ -18,8 +18,12 @@ export function accountsCommand(): Command {
     .option('--json', 'print JSON (the admin API shape)')
     .action((options: { email: string; plan?: string; json?: boolean }) =>
       withContext(async (ctx) => {
-        const { account, key } = await ctx.admin.createAccount({ email: options.email, ...(options.plan ? { plan: options.plan } : {}) });
-        if (options.json) return printJson({ ...renderAccount(account, ctx), api_key: key.key, api_key_id: key.record.id });
+        const { account, key } = await ctx.admin.createAccount({
+          email: options.email,
+          ...(options.plan ? { plan: options.plan } : {}),
+        });
+        if (options.json)
+          return printJson({ ...renderAccount(account, ctx), api_key: key.key, api_key_id: key.record.id });
         printFields([
           ['Account', account.id],
           ['Email', account.email],
@@ -40,7 +44,8 @@ export function accountsCommand(): Command {
     .action((options: { limit: string; after?: string; json?: boolean }) =>
       withContext(async (ctx) => {
         const limit = Number(options.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalidRequest('limit must be 1 to 1000', 'limit');
+        if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+          throw invalidRequest('limit must be 1 to 1000', 'limit');
         const list = await ctx.admin.listAccounts({ limit, ...(options.after ? { after: options.after } : {}) });
         if (options.json) return printJson({ object: 'list', data: list.map((a) => renderAccount(a, ctx)) });
         printTable(
@@ -73,23 +78,48 @@ export function accountsCommand(): Command {
     .option('--rpm <n>', 'requests per minute, or "none" to use the plan\'s')
     .option('--tpm <n>', 'tokens per minute, or "none" to use the plan\'s')
     .option('--daily-limit <usd>', 'daily spend limit in USD, "none" for no limit, or "plan" to use the plan\'s')
-    .option('--invoice <usd>', 'bill auto-recharges on a monthly invoice, at most this many USD a month; "none" ends invoice billing')
-    .option('--auto-recharge <threshold:amount>', 'recharge by <amount> USD when the balance falls below <threshold> USD; "off" turns it off')
+    .option(
+      '--invoice <usd>',
+      'bill auto-recharges on a monthly invoice, at most this many USD a month; "none" ends invoice billing',
+    )
+    .option(
+      '--auto-recharge <threshold:amount>',
+      'recharge by <amount> USD when the balance falls below <threshold> USD; "off" turns it off',
+    )
     .option('--json', 'print JSON (the admin API shape)')
-    .action((id: string, options: { plan?: string; rpm?: string; tpm?: string; dailyLimit?: string; invoice?: string; autoRecharge?: string; json?: boolean }) =>
-      withContext(async (ctx) => {
-        const patch: AccountPatch = {};
-        if (options.plan !== undefined) patch.plan = options.plan;
-        if (options.rpm !== undefined) patch.requests_per_minute = perMinute(options.rpm, 'requests_per_minute');
-        if (options.tpm !== undefined) patch.tokens_per_minute = perMinute(options.tpm, 'tokens_per_minute');
-        if (options.dailyLimit !== undefined) patch.daily_limit = dailyLimit(options.dailyLimit);
-        if (options.invoice !== undefined) patch.billing = options.invoice === 'none' ? null : { processor: 'invoice', monthly_ceiling: usdOption(options.invoice, 'billing.monthly_ceiling') };
-        if (options.autoRecharge !== undefined) patch.auto_recharge = autoRecharge(options.autoRecharge);
-        if (!Object.keys(patch).length) throw invalidRequest('nothing to update: give --plan, --rpm, --tpm, --daily-limit, --invoice or --auto-recharge');
-        const account = await ctx.admin.updateAccount(id, patch);
-        if (options.json) return printJson(renderAccount(account, ctx));
-        printAccount(account, ctx);
-      }),
+    .action(
+      (
+        id: string,
+        options: {
+          plan?: string;
+          rpm?: string;
+          tpm?: string;
+          dailyLimit?: string;
+          invoice?: string;
+          autoRecharge?: string;
+          json?: boolean;
+        },
+      ) =>
+        withContext(async (ctx) => {
+          const patch: AccountPatch = {};
+          if (options.plan !== undefined) patch.plan = options.plan;
+          if (options.rpm !== undefined) patch.requests_per_minute = perMinute(options.rpm, 'requests_per_minute');
+          if (options.tpm !== undefined) patch.tokens_per_minute = perMinute(options.tpm, 'tokens_per_minute');
+          if (options.dailyLimit !== undefined) patch.daily_limit = dailyLimit(options.dailyLimit);
+          if (options.invoice !== undefined)
+            patch.billing =
+              options.invoice === 'none'
+                ? null
+                : { processor: 'invoice', monthly_ceiling: usdOption(options.invoice, 'billing.monthly_ceiling') };
+          if (options.autoRecharge !== undefined) patch.auto_recharge = autoRecharge(options.autoRecharge);
+          if (!Object.keys(patch).length)
+            throw invalidRequest(
+              'nothing to update: give --plan, --rpm, --tpm, --daily-limit, --invoice or --auto-recharge',
+            );
+          const account = await ctx.admin.updateAccount(id, patch);
+          if (options.json) return printJson(renderAccount(account, ctx));
+          printAccount(account, ctx);
+        }),
     );
 
   return accounts;
@@ -108,15 +138,29 @@ function printAccount(account: AccountRecord, ctx: CliContext): void {
     ['Created', when(account.createdAt)],
     ['Requests/min', `${limits.requestsPerMinute}${own(settings.requestsPerMinute !== undefined)}`],
     ['Tokens/min', `${limits.tokensPerMinute}${own(settings.tokensPerMinute !== undefined)}`],
-    ['Daily limit', `${limits.dailyLimitNano === null ? 'none' : money(limits.dailyLimitNano)}${own(settings.dailyLimitNano !== undefined)}`],
-    ['Billing', settings.billing ? `${settings.billing.processor}, ceiling ${settings.billing.monthlyCeilingNano === null ? 'none' : `${money(settings.billing.monthlyCeilingNano)}/month`}` : 'none'],
-    ['Auto-recharge', autoRecharge.enabled ? `adds ${money(autoRecharge.amountNano)} below ${money(autoRecharge.thresholdNano)}` : 'off'],
+    [
+      'Daily limit',
+      `${limits.dailyLimitNano === null ? 'none' : money(limits.dailyLimitNano)}${own(settings.dailyLimitNano !== undefined)}`,
+    ],
+    [
+      'Billing',
+      settings.billing
+        ? `${settings.billing.processor}, ceiling ${settings.billing.monthlyCeilingNano === null ? 'none' : `${money(settings.billing.monthlyCeilingNano)}/month`}`
+        : 'none',
+    ],
+    [
+      'Auto-recharge',
+      autoRecharge.enabled
+        ? `adds ${money(autoRecharge.amountNano)} below ${money(autoRecharge.thresholdNano)}`
+        : 'off',
+    ],
   ]);
 }
 
 function perMinute(value: string, param: string): number | null {
   if (value === 'none') return null;
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw invalidRequest(`${param} must be a positive whole number or "none"`, param);
+  if (!/^\d+$/.test(value) || Number(value) < 1)
+    throw invalidRequest(`${param} must be a positive whole number or "none"`, param);
   return Number(value);
 }
 
@@ -129,6 +173,11 @@ function dailyLimit(value: string): number | null | 'none' {
 function autoRecharge(value: string): NonNullable<AccountPatch['auto_recharge']> {
   if (value === 'off') return { enabled: false };
   const [threshold, amount] = value.split(':');
-  if (threshold === undefined || amount === undefined) throw invalidRequest('auto_recharge must be <threshold>:<amount> in USD, or "off"', 'auto_recharge');
-  return { enabled: true, threshold: usdOption(threshold, 'auto_recharge.threshold'), amount: usdOption(amount, 'auto_recharge.amount') };
+  if (threshold === undefined || amount === undefined)
+    throw invalidRequest('auto_recharge must be <threshold>:<amount> in USD, or "off"', 'auto_recharge');
+  return {
+    enabled: true,
+    threshold: usdOption(threshold, 'auto_recharge.threshold'),
+    amount: usdOption(amount, 'auto_recharge.amount'),
+  };
 }

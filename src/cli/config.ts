@@ -7,12 +7,16 @@ export function configCommand(): Command {
   const config = new Command('config').description('Check the configuration, or print its JSON Schema for editors');
   config
     .command('check')
-    .description('Load and validate the configuration (defaults, tollgate.config.yaml, environment); print the problem if any')
+    .description(
+      'Load and validate the configuration (defaults, tollgate.config.yaml, environment); print the problem if any',
+    )
     .option('--json', 'print the merged configuration as JSON (secrets hidden)')
     .action((options: { json?: boolean }) => {
       const loaded = loadConfig();
       if (options.json) return printJson({ ...hideSecrets(loaded), models: loaded.models.map((m) => m.id) });
-      print(`The configuration is valid: ${loaded.models.length} models, ${Object.keys(loaded.providers).length} providers configured.`);
+      print(
+        `The configuration is valid: ${loaded.models.length} models, ${Object.keys(loaded.providers).length} providers configured.`,
+      );
     });
   config
     .command('schema')

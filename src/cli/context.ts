@@ -19,7 +19,12 @@ export async function withContext<T>(fn: (context: CliContext) => Promise<T>): P
   // With Redis, running replicas hear of revocations and account changes at once (else within their 1 s refresh).
   const bus = config.redis_url ? new RedisChangeBus({ url: config.redis_url, prefix: config.redis_prefix }) : undefined;
   try {
-    const admin = new AdminService(storage, config, await keySecret(storage, config), bus ? { onChange: (change) => bus.publish(change) } : {});
+    const admin = new AdminService(
+      storage,
+      config,
+      await keySecret(storage, config),
+      bus ? { onChange: (change) => bus.publish(change) } : {},
+    );
     return await fn({ config, storage, admin, limitsFor: planLimits(config) });
   } finally {
     await bus?.close();

@@ -21,7 +21,12 @@ export function creditsCommand(): Command {
       withContext(async (ctx) => {
         const { appliedNano, balanceNano } = await ctx.admin.addCredits(options.account, options.amount, options.note);
         if (options.json) {
-          return printJson({ object: 'credit_adjustment', account_id: options.account, amount: usdNumber(appliedNano), balance: { credits: usdNumber(balanceNano), currency: 'USD' } });
+          return printJson({
+            object: 'credit_adjustment',
+            account_id: options.account,
+            amount: usdNumber(appliedNano),
+            balance: { credits: usdNumber(balanceNano), currency: 'USD' },
+          });
         }
         print(`Applied ${money(appliedNano)} to ${options.account}; balance is now ${money(balanceNano)}`);
       }),
@@ -37,7 +42,11 @@ export function creditsCommand(): Command {
         const { account } = await ctx.admin.getAccount(options.account);
         const entries = await ctx.storage.ledger.list(account.id, { limit: LEDGER_ENTRIES });
         if (options.json) {
-          return printJson({ account_id: account.id, balance: { credits: usdNumber(account.balanceNano), currency: 'USD' }, ledger: entries.map(renderLedgerEntry) });
+          return printJson({
+            account_id: account.id,
+            balance: { credits: usdNumber(account.balanceNano), currency: 'USD' },
+            ledger: entries.map(renderLedgerEntry),
+          });
         }
         print(`Balance of ${account.id}: ${money(account.balanceNano)}`, '');
         printTable(

@@ -34,7 +34,14 @@ export function keysCommand(): Command {
           environment: options.env as Environment,
           permissions: options.permissions as Permission,
           ...(options.name ? { name: options.name } : {}),
-          ...(options.models ? { models: options.models.split(',').map((m) => m.trim()).filter(Boolean) } : {}),
+          ...(options.models
+            ? {
+                models: options.models
+                  .split(',')
+                  .map((m) => m.trim())
+                  .filter(Boolean),
+              }
+            : {}),
           ...(options.spendLimit !== undefined ? { spend_limit: usdOption(options.spendLimit, 'spend_limit') } : {}),
         };
         const { record, key } = await ctx.admin.createKey(options.account, request);
@@ -45,8 +52,10 @@ export function keysCommand(): Command {
           ['Name', record.name],
           ['Environment', record.environment],
           ['Permissions', record.permissions],
-          ...(record.models.length ? [['Models', record.models.join(', ')] as [string, string]] : []),
-          ...(record.spendLimitNano !== null ? [['Spend limit', money(record.spendLimitNano)] as [string, string]] : []),
+          ...(record.models.length ? [['Models', record.models.join(', ')] satisfies [string, string]] : []),
+          ...(record.spendLimitNano !== null
+            ? [['Spend limit', money(record.spendLimitNano)] satisfies [string, string]]
+            : []),
           ['API key', key],
         ]);
         print('', 'The API key is shown once: store it now, it cannot be shown again.');

@@ -13,9 +13,10 @@ import { openapiCommand } from './openapi.js';
 import { purchasesCommand } from './purchases.js';
 import { migrateCommand, startCommand } from './server.js';
 
-
 const program = new Command('tollgate')
-  .description('OpenAI-compatible LLM gateway with prepaid USD credits.\nCommands other than start act directly on the database configured for the server (TOLLGATE_DATA_DIR, DATABASE_URL, TOLLGATE_CONFIG).')
+  .description(
+    'OpenAI-compatible LLM gateway with prepaid USD credits.\nCommands other than start act directly on the database configured for the server (TOLLGATE_DATA_DIR, DATABASE_URL, TOLLGATE_CONFIG).',
+  )
   .version(VERSION)
   .showHelpAfterError()
   .addCommand(startCommand())

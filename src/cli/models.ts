@@ -26,6 +26,7 @@ export function modelsCommand(): Command {
         ]),
       );
       const inactive = models.filter((m) => !m.active).length;
-      if (inactive) print('', `${inactive} of ${models.length} models are inactive until their provider is configured.`);
+      if (inactive)
+        print('', `${inactive} of ${models.length} models are inactive until their provider is configured.`);
     });
 }

@@ -6,5 +6,7 @@ export function openapiCommand(): Command {
   return new Command('openapi')
     .description('Print the OpenAPI 3.1 document of the HTTP API (the one served at GET /v1/openapi.json)')
     .option('--markdown', 'print the API reference rendered as Markdown instead')
-    .action((options: { markdown?: boolean }) => (options.markdown ? print(renderReference(openApiDocument()).trimEnd()) : printJson(openApiDocument())));
+    .action((options: { markdown?: boolean }) =>
+      options.markdown ? print(renderReference(openApiDocument()).trimEnd()) : printJson(openApiDocument()),
+    );
 }

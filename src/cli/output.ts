@@ -15,7 +15,11 @@ export function print(...lines: string[]): void {
 export function printTable(header: string[], rows: string[][]): void {
   if (!rows.length) return print('(none)');
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   print(line(header), ...rows.map(line));
 }
 

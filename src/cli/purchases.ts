@@ -8,7 +8,9 @@ import { withContext } from './context.js';
 import { money, print, printJson, printTable, when } from './output.js';
 
 export function purchasesCommand(): Command {
-  const purchases = new Command('purchases').description("Show an account's credit purchases (Stripe Checkout) and refund one");
+  const purchases = new Command('purchases').description(
+    "Show an account's credit purchases (Stripe Checkout) and refund one",
+  );
 
   purchases
     .command('list')
@@ -19,21 +21,33 @@ export function purchasesCommand(): Command {
     .action((options: { account: string; limit: string; json?: boolean }) =>
       withContext(async (ctx) => {
         const limit = Number(options.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw invalidRequest('limit must be 1 to 500', 'limit');
+        if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+          throw invalidRequest('limit must be 1 to 500', 'limit');
         const { account } = await ctx.admin.getAccount(options.account);
         const items = await ctx.storage.purchases.list(account.id, { limit });
-        if (options.json) return printJson({ object: 'list', data: items.map(renderPurchase), has_more: items.length === limit });
+        if (options.json)
+          return printJson({ object: 'list', data: items.map(renderPurchase), has_more: items.length === limit });
         print(`Purchases of ${account.id}:`, '');
         printTable(
           ['ID', 'CREATED', 'AMOUNT', 'STATUS', 'PAID', 'STRIPE PAYMENT', 'RECEIPT'],
-          items.map((p) => [p.id, when(p.createdAt), money(p.amountNano), p.status, when(p.paidAt), p.paymentIntentId ?? p.checkoutSessionId ?? '-', p.receiptUrl ?? '-']),
+          items.map((p) => [
+            p.id,
+            when(p.createdAt),
+            money(p.amountNano),
+            p.status,
+            when(p.paidAt),
+            p.paymentIntentId ?? p.checkoutSessionId ?? '-',
+            p.receiptUrl ?? '-',
+          ]),
         );
       }),
     );
 
   purchases
     .command('refund <purchase>')
-    .description('Refund a paid purchase through Stripe and debit it from the balance (default: all that is left of it)')
+    .description(
+      'Refund a paid purchase through Stripe and debit it from the balance (default: all that is left of it)',
+    )
     .requiredOption('--account <id>', 'account id')
     .option('--amount <usd>', 'USD to refund (default: what is left of the purchase)')
     .option('--json', 'print JSON (the admin API shape)')
@@ -44,11 +58,18 @@ export function purchasesCommand(): Command {
         await ctx.admin.getAccount(options.account);
         const amount = options.amount === undefined ? undefined : usd(options.amount, 'amount');
         // Running gateways reload the balance within a second.
-        const reversals = new Reversals(ctx.storage, stripeClient(secret_key, api_base), pino({ level: 'warn' }), () => {});
+        const reversals = new Reversals(
+          ctx.storage,
+          stripeClient(secret_key, api_base),
+          pino({ level: 'warn' }),
+          () => {},
+        );
         const refunded = await reversals.refund(options.account, purchase, amount);
         const { account } = await ctx.admin.getAccount(options.account);
         if (options.json) return printJson(renderRefund(refunded, account.balanceNano));
-        print(`Refunded ${money(refunded.refundedNano)} of ${purchase} in all (Stripe refund ${refunded.refundId}, ${refunded.status ?? 'unknown'}).`);
+        print(
+          `Refunded ${money(refunded.refundedNano)} of ${purchase} in all (Stripe refund ${refunded.refundId}, ${refunded.status ?? 'unknown'}).`,
+        );
         print(`Debited now: ${money(refunded.debitedNano)}. Balance: ${money(account.balanceNano)}.`);
       }),
     );

@@ -5,7 +5,9 @@ import { print } from './output.js';
 
 export function startCommand(): Command {
   return new Command('start')
-    .description('Run the gateway server (the same as `npm start`; configured by tollgate.config.yaml and the environment)')
+    .description(
+      'Run the gateway server (the same as `npm start`; configured by tollgate.config.yaml and the environment)',
+    )
     .action(async () => {
       const { main } = await import('../main.js');
       await main();
@@ -17,7 +19,14 @@ export function migrateCommand(): Command {
     .description('Apply pending database migrations (the server also applies them when it starts)')
     .action(async () => {
       const config = loadConfig();
-      const { dialect, applied } = await migrateStorage({ dataDir: config.storage.data_dir, databaseUrl: config.storage.database_url });
-      print(applied.length ? `Applied to the ${dialect} database: ${applied.join(', ')}` : `The ${dialect} database is up to date`);
+      const { dialect, applied } = await migrateStorage({
+        dataDir: config.storage.data_dir,
+        databaseUrl: config.storage.database_url,
+      });
+      print(
+        applied.length
+          ? `Applied to the ${dialect} database: ${applied.join(', ')}`
+          : `The ${dialect} database is up to date`,
+      );
     });
 }

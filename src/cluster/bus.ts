@@ -19,7 +19,11 @@ export interface ChangeBus {
 }
 
 /** Runs each handler in turn; a failing handler does not stop the others. */
-export async function dispatch(handlers: readonly ChangeHandler[], change: Change, onError: (error: unknown) => void): Promise<void> {
+export async function dispatch(
+  handlers: readonly ChangeHandler[],
+  change: Change,
+  onError: (error: unknown) => void,
+): Promise<void> {
   for (const handler of handlers) {
     try {
       await handler(change);

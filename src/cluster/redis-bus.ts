@@ -63,7 +63,11 @@ export class RedisChangeBus implements ChangeBus {
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all([this.publisher, this.subscriber].map((redis) => (redis.status === 'ready' ? redis.quit().catch(() => redis.disconnect()) : redis.disconnect())));
+    await Promise.all(
+      [this.publisher, this.subscriber].map((redis) =>
+        redis.status === 'ready' ? redis.quit().catch(() => redis.disconnect()) : redis.disconnect(),
+      ),
+    );
   }
 
   private parse(message: string): Change | undefined {
@@ -74,7 +78,7 @@ export class RedisChangeBus implements ChangeBus {
       return undefined;
     }
     if (typeof value !== 'object' || value === null) return undefined;
-    const { origin, accountId, keyId } = value as Record<string, unknown>;
+    const { origin, accountId, keyId }: { origin?: unknown; accountId?: unknown; keyId?: unknown } = value;
     if (origin === this.origin) return undefined;
     return {
       ...(typeof accountId === 'string' ? { accountId } : {}),

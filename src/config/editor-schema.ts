@@ -21,7 +21,9 @@ function optionalOutsideLists(schema: Record<string, unknown>): Record<string, u
   const out: Record<string, unknown> = { ...schema };
   delete out.required;
   if (isSchemaMap(out.properties)) {
-    out.properties = Object.fromEntries(Object.entries(out.properties).map(([key, value]) => [key, optionalOutsideLists(value)]));
+    out.properties = Object.fromEntries(
+      Object.entries(out.properties).map(([key, value]) => [key, optionalOutsideLists(value)]),
+    );
   }
   if (isSchemaMap(out.patternProperties)) {
     out.patternProperties = Object.fromEntries(

@@ -13,7 +13,15 @@ import { KNOWN_PROVIDERS } from './providers.js';
 import { ConfigSchema, type Config, type ModelConfig } from './schema.js';
 import { SubstitutionError, substituteEnvInObject } from './substitute.js';
 
-export type { Config, ModelConfig, PlanConfig, Capabilities, ProviderSettings, DeploymentConfig, RoutingConfig } from './schema.js';
+export type {
+  Config,
+  ModelConfig,
+  PlanConfig,
+  Capabilities,
+  ProviderSettings,
+  DeploymentConfig,
+  RoutingConfig,
+} from './schema.js';
 export { KNOWN_PROVIDERS, SANDBOX_PROVIDER_ID, type KnownProvider, type ProviderApi } from './providers.js';
 
 export class ConfigError extends Error {
@@ -81,7 +89,8 @@ export interface LoadOptions {
 export function loadConfig(options: LoadOptions = {}): Config {
   const env = options.env ?? process.env;
   let merged: Record<string, unknown> = defaultConfig();
-  const file = options.file ?? env.TOLLGATE_CONFIG ?? (existsSync('tollgate.config.yaml') ? 'tollgate.config.yaml' : undefined);
+  const file =
+    options.file ?? env.TOLLGATE_CONFIG ?? (existsSync('tollgate.config.yaml') ? 'tollgate.config.yaml' : undefined);
   if (file) merged = deepMerge(merged, withEnv(readYaml(file), env));
   merged = deepMerge(merged, fromEnv(env));
   if (options.overrides) merged = deepMerge(merged, options.overrides);
@@ -206,13 +215,17 @@ function checkConsistency(config: Config): void {
   }
   const { min_amount, max_amount } = config.payments.purchase;
   for (const [name, value] of Object.entries({ min_amount, max_amount })) {
-    if (Math.round(value * 100) / 100 !== value) throw new ConfigError(`Invalid configuration: payments.purchase.${name}: whole cents only`);
+    if (Math.round(value * 100) / 100 !== value)
+      throw new ConfigError(`Invalid configuration: payments.purchase.${name}: whole cents only`);
   }
-  if (min_amount > max_amount) throw new ConfigError('Invalid configuration: payments.purchase.min_amount: larger than max_amount');
+  if (min_amount > max_amount)
+    throw new ConfigError('Invalid configuration: payments.purchase.min_amount: larger than max_amount');
   const knownIds = new Set([...KNOWN_PROVIDERS.map((p) => p.id), 'sandbox']);
   for (const [id, settings] of Object.entries(config.providers)) {
     if (!knownIds.has(id) && !settings.base_url) {
-      throw new ConfigError(`Invalid configuration: providers.${id}.base_url: required for a provider tollgate does not know`);
+      throw new ConfigError(
+        `Invalid configuration: providers.${id}.base_url: required for a provider tollgate does not know`,
+      );
     }
   }
   const names = new Map<string, string>();
@@ -223,7 +236,9 @@ function checkConsistency(config: Config): void {
     }
     model.deployments?.forEach((deployment, i) => {
       if (!knownIds.has(deployment.provider) && !config.providers[deployment.provider]) {
-        throw new ConfigError(`Invalid configuration: ${where}.deployments[${i}].provider: unknown provider "${deployment.provider}"`);
+        throw new ConfigError(
+          `Invalid configuration: ${where}.deployments[${i}].provider: unknown provider "${deployment.provider}"`,
+        );
       }
     });
     for (const side of ['prompt', 'completion'] as const) {

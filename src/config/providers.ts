@@ -15,9 +15,23 @@ export interface KnownProvider {
 }
 
 export const KNOWN_PROVIDERS: readonly KnownProvider[] = [
-  { id: 'openai', api: 'openai', name: 'OpenAI', env: 'OPENAI', defaultBaseUrl: 'https://api.openai.com/v1', keyless: false },
+  {
+    id: 'openai',
+    api: 'openai',
+    name: 'OpenAI',
+    env: 'OPENAI',
+    defaultBaseUrl: 'https://api.openai.com/v1',
+    keyless: false,
+  },
   // Native adapters: Anthropic's Messages API and Gemini's generateContent.
-  { id: 'anthropic', api: 'anthropic', name: 'Anthropic', env: 'ANTHROPIC', defaultBaseUrl: 'https://api.anthropic.com/v1', keyless: false },
+  {
+    id: 'anthropic',
+    api: 'anthropic',
+    name: 'Anthropic',
+    env: 'ANTHROPIC',
+    defaultBaseUrl: 'https://api.anthropic.com/v1',
+    keyless: false,
+  },
   {
     id: 'gemini',
     api: 'gemini',
@@ -26,11 +40,46 @@ export const KNOWN_PROVIDERS: readonly KnownProvider[] = [
     defaultBaseUrl: 'https://generativelanguage.googleapis.com/v1beta',
     keyless: false,
   },
-  { id: 'mistral', api: 'openai', name: 'Mistral AI', env: 'MISTRAL', defaultBaseUrl: 'https://api.mistral.ai/v1', keyless: false },
-  { id: 'groq', api: 'openai', name: 'Groq', env: 'GROQ', defaultBaseUrl: 'https://api.groq.com/openai/v1', keyless: false },
-  { id: 'deepseek', api: 'openai', name: 'DeepSeek', env: 'DEEPSEEK', defaultBaseUrl: 'https://api.deepseek.com/v1', keyless: false },
-  { id: 'together', api: 'openai', name: 'Together AI', env: 'TOGETHER', defaultBaseUrl: 'https://api.together.xyz/v1', keyless: false },
-  { id: 'ollama', api: 'openai', name: 'Ollama', env: 'OLLAMA', defaultBaseUrl: 'http://127.0.0.1:11434/v1', keyless: true },
+  {
+    id: 'mistral',
+    api: 'openai',
+    name: 'Mistral AI',
+    env: 'MISTRAL',
+    defaultBaseUrl: 'https://api.mistral.ai/v1',
+    keyless: false,
+  },
+  {
+    id: 'groq',
+    api: 'openai',
+    name: 'Groq',
+    env: 'GROQ',
+    defaultBaseUrl: 'https://api.groq.com/openai/v1',
+    keyless: false,
+  },
+  {
+    id: 'deepseek',
+    api: 'openai',
+    name: 'DeepSeek',
+    env: 'DEEPSEEK',
+    defaultBaseUrl: 'https://api.deepseek.com/v1',
+    keyless: false,
+  },
+  {
+    id: 'together',
+    api: 'openai',
+    name: 'Together AI',
+    env: 'TOGETHER',
+    defaultBaseUrl: 'https://api.together.xyz/v1',
+    keyless: false,
+  },
+  {
+    id: 'ollama',
+    api: 'openai',
+    name: 'Ollama',
+    env: 'OLLAMA',
+    defaultBaseUrl: 'http://127.0.0.1:11434/v1',
+    keyless: true,
+  },
   { id: 'vllm', api: 'openai', name: 'vLLM', env: 'VLLM', defaultBaseUrl: 'http://127.0.0.1:8000/v1', keyless: true },
 ];
 

@@ -32,7 +32,10 @@ function substituteString(text: string, env: Env, path: string): unknown {
     if (match === '$${') return '${';
     const set = env[name!];
     if (fallback !== undefined) return set ? set : fallback;
-    if (set === undefined) throw new SubstitutionError(`${path || '(root)'}: environment variable ${name} is not set (write \${${name}:-default} for a fallback)`);
+    if (set === undefined)
+      throw new SubstitutionError(
+        `${path || '(root)'}: environment variable ${name} is not set (write \${${name}:-default} for a fallback)`,
+      );
     return set;
   });
   if (!WHOLE_REFERENCE.test(text)) return replaced;

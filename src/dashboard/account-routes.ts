@@ -25,7 +25,11 @@ const SettingsPatch = Type.Object(
   {
     auto_recharge: Type.Optional(
       Type.Object(
-        { enabled: Type.Optional(Type.Boolean()), threshold: Type.Optional(Type.Number({ minimum: 0 })), amount: Type.Optional(Type.Number({ minimum: 0 })) },
+        {
+          enabled: Type.Optional(Type.Boolean()),
+          threshold: Type.Optional(Type.Number({ minimum: 0 })),
+          amount: Type.Optional(Type.Number({ minimum: 0 })),
+        },
         { additionalProperties: false },
       ),
     ),
@@ -36,7 +40,12 @@ const SettingsPatch = Type.Object(
 
 const EnvironmentQuery = Type.Object({ environment: QueryValue });
 const LedgerQuery = Type.Object({ limit: QueryValue, before: QueryValue });
-const ModelsQuery = Type.Object({ provider: QueryValue, capability: QueryValue, active_only: QueryValue, include_capabilities: QueryValue });
+const ModelsQuery = Type.Object({
+  provider: QueryValue,
+  capability: QueryValue,
+  active_only: QueryValue,
+  include_capabilities: QueryValue,
+});
 type Query = Partial<Record<string, string | string[]>>;
 
 export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
@@ -66,13 +75,21 @@ export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
     const { id } = request.params;
     const key = await deps.storage.keys.get(id);
     // Another account's key is as unknown as a key that does not exist.
-    if (!key || key.accountId !== account.id) throw new GatewayError('not_found', { message: `No key ${id}`, param: 'id' });
+    if (!key || key.accountId !== account.id)
+      throw new GatewayError('not_found', { message: `No key ${id}`, param: 'id' });
     return renderKey(await deps.admin.revokeKey(id));
   });
 
   scope.get('/api/overview', { schema: { querystring: EnvironmentQuery } }, async (request) => {
     const account = await signedInAccount(request);
-    return overview(deps.storage, deps.config, deps.processors, account, deps.limitsFor(account), environmentParam(request.query));
+    return overview(
+      deps.storage,
+      deps.config,
+      deps.processors,
+      account,
+      deps.limitsFor(account),
+      environmentParam(request.query),
+    );
   });
 
   scope.get('/api/usage', { schema: { querystring: EnvironmentQuery } }, async (request) => {
@@ -92,11 +109,17 @@ export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
     const { query } = request;
     const limitText = stringParam(query, 'limit') ?? '20';
     const limit = Number(limitText);
-    if (!/^\d+$/.test(limitText) || limit < 1 || limit > 100) throw invalidRequest("Invalid value for 'limit': a whole number from 1 to 100", 'limit');
+    if (!/^\d+$/.test(limitText) || limit < 1 || limit > 100)
+      throw invalidRequest("Invalid value for 'limit': a whole number from 1 to 100", 'limit');
     const before = stringParam(query, 'before');
     const rows = await deps.storage.ledger.list(account.id, { limit: limit + 1, ...(before ? { before } : {}) });
     const page = rows.slice(0, limit);
-    return { object: 'list', data: page.map(renderLedgerEntry), has_more: rows.length > limit, next_before: rows.length > limit ? page.at(-1)!.id : null };
+    return {
+      object: 'list',
+      data: page.map(renderLedgerEntry),
+      has_more: rows.length > limit,
+      next_before: rows.length > limit ? page.at(-1)!.id : null,
+    };
   });
 
   // The catalog as GET /v1/models shows it, with the same filters.
@@ -107,11 +130,18 @@ export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
     const capabilityName = stringParam(query, 'capability');
     const capability = capabilityName === undefined ? undefined : CAPABILITY_ALIASES[capabilityName];
     if (capabilityName !== undefined && !capability) {
-      throw invalidRequest(`Invalid value for 'capability': use one of ${Object.keys(CAPABILITY_ALIASES).join(', ')}`, 'capability');
+      throw invalidRequest(
+        `Invalid value for 'capability': use one of ${Object.keys(CAPABILITY_ALIASES).join(', ')}`,
+        'capability',
+      );
     }
     const activeOnly = booleanParam(query, 'active_only', true);
     const detailed = booleanParam(query, 'include_capabilities', false);
-    const models = deps.catalog.list({ activeOnly, ...(provider ? { provider } : {}), ...(capability ? { capability } : {}) });
+    const models = deps.catalog.list({
+      activeOnly,
+      ...(provider ? { provider } : {}),
+      ...(capability ? { capability } : {}),
+    });
     return { object: 'list', data: models.map((m) => renderModel(m, deps.performance.figures(m.id), detailed)) };
   });
 }
@@ -125,12 +155,14 @@ function stringParam(query: Query, name: string): string | undefined {
 function booleanParam(query: Query, name: string, fallback: boolean): boolean {
   const value = stringParam(query, name);
   if (value === undefined) return fallback;
-  if (value !== 'true' && value !== 'false') throw invalidRequest(`Invalid value for '${name}': expected true or false, got '${value}'`, name);
+  if (value !== 'true' && value !== 'false')
+    throw invalidRequest(`Invalid value for '${name}': expected true or false, got '${value}'`, name);
   return value === 'true';
 }
 
 function environmentParam(query: Query): Environment {
   const value = stringParam(query, 'environment') ?? 'live';
-  if (value !== 'live' && value !== 'test') throw invalidRequest("Invalid value for 'environment': expected live or test", 'environment');
+  if (value !== 'live' && value !== 'test')
+    throw invalidRequest("Invalid value for 'environment': expected live or test", 'environment');
   return value;
 }

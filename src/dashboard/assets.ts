@@ -42,13 +42,18 @@ export interface Bundle {
 
 /** dist/web next to dist/dashboard when running the build; dist/web from the sources when running under tsx. */
 export function loadBundle(): Bundle | undefined {
-  const candidates = [new URL('../web/', import.meta.url), new URL('../../dist/web/', import.meta.url)].map((url) => fileURLToPath(url));
+  const candidates = [new URL('../web/', import.meta.url), new URL('../../dist/web/', import.meta.url)].map((url) =>
+    fileURLToPath(url),
+  );
   const dir = candidates.find((candidate) => existsSync(`${candidate}index.html`));
   if (!dir) return undefined;
   const assets = new Map<string, Asset>();
   if (existsSync(`${dir}assets`)) {
     for (const name of readdirSync(`${dir}assets`)) {
-      assets.set(name, { body: readFileSync(`${dir}assets/${name}`), type: TYPES[extname(name)] ?? 'application/octet-stream' });
+      assets.set(name, {
+        body: readFileSync(`${dir}assets/${name}`),
+        type: TYPES[extname(name)] ?? 'application/octet-stream',
+      });
     }
   }
   return { html: readFileSync(`${dir}index.html`), assets };
@@ -65,14 +70,23 @@ function securityHeaders(reply: FastifyReply): FastifyReply {
 
 export function assetRoutes(scope: FastifyInstance, bundle: Bundle | undefined): void {
   const page = async (_request: unknown, reply: FastifyReply) => {
-    if (!bundle) throw new GatewayError('service_unavailable', { message: 'The dashboard has not been built; run `npm run build`' });
-    return securityHeaders(reply).header('cache-control', 'no-cache').type('text/html; charset=utf-8').send(bundle.html);
+    if (!bundle)
+      throw new GatewayError('service_unavailable', {
+        message: 'The dashboard has not been built; run `npm run build`',
+      });
+    return securityHeaders(reply)
+      .header('cache-control', 'no-cache')
+      .type('text/html; charset=utf-8')
+      .send(bundle.html);
   };
 
   scope.get('/assets/:file', async (request, reply) => {
     const asset = bundle?.assets.get((request.params as { file: string }).file);
     if (!asset) throw new GatewayError('not_found', { message: 'No such dashboard asset' });
-    return securityHeaders(reply).header('cache-control', 'public, max-age=31536000, immutable').type(asset.type).send(asset.body);
+    return securityHeaders(reply)
+      .header('cache-control', 'public, max-age=31536000, immutable')
+      .type(asset.type)
+      .send(asset.body);
   });
   scope.all('/api/*', async (request) => {
     throw new GatewayError('not_found', { message: `Unknown route: ${request.method} ${request.url.split('?')[0]}` });

@@ -9,7 +9,10 @@ import { PASSWORD_MAX, verifyNothing, verifyPassword } from './passwords.js';
 import type { Sessions } from './session.js';
 
 export const Credentials = Type.Object(
-  { email: Type.String({ minLength: 1, maxLength: 320 }), password: Type.String({ minLength: 1, maxLength: PASSWORD_MAX }) },
+  {
+    email: Type.String({ minLength: 1, maxLength: 320 }),
+    password: Type.String({ minLength: 1, maxLength: PASSWORD_MAX }),
+  },
   { additionalProperties: false },
 );
 export type Credentials = Static<typeof Credentials>;
@@ -28,7 +31,10 @@ export function signinThrottle(deps: HttpDeps): (request: FastifyRequest, email:
     for (const [subject, requestsPerMinute] of checks) {
       const decision = await deps.limiter.admit(subject, { requestsPerMinute, tokensPerMinute: 1_000_000_000 }, 0);
       if (!decision.allowed) {
-        throw new GatewayError('rate_limit_exceeded', { message: 'Too many sign-in attempts; try again later', retryAfter: decision.retryAfterSeconds });
+        throw new GatewayError('rate_limit_exceeded', {
+          message: 'Too many sign-in attempts; try again later',
+          retryAfter: decision.retryAfterSeconds,
+        });
       }
     }
   };
@@ -44,13 +50,20 @@ export function authRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessi
     const signedIn = await sessions.current(request);
     const account = signedIn && (await deps.storage.accounts.get(signedIn.accountId));
     if (signedIn && account) {
-      return { signed_in: true, email: account.email, account_id: account.id, csrf_token: signedIn.csrfToken, signup_enabled: settings.signup };
+      return {
+        signed_in: true,
+        email: account.email,
+        account_id: account.id,
+        csrf_token: signedIn.csrfToken,
+        signup_enabled: settings.signup,
+      };
     }
     return {
       signed_in: false,
       csrf_token: sessions.anonymousToken(request, reply),
       signup_enabled: settings.signup,
-      signup_credit: deps.config.smtp.url || deps.config.signup.grant_without_verification ? deps.config.credits.signup_grant : 0,
+      signup_credit:
+        deps.config.smtp.url || deps.config.signup.grant_without_verification ? deps.config.credits.signup_grant : 0,
       verification_required: deps.config.smtp.url !== undefined,
     };
   });
@@ -64,7 +77,9 @@ export function authRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessi
     const valid = account && user ? await verifyPassword(password, user.passwordHash) : await verifyNothing(password);
     if (!account || !user || !valid) throw new GatewayError('invalid_credentials');
     if (user.emailStatus === 'pending') {
-      throw new GatewayError('permission_denied', { message: 'Confirm your email first: follow the link we sent you (sign up again for a new one)' });
+      throw new GatewayError('permission_denied', {
+        message: 'Confirm your email first: follow the link we sent you (sign up again for a new one)',
+      });
     }
     const csrfToken = await sessions.start(request, reply, account.id);
     return { signed_in: true, email: account.email, account_id: account.id, csrf_token: csrfToken };

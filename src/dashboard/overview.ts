@@ -1,5 +1,12 @@
 /** What the Credits & usage page shows, read from the same stores as `GET /v1/credits`. */
-import { hasSavedPaymentMethod, parseUsd, usdNumber, utcDay, type PaymentProcessors, type PlanLimits } from '../billing/index.js';
+import {
+  hasSavedPaymentMethod,
+  parseUsd,
+  usdNumber,
+  utcDay,
+  type PaymentProcessors,
+  type PlanLimits,
+} from '../billing/index.js';
 import type { Config } from '../config/index.js';
 import { renderOwnAutoRecharge } from '../http/render.js';
 import type { AccountRecord, Environment, Storage, UsageTotals } from '../storage/index.js';
@@ -10,7 +17,11 @@ export function renderTotals(totals: UsageTotals) {
   return {
     credits_used: usdNumber(totals.creditsNano),
     requests: totals.requests,
-    tokens: { prompt: totals.promptTokens, completion: totals.completionTokens, total: totals.promptTokens + totals.completionTokens },
+    tokens: {
+      prompt: totals.promptTokens,
+      completion: totals.completionTokens,
+      total: totals.promptTokens + totals.completionTokens,
+    },
   };
 }
 
@@ -44,7 +55,9 @@ export async function overview(
           ? null
           : {
               credits: usdNumber(limits.dailyLimitNano),
-              remaining: usdNumber(limits.dailyLimitNano > liveToday.creditsNano ? limits.dailyLimitNano - liveToday.creditsNano : 0n),
+              remaining: usdNumber(
+                limits.dailyLimitNano > liveToday.creditsNano ? limits.dailyLimitNano - liveToday.creditsNano : 0n,
+              ),
             },
     },
     billing: {

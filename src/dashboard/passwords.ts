@@ -18,14 +18,59 @@ const DISTINCT_MIN = 5;
  * refused. A length rule plus this short list keeps the bundle small; a full estimator would add megabytes.
  */
 const COMMON = new Set([
-  'password', 'passw0rd', 'p@ssw0rd', 'p@ssword', 'qwerty', 'qwertyuiop', 'asdfghjkl', 'zxcvbnm', 'qwertyuiopasdfghjkl',
-  'qwertzuiop', 'azertyuiop', '1q2w3e4r5t6y', '1qaz2wsx3edc', 'abcdefghijkl', 'abcdefghijklmnop', 'abcdefghijklmnopqrstuvwxyz',
-  'abc123', 'iloveyou', 'letmein', 'welcome', 'admin', 'administrator', 'monkey', 'dragon', 'football', 'baseball',
-  'sunshine', 'princess', 'starwars', 'trustno1', 'whatever', 'superman', 'batman', 'master', 'shadow', 'michael',
-  'jennifer', 'computer', 'internet', 'changeme', 'secret', 'default', 'tollgate', 'correcthorsebatterystaple',
+  'password',
+  'passw0rd',
+  'p@ssw0rd',
+  'p@ssword',
+  'qwerty',
+  'qwertyuiop',
+  'asdfghjkl',
+  'zxcvbnm',
+  'qwertyuiopasdfghjkl',
+  'qwertzuiop',
+  'azertyuiop',
+  '1q2w3e4r5t6y',
+  '1qaz2wsx3edc',
+  'abcdefghijkl',
+  'abcdefghijklmnop',
+  'abcdefghijklmnopqrstuvwxyz',
+  'abc123',
+  'iloveyou',
+  'letmein',
+  'welcome',
+  'admin',
+  'administrator',
+  'monkey',
+  'dragon',
+  'football',
+  'baseball',
+  'sunshine',
+  'princess',
+  'starwars',
+  'trustno1',
+  'whatever',
+  'superman',
+  'batman',
+  'master',
+  'shadow',
+  'michael',
+  'jennifer',
+  'computer',
+  'internet',
+  'changeme',
+  'secret',
+  'default',
+  'tollgate',
+  'correcthorsebatterystaple',
 ]);
 
-const SEQUENCES = ['abcdefghijklmnopqrstuvwxyz', 'qwertyuiopasdfghjklzxcvbnm', 'qwertzuiopasdfghjklyxcvbnm', 'azertyuiopqsdfghjklmwxcvbn', '01234567890'];
+const SEQUENCES = [
+  'abcdefghijklmnopqrstuvwxyz',
+  'qwertyuiopasdfghjklzxcvbnm',
+  'qwertzuiopasdfghjklyxcvbnm',
+  'azertyuiopqsdfghjklmwxcvbn',
+  '01234567890',
+];
 const ADVICE = 'for example a few unrelated words';
 
 /** Why the password is too weak for a new account, or undefined when it will do. */
@@ -33,7 +78,8 @@ export function passwordWeakness(password: string): string | undefined {
   const lower = password.normalize('NFKC').toLowerCase();
   if ([...lower].length < PASSWORD_MIN) return `password must have at least ${PASSWORD_MIN} characters`;
   const compact = lower.replace(/\s/gu, '');
-  if (new Set(compact).size < DISTINCT_MIN) return `password needs at least ${DISTINCT_MIN} different characters, ${ADVICE}`;
+  if (new Set(compact).size < DISTINCT_MIN)
+    return `password needs at least ${DISTINCT_MIN} different characters, ${ADVICE}`;
   if (/^\d+$/.test(compact)) return `password must not be only digits, ${ADVICE}`;
   // "password1234", "Password!", "qwertyqwerty": a common root, repeated or with digits and punctuation around it.
   const root = compact.replace(/[^\p{L}]/gu, '').replace(/^(.+?)\1+$/u, '$1');
@@ -46,13 +92,20 @@ export function passwordWeakness(password: string): string | undefined {
 function isSequence(text: string): boolean {
   const chars = [...text];
   return SEQUENCES.some((sequence) =>
-    chars.every((c, i) => i === 0 || c === chars[i - 1] || (sequence.includes(c) && sequence.indexOf(c) === sequence.indexOf(chars[i - 1]!) + 1)),
+    chars.every(
+      (c, i) =>
+        i === 0 ||
+        c === chars[i - 1] ||
+        (sequence.includes(c) && sequence.indexOf(c) === sequence.indexOf(chars[i - 1]!) + 1),
+    ),
   );
 }
 
 function derive(password: string, salt: Buffer, options: ScryptOptions & { N: number }): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, { ...options, maxmem: MAX_MEMORY }, (error, key) => (error ? reject(error) : resolve(key)));
+    scrypt(password.normalize('NFKC'), salt, KEY_LENGTH, { ...options, maxmem: MAX_MEMORY }, (error, key) =>
+      error ? reject(error) : resolve(key),
+    );
   });
 }
 

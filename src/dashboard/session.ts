@@ -72,7 +72,13 @@ export class Sessions {
     const now = Date.now();
     const cookie = token();
     const csrfToken = token();
-    await this.storage.users.createSession({ tokenHash: sha256(cookie), accountId, csrfToken, createdAt: now, expiresAt: now + this.ttlMs });
+    await this.storage.users.createSession({
+      tokenHash: sha256(cookie),
+      accountId,
+      csrfToken,
+      createdAt: now,
+      expiresAt: now + this.ttlMs,
+    });
     reply.setCookie(SESSION_COOKIE, cookie, this.cookieOptions(request, Math.floor(this.ttlMs / 1000)));
     reply.clearCookie(ANONYMOUS_COOKIE, this.cookieOptions(request));
     // Housekeeping on a path that is rare and not latency-sensitive.
@@ -99,7 +105,10 @@ export class Sessions {
   async checkUnsafe(request: FastifyRequest, allowAnonymous: boolean): Promise<void> {
     const origin = request.headers.origin;
     const site = request.headers['sec-fetch-site'];
-    const crossOrigin = origin !== undefined ? origin !== `${request.protocol}://${request.host}` : site !== undefined && site !== 'same-origin';
+    const crossOrigin =
+      origin !== undefined
+        ? origin !== `${request.protocol}://${request.host}`
+        : site !== undefined && site !== 'same-origin';
     if (crossOrigin) throw refused('Cross-origin requests to the dashboard are refused');
     const presented = request.headers['x-csrf-token'];
     const header = typeof presented === 'string' ? presented : undefined;

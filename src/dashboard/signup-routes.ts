@@ -18,7 +18,10 @@ import { hashPassword, passwordWeakness } from './passwords.js';
 import type { Sessions } from './session.js';
 
 const HOUR_MS = 3_600_000;
-const VerifyBody = Type.Object({ token: Type.String({ minLength: 1, maxLength: 128 }) }, { additionalProperties: false });
+const VerifyBody = Type.Object(
+  { token: Type.String({ minLength: 1, maxLength: 128 }) },
+  { additionalProperties: false },
+);
 const CHECK_YOUR_EMAIL = { signed_in: false, verification_sent: true } as const;
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -49,11 +52,32 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
     send.send(mail).catch((error: unknown) => request.log.error({ err: error }, 'sign-up email could not be sent'));
   }
 
-  async function emailLink(request: FastifyRequest, send: Mailer, accountId: string, email: string, passwordHash: string): Promise<void> {
+  async function emailLink(
+    request: FastifyRequest,
+    send: Mailer,
+    accountId: string,
+    email: string,
+    passwordHash: string,
+  ): Promise<void> {
     const token = randomBytes(32).toString('base64url');
     const now = Date.now();
-    await users.createVerification({ tokenHash: sha256(token), accountId, passwordHash, createdAt: now, expiresAt: now + signup.verification_ttl_hours * HOUR_MS });
-    sendLater(request, send, verificationMail(email, `${publicBase(request)}/dashboard/verify#${token}`, signup.verification_ttl_hours, credits.signup_grant));
+    await users.createVerification({
+      tokenHash: sha256(token),
+      accountId,
+      passwordHash,
+      createdAt: now,
+      expiresAt: now + signup.verification_ttl_hours * HOUR_MS,
+    });
+    sendLater(
+      request,
+      send,
+      verificationMail(
+        email,
+        `${publicBase(request)}/dashboard/verify#${token}`,
+        signup.verification_ttl_hours,
+        credits.signup_grant,
+      ),
+    );
   }
 
   function publicBase(request: FastifyRequest): string {
@@ -61,7 +85,10 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
   }
 
   scope.post('/api/signup', { schema: { body: Credentials }, config: { anonymous: true } }, async (request, reply) => {
-    if (!deps.config.dashboard.signup) throw new GatewayError('permission_denied', { message: 'Sign-up is closed on this gateway; ask its operator for an account' });
+    if (!deps.config.dashboard.signup)
+      throw new GatewayError('permission_denied', {
+        message: 'Sign-up is closed on this gateway; ask its operator for an account',
+      });
     const { body } = request;
     const email = normalizeEmail(body.email);
     await throttle(request, email);
@@ -77,7 +104,13 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
       const csrfToken = await sessions.start(request, reply, account.id);
       reply.code(201);
       // The account's first key, made with it: shown here once, like every new key.
-      return { signed_in: true, email: account.email, account_id: account.id, csrf_token: csrfToken, first_key: { ...renderKey(key.record), key: key.key } };
+      return {
+        signed_in: true,
+        email: account.email,
+        account_id: account.id,
+        csrf_token: csrfToken,
+        first_key: { ...renderKey(key.record), key: key.key },
+      };
     }
 
     const existing = await deps.storage.accounts.getByEmail(email);
@@ -87,7 +120,8 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
       await emailLink(request, mailer, account.id, email, passwordHash);
     } else {
       const user = await users.user(existing.id);
-      if (user?.emailStatus === 'verified') sendLater(request, mailer, alreadyRegisteredMail(email, `${publicBase(request)}/dashboard/signin`));
+      if (user?.emailStatus === 'verified')
+        sendLater(request, mailer, alreadyRegisteredMail(email, `${publicBase(request)}/dashboard/signin`));
       else {
         // An operator-made account (no dashboard user yet) or one whose email is not verified: the link proves the
         // mailbox, and only then is this sign-up's password set.
@@ -105,7 +139,8 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
     const claim = await users.useVerification(sha256(token), now);
     if (!claim) throw invalidRequest('This link is unknown or has expired; sign up again to get a new one', 'token');
     // A second click, or another link of an account verified meanwhile: nothing more to do.
-    if (claim === 'used' || !(await users.markVerified(claim.accountId, claim.passwordHash, now))) return { signed_in: false, verified: true };
+    if (claim === 'used' || !(await users.markVerified(claim.accountId, claim.passwordHash, now)))
+      return { signed_in: false, verified: true };
     const { accountId } = claim;
     // At most one sign-up grant per account, whichever way it was opened.
     if (!(await deps.storage.ledger.hasEntry(accountId, 'grant'))) await deps.admin.grantSignupCredit(accountId);

@@ -50,7 +50,13 @@ export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
   scope.post('/api/webhooks/:id/test', { schema: params }, async (request) => {
     const { accountId, webhooks } = await owner(request);
     const { delivery, outcome } = await webhooks.test(accountId, request.params.id);
-    return { object: 'webhook_test', success: outcome.ok, status: outcome.status, error: outcome.error, delivery: summary(delivery) };
+    return {
+      object: 'webhook_test',
+      success: outcome.ok,
+      status: outcome.status,
+      error: outcome.error,
+      delivery: summary(delivery),
+    };
   });
 
   /** The latest deliveries over all of the account's endpoints, newest first. */
@@ -58,7 +64,11 @@ export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
     const { accountId, webhooks } = await owner(request);
     // One page from each endpoint, merged: a `before` cursor means nothing across endpoints.
     const { limit, status } = parsePage({ ...request.query, before: undefined }, true);
-    const lists = await Promise.all((await webhooks.list(accountId)).map((w) => webhooks.deliveries(accountId, w.id, { limit, ...(status ? { status } : {}) })));
+    const lists = await Promise.all(
+      (await webhooks.list(accountId)).map((w) =>
+        webhooks.deliveries(accountId, w.id, { limit, ...(status ? { status } : {}) }),
+      ),
+    );
     const latest = lists
       .flat()
       .sort((a, b) => b.createdAt - a.createdAt || b.id.localeCompare(a.id))

@@ -83,7 +83,11 @@ export const ERROR_CATALOGUE: Record<ErrorCode, ErrorDefinition> = {
   not_signed_in: { status: 401, type: 'authentication_error', message: 'Sign in to continue' },
   invalid_credentials: { status: 401, type: 'authentication_error', message: 'Incorrect email or password' },
   // Turning on auto-recharge (docs/payments.md#auto-recharge-by-card).
-  payment_method_required: { status: 400, type: 'invalid_request_error', message: 'A saved payment method is required' },
+  payment_method_required: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: 'A saved payment method is required',
+  },
 };
 
 export interface ErrorOptions {

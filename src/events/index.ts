@@ -75,7 +75,10 @@ export class MemoryEventSink<E extends GatewayEvent = LowBalanceEvent> implement
     return this.types.has(type);
   }
   emit(event: GatewayEvent): void {
-    if (this.types.has(event.type)) this.events.push(event as E);
+    if (this.listensFor(event)) this.events.push(event);
+  }
+  private listensFor(event: GatewayEvent): event is E {
+    return this.types.has(event.type);
   }
 }
 

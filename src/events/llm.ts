@@ -42,7 +42,12 @@ export type LlmEvent = {
   [T in LlmEventType]: { type: T; accountId: string; keyId: string; /** Unix ms */ at: number; data: LlmDataByType[T] };
 }[LlmEventType];
 
-export function llmEvent<T extends LlmEventType>(type: T, accountId: string, keyId: string, data: LlmDataByType[T]): LlmEvent {
+export function llmEvent<T extends LlmEventType>(
+  type: T,
+  accountId: string,
+  keyId: string,
+  data: LlmDataByType[T],
+): LlmEvent {
   return { type, accountId, keyId, at: Date.now(), data } as LlmEvent;
 }
 
@@ -59,7 +64,11 @@ export function promptText(messages: readonly MessageLike[]): string {
     if (typeof message.content === 'string') return message.content;
     if (Array.isArray(message.content)) {
       return message.content
-        .map((part: unknown) => (part && typeof part === 'object' && (part as { type?: unknown }).type === 'text' ? String((part as { text?: unknown }).text ?? '') : ''))
+        .map((part: unknown) =>
+          part && typeof part === 'object' && 'type' in part && part.type === 'text'
+            ? String(('text' in part ? part.text : undefined) ?? '')
+            : '',
+        )
         .filter(Boolean)
         .join('\n');
     }

@@ -13,7 +13,11 @@ import { rateLimitHeaders } from './headers.js';
 export type AdmitDeps = Pick<GatewayDeps, 'auth' | 'wallet' | 'limiter' | 'limitsFor' | 'metrics'>;
 
 /** The key behind an `Authorization` header (401), allowed to do `operation` (403). */
-export async function authenticate(deps: AdmitDeps, authorization: string | undefined, operation: Operation): Promise<KeyRecord> {
+export async function authenticate(
+  deps: AdmitDeps,
+  authorization: string | undefined,
+  operation: Operation,
+): Promise<KeyRecord> {
   const key = await deps.auth.authenticate(authorization);
   requirePermission(key, operation);
   return key;
@@ -30,7 +34,12 @@ export async function accountOf(deps: AdmitDeps, key: KeyRecord): Promise<Accoun
  * Counts one request and `promptTokens` against the account's limits. Returns the rate-limit headers (with
  * `x-tollgate-provider` when a provider is named); refused, throws 429 with `Retry-After` and the same headers.
  */
-export async function admitRate(deps: AdmitDeps, account: AccountState, promptTokens: number, providerId?: string): Promise<Record<string, string>> {
+export async function admitRate(
+  deps: AdmitDeps,
+  account: AccountState,
+  promptTokens: number,
+  providerId?: string,
+): Promise<Record<string, string>> {
   const decision = await deps.limiter.admit(account.id, deps.limitsFor(account), promptTokens);
   const headers = rateLimitHeaders(decision, providerId);
   if (!decision.allowed) {
@@ -41,7 +50,11 @@ export async function admitRate(deps: AdmitDeps, account: AccountState, promptTo
 }
 
 /** The whole admission of a request that spends no tokens (the read endpoints): its key and rate-limit headers. */
-export async function admit(deps: AdmitDeps, authorization: string | undefined, operation: Operation): Promise<{ key: KeyRecord; headers: Record<string, string> }> {
+export async function admit(
+  deps: AdmitDeps,
+  authorization: string | undefined,
+  operation: Operation,
+): Promise<{ key: KeyRecord; headers: Record<string, string> }> {
   const key = await authenticate(deps, authorization, operation);
   const account = await accountOf(deps, key);
   return { key, headers: await admitRate(deps, account, 0) };

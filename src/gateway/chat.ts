@@ -62,7 +62,10 @@ interface Authenticated {
   started: number;
 }
 
-async function answer({ input, key, body, model, fallbacks, started }: Authenticated, deps: GatewayDeps): Promise<ChatResult> {
+async function answer(
+  { input, key, body, model, fallbacks, started }: Authenticated,
+  deps: GatewayDeps,
+): Promise<ChatResult> {
   // 3. Route: who may answer (503 when nobody can, before any credit is held) and the price to hold.
   const account = await accountOf(deps, key);
   const route = deps.router.route(model, key.environment, { fallbacks, timeoutMs: body.timeout_ms });
@@ -97,10 +100,25 @@ async function answer({ input, key, body, model, fallbacks, started }: Authentic
   // 5. Call and relay: retries and fallbacks happen inside the router, which names the deployment that answered
   // (or failed last). A failure releases the hold without charging. A stream goes to HTTP as a generator that
   // settles before its last event.
-  const call = { body: upstreamBody, signal: input.signal, requestId: input.requestId, timeoutMs: deps.upstreamTimeoutMs };
+  const call = {
+    body: upstreamBody,
+    signal: input.signal,
+    requestId: input.requestId,
+    timeoutMs: deps.upstreamTimeoutMs,
+  };
   const contextOf = (routed: { model: CatalogModel; providerId: string }): ChatContext => {
     const { requestId, log } = input;
-    return { requestId, model: routed.model, providerId: routed.providerId, promptTokens, reservation, started, deps, body, log };
+    return {
+      requestId,
+      model: routed.model,
+      providerId: routed.providerId,
+      promptTokens,
+      reservation,
+      started,
+      deps,
+      body,
+      log,
+    };
   };
   if (body.stream) {
     const routed = await deps.router.stream(route, call);
@@ -126,7 +144,11 @@ async function answer({ input, key, body, model, fallbacks, started }: Authentic
     throw fail(context, error, input.signal);
   }
   const answered = { text: () => completionText(completion) };
-  const { promptTokens: billedPrompt, completionTokens: billedCompletion, chargedNano } = await settleOrFail(context, usedPrompt, usedCompletion, answered);
+  const {
+    promptTokens: billedPrompt,
+    completionTokens: billedCompletion,
+    chargedNano,
+  } = await settleOrFail(context, usedPrompt, usedCompletion, answered);
   completion.model = context.model.id;
   completion.usage = {
     ...completion.usage,
@@ -135,20 +157,29 @@ async function answer({ input, key, body, model, fallbacks, started }: Authentic
     total_tokens: billedPrompt + billedCompletion,
     cost: usdNumber(chargedNano),
   };
-  finish(context, { ok: true, promptTokens: billedPrompt, completionTokens: billedCompletion, chargedNano, generationMs: 0 });
+  finish(context, {
+    ok: true,
+    promptTokens: billedPrompt,
+    completionTokens: billedCompletion,
+    chargedNano,
+    generationMs: 0,
+  });
   return { kind: 'json', headers, body: completion };
 }
 
 /** The completion bound the provider will honour: the larger of `max_tokens` and `max_completion_tokens` when both are sent. */
 function requestedCompletionBound(body: ChatRequest): number | undefined {
-  const bounds = [body.max_tokens, body.max_completion_tokens].filter((bound): bound is number => typeof bound === 'number');
+  const bounds = [body.max_tokens, body.max_completion_tokens].filter(
+    (bound): bound is number => typeof bound === 'number',
+  );
   return bounds.length ? Math.max(...bounds) : undefined;
 }
 
 /** A fallback model of the request's `models`: known, and allowed to the key. */
 function allowedModel(deps: GatewayDeps, key: KeyRecord, name: string): CatalogModel {
   const model = deps.catalog.find(name);
-  if (!model) throw new GatewayError('model_not_found', { message: `The model '${name}' does not exist`, param: 'models' });
+  if (!model)
+    throw new GatewayError('model_not_found', { message: `The model '${name}' does not exist`, param: 'models' });
   requireModelAllowed(key, [name, model.id, ...model.aliases]);
   return model;
 }
@@ -156,10 +187,20 @@ function allowedModel(deps: GatewayDeps, key: KeyRecord, name: string): CatalogM
 /** An admitted request that got no answer: the hold is released, the failure recorded and told. */
 function fail(context: ChatContext, error: unknown, signal: AbortSignal): GatewayError {
   context.reservation.release();
-  const mapped = signal.aborted ? new GatewayError('invalid_request', { message: 'The client closed the request' }) : fromUpstream(error);
+  const mapped = signal.aborted
+    ? new GatewayError('invalid_request', { message: 'The client closed the request' })
+    : fromUpstream(error);
   const told = { code: mapped.code, message: mapped.message };
   emitUnsettledError(context, told);
-  finish(context, { ok: false, status: mapped.status, promptTokens: 0, completionTokens: 0, chargedNano: 0n, generationMs: 0, error: told });
+  finish(context, {
+    ok: false,
+    status: mapped.status,
+    promptTokens: 0,
+    completionTokens: 0,
+    chargedNano: 0n,
+    generationMs: 0,
+    error: told,
+  });
   return mapped;
 }
 
@@ -170,7 +211,8 @@ function completionTokensOf(completion: ChatCompletion): number {
   let tokens = 0;
   for (const choice of completion.choices) {
     if (typeof choice.message.content === 'string') tokens += countTextTokens(choice.message.content);
-    for (const { function: fn } of choice.message.tool_calls ?? []) tokens += countTextTokens(textOf(fn.name) + textOf(fn.arguments));
+    for (const { function: fn } of choice.message.tool_calls ?? [])
+      tokens += countTextTokens(textOf(fn.name) + textOf(fn.arguments));
   }
   return tokens;
 }

@@ -1,7 +1,7 @@
 /** What the request path is built from (the app wires it once), and what one chat request carries through it. */
 import type { Authenticator } from '../auth/index.js';
 import type { PlanLimits, Reservation, Wallet } from '../billing/index.js';
-import type { Catalog, CatalogModel, PerformanceTracker } from '../catalog/index.js';
+import type { Catalog, CatalogModel, LiveFigures } from '../catalog/index.js';
 import type { EventSink } from '../events/index.js';
 import type { RateLimiter } from '../limits/index.js';
 import type { Metrics } from '../observability/index.js';
@@ -16,7 +16,7 @@ export interface GatewayDeps {
   router: Router;
   limiter: RateLimiter;
   wallet: Wallet;
-  performance: PerformanceTracker;
+  performance: LiveFigures;
   metrics: Metrics;
   limitsFor(account: { plan: string; settings: AccountSettings }): PlanLimits;
   upstreamTimeoutMs: number;

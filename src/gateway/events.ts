@@ -20,11 +20,18 @@ export function requestData(context: ChatContext) {
 }
 
 /** The builder of a settled request's llm.completion or llm.error (written with the debit), if wanted. */
-export function outcomeEvent(context: ChatContext, answered: Answered): ((billed: Settlement) => GatewayEvent) | undefined {
+export function outcomeEvent(
+  context: ChatContext,
+  answered: Answered,
+): ((billed: Settlement) => GatewayEvent) | undefined {
   const type = answered.error ? 'llm.error' : 'llm.completion';
   if (!context.deps.events?.wants(type, context.reservation.account.id)) return undefined;
   return (billed) => {
-    const tokens = { prompt: billed.promptTokens, completion: billed.completionTokens, total: billed.promptTokens + billed.completionTokens };
+    const tokens = {
+      prompt: billed.promptTokens,
+      completion: billed.completionTokens,
+      total: billed.promptTokens + billed.completionTokens,
+    };
     return llmRequestEvent(context, { tokens, cost: billed.chargedNano, text: answered.text, error: answered.error });
   };
 }
@@ -36,7 +43,10 @@ export function emitUnsettledError(context: ChatContext, error: LlmError): void 
   events.emit(llmRequestEvent(context, { tokens: { prompt: 0, completion: 0, total: 0 }, cost: 0n, error }));
 }
 
-function llmRequestEvent(context: ChatContext, outcome: { tokens: LlmTokens; cost: bigint; text?: (() => string) | undefined; error?: LlmError | undefined }): GatewayEvent {
+function llmRequestEvent(
+  context: ChatContext,
+  outcome: { tokens: LlmTokens; cost: bigint; text?: (() => string) | undefined; error?: LlmError | undefined },
+): GatewayEvent {
   const { account, key } = context.reservation;
   const metadata = {
     provider: context.providerId,
@@ -47,6 +57,7 @@ function llmRequestEvent(context: ChatContext, outcome: { tokens: LlmTokens; cos
     durationMs: Math.round(performance.now() - context.started),
   };
   const data = { ...requestData(context), tokens: outcome.tokens, metadata };
-  if (!outcome.error) return llmEvent('llm.completion', account.id, key.id, { ...data, completion: outcome.text?.() ?? '' });
+  if (!outcome.error)
+    return llmEvent('llm.completion', account.id, key.id, { ...data, completion: outcome.text?.() ?? '' });
   return llmEvent('llm.error', account.id, key.id, { ...data, error: outcome.error });
 }

@@ -17,7 +17,9 @@ export type Answer =
   | { kind: 'json'; headers: Record<string, string>; body: ChatCompletion }
   | { kind: 'stream'; headers: Record<string, string>; events: AsyncGenerator<string, void, undefined> };
 
-type Stored = { kind: 'json'; headers: Record<string, string>; body: ChatCompletion } | { kind: 'stream'; headers: Record<string, string>; events: string[] };
+type Stored =
+  | { kind: 'json'; headers: Record<string, string>; body: ChatCompletion }
+  | { kind: 'stream'; headers: Record<string, string>; events: string[] };
 
 export interface IdempotencyOptions {
   store: IdempotencyStore;
@@ -36,7 +38,13 @@ export class Idempotency {
    * Runs `answer` once per (account, key): the first request runs it and stores its answer; a retry gets that
    * answer back (header `idempotent-replayed: true`). Without a key, just runs it.
    */
-  async run(key: KeyRecord, idempotencyKey: string | undefined, body: unknown, requestId: string, answer: () => Promise<Answer>): Promise<Answer> {
+  async run(
+    key: KeyRecord,
+    idempotencyKey: string | undefined,
+    body: unknown,
+    requestId: string,
+    answer: () => Promise<Answer>,
+  ): Promise<Answer> {
     if (idempotencyKey === undefined) return answer();
     if (!KEY_SHAPE.test(idempotencyKey)) {
       throw invalidRequest('Idempotency-Key must be 1 to 255 printable ASCII characters', 'Idempotency-Key');
@@ -46,15 +54,26 @@ export class Idempotency {
     this.purge(now);
     const fingerprint = fingerprintOf(key, body);
     const claim = randomBytes(12).toString('base64url');
-    const owned = await store.claim({ accountId: key.accountId, key: idempotencyKey, fingerprint, claim, requestId, now, leaseUntil: now + this.options.leaseMs });
+    const owned = await store.claim({
+      accountId: key.accountId,
+      key: idempotencyKey,
+      fingerprint,
+      claim,
+      requestId,
+      now,
+      leaseUntil: now + this.options.leaseMs,
+    });
     if (!owned) return this.existing(key.accountId, idempotencyKey, fingerprint);
 
-    const release = () => store.release(key.accountId, idempotencyKey, claim).catch((error) => this.options.onError?.(error));
+    const release = () =>
+      store.release(key.accountId, idempotencyKey, claim).catch((error) => this.options.onError?.(error));
     const keep = (stored: Stored) =>
-      store.complete(key.accountId, idempotencyKey, claim, JSON.stringify(stored), this.now() + IDEMPOTENCY_TTL_MS).catch((error) => {
-        this.options.onError?.(error);
-        return false;
-      });
+      store
+        .complete(key.accountId, idempotencyKey, claim, JSON.stringify(stored), this.now() + IDEMPOTENCY_TTL_MS)
+        .catch((error) => {
+          this.options.onError?.(error);
+          return false;
+        });
     let result: Answer;
     try {
       result = await answer();
@@ -67,17 +86,23 @@ export class Idempotency {
       return result;
     }
     const { headers } = result;
-    return { kind: 'stream', headers, events: recorded(result.events, (events) => keep({ kind: 'stream', headers, events }), release) };
+    return {
+      kind: 'stream',
+      headers,
+      events: recorded(result.events, (events) => keep({ kind: 'stream', headers, events }), release),
+    };
   }
 
   private async existing(accountId: string, idempotencyKey: string, fingerprint: string): Promise<Answer> {
     const record = await this.options.store.get(accountId, idempotencyKey);
     // Released or expired between our claim and this read: the client may simply retry.
     if (!record || record.state === 'pending' || record.expiresAt <= this.now()) {
-      if (record && record.fingerprint !== fingerprint) throw new GatewayError('idempotency_key_reused', { param: 'Idempotency-Key' });
+      if (record && record.fingerprint !== fingerprint)
+        throw new GatewayError('idempotency_key_reused', { param: 'Idempotency-Key' });
       throw new GatewayError('idempotency_key_in_use', { param: 'Idempotency-Key', headers: { 'retry-after': '1' } });
     }
-    if (record.fingerprint !== fingerprint) throw new GatewayError('idempotency_key_reused', { param: 'Idempotency-Key' });
+    if (record.fingerprint !== fingerprint)
+      throw new GatewayError('idempotency_key_reused', { param: 'Idempotency-Key' });
     const stored = JSON.parse(record.response!) as Stored;
     const headers = { ...stored.headers, 'idempotent-replayed': 'true' };
     if (stored.kind === 'json') return { kind: 'json', headers, body: stored.body };
@@ -103,9 +128,9 @@ function fingerprintOf(key: KeyRecord, body: unknown): string {
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`);
+    const entries = Object.entries(value)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`);
     return `{${entries.join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';

@@ -42,9 +42,12 @@ function recordOutcome(context: ChatContext, outcome: Outcome, durationMs: numbe
     model.id,
     outcome.ok,
     durationMs / 1000,
-    outcome.ok ? { prompt: outcome.promptTokens, completion: outcome.completionTokens, usd: usdNumber(outcome.chargedNano) } : undefined,
+    outcome.ok
+      ? { prompt: outcome.promptTokens, completion: outcome.completionTokens, usd: usdNumber(outcome.chargedNano) }
+      : undefined,
   );
-  const upstreamFault = !outcome.ok && (outcome.status === undefined || outcome.status >= 500) && outcome.error?.code !== 'internal_error';
+  const upstreamFault =
+    !outcome.ok && (outcome.status === undefined || outcome.status >= 500) && outcome.error?.code !== 'internal_error';
   // Live figures describe the model's real provider; sandbox answers to test keys say nothing about it.
   const sandboxed = context.reservation.key.environment === 'test';
   if (!sandboxed && (outcome.ok || upstreamFault)) {

@@ -14,7 +14,11 @@ import { requestData } from './events.js';
 import { finish } from './record.js';
 import { settleOrFail, upstreamCount } from './settle.js';
 
-export async function* relayStream(context: ChatContext, { first, chunks }: StreamStart, signal: AbortSignal): AsyncGenerator<string, void, undefined> {
+export async function* relayStream(
+  context: ChatContext,
+  { first, chunks }: StreamStart,
+  signal: AbortSignal,
+): AsyncGenerator<string, void, undefined> {
   const includeUsage = context.body.stream_options?.include_usage === true;
   const delivered: string[] = [];
   let deliveredChars = 0;
@@ -36,10 +40,19 @@ export async function* relayStream(context: ChatContext, { first, chunks }: Stre
   const settle = async (promptTokens: number, completionTokens: number, failed?: GatewayError) => {
     settled = true;
     const error = failed && { code: failed.code, message: failed.message };
-    const settlement = await settleOrFail(context, promptTokens, completionTokens, error ? { error } : { text: () => delivered.join('') });
+    const settlement = await settleOrFail(
+      context,
+      promptTokens,
+      completionTokens,
+      error ? { error } : { text: () => delivered.join('') },
+    );
     const generationMs = firstTokenAt ? performance.now() - firstTokenAt : 0;
     const failure = failed ? { status: failed.status, error } : {};
-    const billed = { promptTokens: settlement.promptTokens, completionTokens: settlement.completionTokens, chargedNano: settlement.chargedNano };
+    const billed = {
+      promptTokens: settlement.promptTokens,
+      completionTokens: settlement.completionTokens,
+      chargedNano: settlement.chargedNano,
+    };
     finish(context, { ok: !failed, ...failure, ...billed, generationMs });
     return settlement;
   };
@@ -61,17 +74,27 @@ export async function* relayStream(context: ChatContext, { first, chunks }: Stre
         }
         chunk.model = context.model.id;
         // An endless answer would grow `delivered` without bound: past MAX_ANSWER_BYTES of text it is cut here.
-        for (const { delta } of chunk.choices) deliveredChars += (delta.content?.length ?? 0) + (delta.tool_calls ? JSON.stringify(delta.tool_calls).length : 0);
+        for (const { delta } of chunk.choices)
+          deliveredChars +=
+            (delta.content?.length ?? 0) + (delta.tool_calls ? JSON.stringify(delta.tool_calls).length : 0);
         if (deliveredChars > MAX_ANSWER_BYTES) throw tooLarge(context.providerId);
         for (const choice of chunk.choices) {
           if (typeof choice.delta.content === 'string' && choice.delta.content) {
             delivered.push(choice.delta.content);
             if (chunkEvents) {
-              events!.emit(llmEvent('llm.streaming.chunk', account.id, key.id, { requestId: context.requestId, streamId, chunkIndex: totalChunks, content: choice.delta.content }));
+              events!.emit(
+                llmEvent('llm.streaming.chunk', account.id, key.id, {
+                  requestId: context.requestId,
+                  streamId,
+                  chunkIndex: totalChunks,
+                  content: choice.delta.content,
+                }),
+              );
             }
             totalChunks++;
           }
-          for (const call of choice.delta.tool_calls ?? []) delivered.push((call.function?.name ?? '') + (call.function?.arguments ?? ''));
+          for (const call of choice.delta.tool_calls ?? [])
+            delivered.push((call.function?.name ?? '') + (call.function?.arguments ?? ''));
         }
         if (!firstTokenAt && delivered.length) firstTokenAt = performance.now();
         yield `data: ${JSON.stringify(chunk)}\n\n`;
@@ -96,11 +119,25 @@ export async function* relayStream(context: ChatContext, { first, chunks }: Stre
     }
     if (events?.wants('llm.streaming.end', account.id)) {
       const { userId, model } = requestData(context);
-      events.emit(llmEvent('llm.streaming.end', account.id, key.id, { requestId: context.requestId, streamId, totalChunks, model, userId }));
+      events.emit(
+        llmEvent('llm.streaming.end', account.id, key.id, {
+          requestId: context.requestId,
+          streamId,
+          totalChunks,
+          model,
+          userId,
+        }),
+      );
     }
     if (includeUsage) {
       const { promptTokens, completionTokens, chargedNano } = settlement;
-      const usage = { ...upstreamUsage, prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens, cost: usdNumber(chargedNano) };
+      const usage = {
+        ...upstreamUsage,
+        prompt_tokens: promptTokens,
+        completion_tokens: completionTokens,
+        total_tokens: promptTokens + completionTokens,
+        cost: usdNumber(chargedNano),
+      };
       const last = { id, object: 'chat.completion.chunk', created, model: context.model.id, choices: [], usage };
       yield `data: ${JSON.stringify(last)}\n\n`;
     }

@@ -41,7 +41,10 @@ function checkContent(messages: ChatMessage[]): void {
     if (message.role === 'assistant' && (message.tool_calls?.length || message.function_call)) continue;
     const param = `messages[${i}].content`;
     throw new GatewayError('invalid_request', {
-      message: message.content === null ? `Invalid value for '${param}': expected string, or array of content parts, got null.` : `Missing required parameter: '${param}'.`,
+      message:
+        message.content === null
+          ? `Invalid value for '${param}': expected string, or array of content parts, got null.`
+          : `Missing required parameter: '${param}'.`,
       param,
     });
   }

@@ -18,13 +18,32 @@ export function upstreamCount(value: unknown): number | undefined {
  * Settles, turning a database that cannot confirm the charge into a 503 (the charge stays queued). The request's
  * llm.completion or llm.error (when wanted) is written with the debit.
  */
-export async function settleOrFail(context: ChatContext, promptTokens: number, completionTokens: number, answered: Answered): Promise<Settlement> {
+export async function settleOrFail(
+  context: ChatContext,
+  promptTokens: number,
+  completionTokens: number,
+  answered: Answered,
+): Promise<Settlement> {
   try {
     // At the price of the model that answered (a request's fallback model may cost less than the reservation's).
     const event = outcomeEvent(context, answered);
-    const settlement = { requestId: context.requestId, model: context.model.id, price: context.model.price, promptTokens, completionTokens, ...(event ? { event } : {}) };
-    return await withSpan('settle', { 'gen_ai.usage.input_tokens': promptTokens, 'gen_ai.usage.output_tokens': completionTokens }, () => context.reservation.settle(settlement));
+    const settlement = {
+      requestId: context.requestId,
+      model: context.model.id,
+      price: context.model.price,
+      promptTokens,
+      completionTokens,
+      ...(event ? { event } : {}),
+    };
+    return await withSpan(
+      'settle',
+      { 'gen_ai.usage.input_tokens': promptTokens, 'gen_ai.usage.output_tokens': completionTokens },
+      () => context.reservation.settle(settlement),
+    );
   } catch (error) {
-    throw new GatewayError('service_unavailable', { message: 'The usage of this request could not be recorded; try again shortly', cause: error });
+    throw new GatewayError('service_unavailable', {
+      message: 'The usage of this request could not be recorded; try again shortly',
+      cause: error,
+    });
   }
 }

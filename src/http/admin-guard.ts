@@ -28,8 +28,14 @@ export class AdminGuard {
     const recent = this.recentFailures(request.ip, now);
     if (recent.length >= this.maxFailures) {
       const retryAfter = Math.max(1, Math.ceil((recent[0]! + WINDOW_MS - now) / 1000));
-      request.log.warn({ ip: request.ip, path: request.url, failures: recent.length }, 'admin authentication throttled');
-      throw new GatewayError('rate_limit_exceeded', { message: 'Too many failed admin authentications from this address; try again later', retryAfter });
+      request.log.warn(
+        { ip: request.ip, path: request.url, failures: recent.length },
+        'admin authentication throttled',
+      );
+      throw new GatewayError('rate_limit_exceeded', {
+        message: 'Too many failed admin authentications from this address; try again later',
+        retryAfter,
+      });
     }
     if (this.isAdminToken(bearerToken(header))) return;
     if (!header) throw new GatewayError('missing_api_key', { message: 'No admin token provided' });

@@ -5,7 +5,12 @@ import type { KeyRecord } from '../storage/index.js';
 import type { HttpDeps } from './deps.js';
 
 /** Admission of a read endpoint's request (gateway/admit.ts), its rate-limit headers set on the reply. */
-export async function admitRead(deps: HttpDeps, request: FastifyRequest, reply: FastifyReply, operation: Operation): Promise<KeyRecord> {
+export async function admitRead(
+  deps: HttpDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  operation: Operation,
+): Promise<KeyRecord> {
   const { key, headers } = await admit(deps, request.headers.authorization, operation);
   reply.headers(headers);
   return key;

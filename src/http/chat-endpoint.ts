@@ -34,7 +34,9 @@ export function isChatRequest(req: IncomingMessage): boolean {
 }
 
 /** The request listener; `closing` is true once the server has stopped accepting connections. */
-export function chatEndpoint(options: ChatEndpointOptions): (req: IncomingMessage, res: ServerResponse, closing: boolean) => void {
+export function chatEndpoint(
+  options: ChatEndpointOptions,
+): (req: IncomingMessage, res: ServerResponse, closing: boolean) => void {
   const access = accessLogger(options.logger);
   return (req, res, closing) => {
     const requestId = requestIdFor(req.headers);
@@ -42,7 +44,10 @@ export function chatEndpoint(options: ChatEndpointOptions): (req: IncomingMessag
     if (closing) {
       // Fastify's return503OnClosing for this route: a keep-alive connection must not start new work.
       res.setHeader('connection', 'close');
-      return sendError(res, new GatewayError('service_unavailable', { message: 'The server is shutting down; try again' }));
+      return sendError(
+        res,
+        new GatewayError('service_unavailable', { message: 'The server is shutting down; try again' }),
+      );
     }
     const context = traceRequest(res, 'POST', CHAT_PATH, CHAT_PATH, req.headers, requestId);
     if (!context) return void serve(req, res, requestId, options, access);
@@ -50,7 +55,13 @@ export function chatEndpoint(options: ChatEndpointOptions): (req: IncomingMessag
   };
 }
 
-async function serve(req: IncomingMessage, res: ServerResponse, requestId: string, options: ChatEndpointOptions, access: FastifyBaseLogger): Promise<void> {
+async function serve(
+  req: IncomingMessage,
+  res: ServerResponse,
+  requestId: string,
+  options: ChatEndpointOptions,
+  access: FastifyBaseLogger,
+): Promise<void> {
   const log = () => options.logger.child({ reqId: requestId });
   try {
     const body = await readJsonBody(req, options.bodyLimitBytes);
@@ -90,6 +101,10 @@ function sendError(res: ServerResponse, error: GatewayError): void {
 
 function sendJson(res: ServerResponse, status: number, headers: Record<string, string>, body: unknown): void {
   const payload = plainJson(JSON.stringify(body));
-  res.writeHead(status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(payload) });
+  res.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(payload),
+  });
   res.end(payload);
 }

@@ -4,7 +4,11 @@ const EXPOSE_HEADERS =
   'x-request-id, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens, retry-after';
 
 /** The CORS headers of a response to `origin`, or undefined when that origin gets none. */
-export function corsHeaders(allowed: string[], origin: string | undefined, url: string): Record<string, string> | undefined {
+export function corsHeaders(
+  allowed: string[],
+  origin: string | undefined,
+  url: string,
+): Record<string, string> | undefined {
   if (!origin || allowed.length === 0 || url.startsWith('/admin')) return undefined;
   if (!allowed.includes('*') && !allowed.includes(origin)) return undefined;
   return {

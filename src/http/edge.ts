@@ -20,7 +20,14 @@ export interface EdgeOptions {
  * Sets the request id and the CORS headers of the request's origin, and records the request's metrics when its
  * response closes (so streamed answers count when their last byte leaves). Returns whether CORS headers were set.
  */
-export function openRequest(options: EdgeOptions, res: ServerResponse, requestId: string, headers: IncomingHttpHeaders, url: string, route: string): boolean {
+export function openRequest(
+  options: EdgeOptions,
+  res: ServerResponse,
+  requestId: string,
+  headers: IncomingHttpHeaders,
+  url: string,
+  route: string,
+): boolean {
   res.setHeader('x-request-id', requestId);
   const started = performance.now();
   res.once('close', () => options.metrics.recordRequest(route, res.statusCode, (performance.now() - started) / 1000));
@@ -35,15 +42,30 @@ export function openRequest(options: EdgeOptions, res: ServerResponse, requestId
  * the context the rest of the request runs in, so the gateway's own spans become its children; undefined when
  * tracing is off.
  */
-export function traceRequest(res: ServerResponse, method: string, route: string, path: string, headers: IncomingHttpHeaders, requestId: string): Context | undefined {
-  const started = startServerSpan(`${method} ${route}`, headers, { 'http.request.method': method, 'http.route': route, 'url.path': path, 'tollgate.request_id': requestId });
+export function traceRequest(
+  res: ServerResponse,
+  method: string,
+  route: string,
+  path: string,
+  headers: IncomingHttpHeaders,
+  requestId: string,
+): Context | undefined {
+  const started = startServerSpan(`${method} ${route}`, headers, {
+    'http.request.method': method,
+    'http.route': route,
+    'url.path': path,
+    'tollgate.request_id': requestId,
+  });
   if (!started) return undefined;
   res.once('close', () => endSpan(started.span, res.statusCode));
   return started.context;
 }
 
 /** The answer to an error thrown while serving a request; server faults (5xx) are logged with their cause. */
-export function errorAnswer(error: unknown, log: () => FastifyBaseLogger): { status: number; headers: Record<string, string>; body: ErrorEnvelope } {
+export function errorAnswer(
+  error: unknown,
+  log: () => FastifyBaseLogger,
+): { status: number; headers: Record<string, string>; body: ErrorEnvelope } {
   const gatewayError = fromFastify(error);
   if (gatewayError.status >= 500) log().error({ err: error }, 'request failed');
   return errorResponse(gatewayError);

@@ -10,7 +10,11 @@ import { isStorageUnavailable } from '../storage/index.js';
  */
 const DO_NOT_RETRY: ReadonlySet<string> = new Set(['daily_limit_exceeded']);
 
-export function errorResponse(error: GatewayError): { status: number; headers: Record<string, string>; body: ErrorEnvelope } {
+export function errorResponse(error: GatewayError): {
+  status: number;
+  headers: Record<string, string>;
+  body: ErrorEnvelope;
+} {
   const headers = DO_NOT_RETRY.has(error.code) ? { ...error.headers, 'x-should-retry': 'false' } : error.headers;
   return { status: error.status, headers, body: errorEnvelope(error) };
 }
@@ -24,7 +28,10 @@ export function fromFastify(thrown: unknown): GatewayError {
   const error = thrown as FastifyError;
   if (error.validation && error.validation.length > 0) {
     const first = error.validation[0]!;
-    const { missingProperty: missing, additionalProperty: unknown } = first.params as { missingProperty?: string; additionalProperty?: string };
+    const { missingProperty: missing, additionalProperty: unknown } = first.params as {
+      missingProperty?: string;
+      additionalProperty?: string;
+    };
     const base = pointerToParam(first.instancePath);
     const child = missing ?? unknown;
     const path = child ? (base ? `${base}.${child}` : child) : base;
@@ -42,7 +49,9 @@ export function fromFastify(thrown: unknown): GatewayError {
       return new GatewayError('request_too_large', { message: BODY_TOO_LARGE });
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new GatewayError('invalid_request', { message: `We could not parse the JSON body of your request: ${error.message}` });
+      return new GatewayError('invalid_request', {
+        message: `We could not parse the JSON body of your request: ${error.message}`,
+      });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new GatewayError('invalid_request', { message: NOT_JSON });
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -56,7 +65,10 @@ export function fromFastify(thrown: unknown): GatewayError {
     return new GatewayError('invalid_request', { message: error.message });
   }
   if (isStorageUnavailable(error)) {
-    return new GatewayError('service_unavailable', { message: 'The database is unavailable; try again shortly', cause: error });
+    return new GatewayError('service_unavailable', {
+      message: 'The database is unavailable; try again shortly',
+      cause: error,
+    });
   }
   return new GatewayError('internal_error', { cause: error });
 }

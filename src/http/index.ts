@@ -14,7 +14,13 @@ export type { HttpDeps } from './deps.js';
 
 export function buildHttpServer(options: ServerOptions, deps: HttpDeps): FastifyInstance {
   // POST /v1/chat/completions is answered ahead of Fastify (see chat-endpoint.ts); every other route by Fastify.
-  const chat = chatEndpoint({ deps, metrics: options.metrics, bodyLimitBytes: options.bodyLimitBytes, corsOrigins: options.corsOrigins, logger: options.logger });
+  const chat = chatEndpoint({
+    deps,
+    metrics: options.metrics,
+    bodyLimitBytes: options.bodyLimitBytes,
+    corsOrigins: options.corsOrigins,
+    logger: options.logger,
+  });
   const server = createServer({ ...options, ahead: { matches: isChatRequest, handle: chat } });
   // One throttle of failed admin authentication for /admin and /metrics.
   const adminGuard = new AdminGuard(deps.isAdminToken, deps.config.server.admin_auth_max_failures);

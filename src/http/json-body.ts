@@ -19,12 +19,17 @@ export function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<
   const { headers } = req;
   const type = headers['content-type'];
   const declared = headers['content-length'];
-  if (type === undefined && headers['transfer-encoding'] === undefined && (declared === undefined || declared === '0')) {
+  if (
+    type === undefined &&
+    headers['transfer-encoding'] === undefined &&
+    (declared === undefined || declared === '0')
+  ) {
     return Promise.resolve(undefined);
   }
   const media = type === undefined ? '' : mediaType(type);
   // Fastify also reads text/plain, as a string (which no JSON route then accepts).
-  if (media !== 'application/json' && media !== 'text/plain') return Promise.reject(new GatewayError('invalid_request', { message: NOT_JSON }));
+  if (media !== 'application/json' && media !== 'text/plain')
+    return Promise.reject(new GatewayError('invalid_request', { message: NOT_JSON }));
   const length = Number(declared);
   if (length > limitBytes) return Promise.reject(new GatewayError('request_too_large', { message: BODY_TOO_LARGE }));
 
@@ -49,7 +54,8 @@ export function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<
     };
     const onEnd = () => {
       stop();
-      if (!Number.isNaN(length) && received !== length) return reject(new GatewayError('invalid_request', { message: LENGTH_MISMATCH }));
+      if (!Number.isNaN(length) && received !== length)
+        return reject(new GatewayError('invalid_request', { message: LENGTH_MISMATCH }));
       const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, received).toString('utf8');
       if (media === 'text/plain') return resolve(text);
       // An empty body is no body, as on Fastify's routes (http/server.ts).
@@ -75,9 +81,14 @@ export function parseJsonText(text: string): unknown {
   try {
     value = secureJson.parse(text, undefined, PARSE_OPTIONS);
   } catch {
-    throw new GatewayError('invalid_request', { message: `${UNPARSABLE}Body is not valid JSON but content-type is set to 'application/json'` });
+    throw new GatewayError('invalid_request', {
+      message: `${UNPARSABLE}Body is not valid JSON but content-type is set to 'application/json'`,
+    });
   }
-  if (tooDeep(value)) throw new GatewayError('invalid_request', { message: `${UNPARSABLE}it is nested more than ${MAX_JSON_DEPTH} levels deep` });
+  if (tooDeep(value))
+    throw new GatewayError('invalid_request', {
+      message: `${UNPARSABLE}it is nested more than ${MAX_JSON_DEPTH} levels deep`,
+    });
   return value;
 }
 

@@ -37,7 +37,12 @@ export function renderAccount(account: AccountRecord, deps: Pick<HttpDeps, 'limi
     overrides: {
       requests_per_minute: settings.requestsPerMinute ?? null,
       tokens_per_minute: settings.tokensPerMinute ?? null,
-      daily_limit: settings.dailyLimitNano === undefined ? null : settings.dailyLimitNano === null ? 'none' : usdNumber(settings.dailyLimitNano),
+      daily_limit:
+        settings.dailyLimitNano === undefined
+          ? null
+          : settings.dailyLimitNano === null
+            ? 'none'
+            : usdNumber(settings.dailyLimitNano),
     },
     limits: {
       requests_per_minute: limits.requestsPerMinute,
@@ -52,7 +57,8 @@ export function renderAccount(account: AccountRecord, deps: Pick<HttpDeps, 'limi
     billing: settings.billing
       ? {
           processor: settings.billing.processor,
-          monthly_ceiling: settings.billing.monthlyCeilingNano === null ? null : usdNumber(settings.billing.monthlyCeilingNano),
+          monthly_ceiling:
+            settings.billing.monthlyCeilingNano === null ? null : usdNumber(settings.billing.monthlyCeilingNano),
         }
       : null,
     low_balance_thresholds: settings.lowBalanceThresholdsNano?.map(usdNumber) ?? null,
@@ -63,7 +69,11 @@ export function renderAccount(account: AccountRecord, deps: Pick<HttpDeps, 'limi
  * Auto-recharge as the account's own user sees it (`/v1/credits`, dashboard): on only when a processor can run it,
  * whether they may change it themselves (with the reason when not), and why the gateway turned it off, if it did.
  */
-export function renderOwnAutoRecharge(settings: AccountSettings, processors: PaymentProcessors, savedPaymentMethod: boolean) {
+export function renderOwnAutoRecharge(
+  settings: AccountSettings,
+  processors: PaymentProcessors,
+  savedPaymentMethod: boolean,
+) {
   const { available, reason } = selfServeRecharge(settings, processors, savedPaymentMethod);
   return {
     enabled: settings.autoRecharge.enabled && rechargeProcessor(settings, processors) !== undefined,

@@ -2,7 +2,13 @@
  * The Fastify instance: what every request gets (`edge.ts`: request id, CORS, metrics, span, error envelope),
  * strict JSON validation, and the chat endpoint answered ahead of it.
  */
-import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer as createHttpServer,
+  STATUS_CODES,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import { GatewayError, errorEnvelope } from '../errors/index.js';
@@ -22,7 +28,10 @@ export interface ServerOptions {
   trustProxy: boolean;
   logger: FastifyBaseLogger;
   /** A route answered from Node's request event ahead of Fastify (the chat endpoint); `closing` once the server stops accepting. */
-  ahead?: { matches(req: IncomingMessage): boolean; handle(req: IncomingMessage, res: ServerResponse, closing: boolean): void };
+  ahead?: {
+    matches(req: IncomingMessage): boolean;
+    handle(req: IncomingMessage, res: ServerResponse, closing: boolean): void;
+  };
 }
 
 /** Fastify's default for idle keep-alive connections, kept for the server this module now creates. */
@@ -41,7 +50,9 @@ export function createServer(options: ServerOptions): FastifyInstance {
           headersTimeout: options.requestTimeoutMs,
           connectionsCheckingInterval: Math.min(1_000, options.requestTimeoutMs),
         },
-        ahead ? (req, res) => (ahead.matches(req) ? ahead.handle(req, res, !http.listening) : fastifyHandler(req, res)) : fastifyHandler,
+        ahead
+          ? (req, res) => (ahead.matches(req) ? ahead.handle(req, res, !http.listening) : fastifyHandler(req, res))
+          : fastifyHandler,
       );
       http.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
       return http;
@@ -62,7 +73,9 @@ export function createServer(options: ServerOptions): FastifyInstance {
         error.code === 'FST_ERR_BAD_URL'
           ? new GatewayError('invalid_request', { message: 'The request path is not a valid URL (malformed %-escape)' })
           : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-            ? new GatewayError('not_found', { message: `Unknown route: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}` })
+            ? new GatewayError('not_found', {
+                message: `Unknown route: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`,
+              })
             : fromFastify(error);
       return sendError(reply, gatewayError);
     },
@@ -70,7 +83,14 @@ export function createServer(options: ServerOptions): FastifyInstance {
 
   // A callback hook, not an async one: it runs on every request, and a promise per request is measurable.
   server.addHook('onRequest', (request, reply, done) => {
-    const cors = openRequest(options, reply.raw, request.id, request.headers, request.url, request.routeOptions.url ?? 'unmatched');
+    const cors = openRequest(
+      options,
+      reply.raw,
+      request.id,
+      request.headers,
+      request.url,
+      request.routeOptions.url ?? 'unmatched',
+    );
     // A preflight is answered here; the request goes no further (done is not called).
     if (request.method === 'OPTIONS' && cors) reply.code(204).send();
     else done();
@@ -96,7 +116,10 @@ export function createServer(options: ServerOptions): FastifyInstance {
   });
 
   server.setNotFoundHandler((request, reply) =>
-    sendError(reply, new GatewayError('not_found', { message: `Unknown route: ${request.method} ${request.url.split('?')[0]}` })),
+    sendError(
+      reply,
+      new GatewayError('not_found', { message: `Unknown route: ${request.method} ${request.url.split('?')[0]}` }),
+    ),
   );
 
   return server;
@@ -114,8 +137,8 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
       : error.code === 'HPE_HEADER_OVERFLOW'
         ? new GatewayError('headers_too_large')
         : new GatewayError('invalid_request', { message: 'The request is not valid HTTP' });
-  const socketState = socket as Duplex & { bytesWritten?: number };
-  if (socket.writable && !socketState.bytesWritten) {
+  // A net.Socket counts what it wrote; a Duplex need not.
+  if (socket.writable && !('bytesWritten' in socket && socket.bytesWritten)) {
     const body = JSON.stringify(errorEnvelope(gatewayError));
     socket.write(
       `HTTP/1.1 ${gatewayError.status} ${STATUS_CODES[gatewayError.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
@@ -134,7 +157,14 @@ export function sendError(reply: FastifyReply, error: GatewayError): FastifyRepl
 function traceRequests(server: FastifyInstance): void {
   server.addHook('onRequest', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
-    const context = traceRequest(reply.raw, request.method, route, request.url.split('?')[0]!, request.headers, request.id);
+    const context = traceRequest(
+      reply.raw,
+      request.method,
+      route,
+      request.url.split('?')[0]!,
+      request.headers,
+      request.id,
+    );
     if (!context) return done();
     runInContext(context, done);
   });

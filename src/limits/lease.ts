@@ -45,6 +45,16 @@ export type AdmitReply = [
   leaseSecond: number,
 ];
 
+/** The script's reply, checked to be an AdmitReply; throws on anything else (the caller fails open). */
+export function admitReply(reply: unknown): AdmitReply {
+  if (!isAdmitReply(reply)) throw new Error('the rate-limit script answered with something other than twelve numbers');
+  return reply;
+}
+
+function isAdmitReply(reply: unknown): reply is AdmitReply {
+  return Array.isArray(reply) && reply.length === 12 && reply.every((n) => typeof n === 'number');
+}
+
 interface Lease {
   /** The Redis second whose bucket counted the lease. */
   second: number;
@@ -61,7 +71,7 @@ interface Lease {
 }
 
 /** Script arguments: completion tokens, the number of returned leases, then (second, requests, tokens) for each. */
-export interface Settlement {
+export interface LeaseSettlement {
   args: number[];
   /** Called once the script call carrying the settlement finished, whatever its outcome. */
   done: () => void;
@@ -111,7 +121,8 @@ export class AccountLease {
     const recent = Math.max(this.previous.requests, this.current.requests);
     if (recent < MIN_RATE) return [0, 0];
     const requests = Math.max(MIN_LEASE, Math.ceil(GROWTH * recent));
-    const averagePrompt = (this.previous.tokens + this.current.tokens) / (this.previous.requests + this.current.requests);
+    const averagePrompt =
+      (this.previous.tokens + this.current.tokens) / (this.previous.requests + this.current.requests);
     return [requests, Math.ceil(requests * averagePrompt)];
   }
 
@@ -131,7 +142,20 @@ export class AccountLease {
   /** Takes in the script's reply to an admission (or, `admission` false, to a renewal) and turns it into the decision. */
   record(reply: AdmitReply, limits: RateLimits, prompt: number, arrivedAt: number, admission = true): RateDecision {
     this.lastUsed = arrivedAt;
-    const [allowed, requestsUsed, tokensUsed, requestWait, tokenWait, requestReset, tokenReset, leaseRequests, leaseTokens, second, ms, leaseSecond] = reply;
+    const [
+      allowed,
+      requestsUsed,
+      tokensUsed,
+      requestWait,
+      tokenWait,
+      requestReset,
+      tokenReset,
+      leaseRequests,
+      leaseTokens,
+      second,
+      ms,
+      leaseSecond,
+    ] = reply;
     if (second > this.second) {
       this.previous = second === this.second + 1 ? this.current : { requests: 0, tokens: 0 };
       this.current = { requests: 0, tokens: 0 };
@@ -185,7 +209,7 @@ export class AccountLease {
    * Takes out what the next call must send, retiring an expired lease (or the live one, with `retireLive`);
    * undefined when there is nothing.
    */
-  settle(now: number, retireLive: boolean): Settlement | undefined {
+  settle(now: number, retireLive: boolean): LeaseSettlement | undefined {
     if (this.lease && (retireLive || now >= this.lease.expiresAt)) this.retire();
     if (this.pendingTokens === 0 && this.returns.size === 0) return undefined;
     const args = [this.pendingTokens, this.returns.size];

@@ -30,7 +30,8 @@ class Window {
     const nowSecond = Math.floor(nowMs / 1000);
     let newest = -1;
     for (let i = 0; i < BUCKETS; i++) {
-      if (this.seconds[i]! > nowSecond - BUCKETS && this.counts[i]! > 0 && this.seconds[i]! > newest) newest = this.seconds[i]!;
+      if (this.seconds[i]! > nowSecond - BUCKETS && this.counts[i]! > 0 && this.seconds[i]! > newest)
+        newest = this.seconds[i]!;
     }
     return newest < 0 ? 0 : (newest + BUCKETS) * 1000 - nowMs;
   }

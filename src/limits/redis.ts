@@ -34,9 +34,17 @@
  * tokens or leases to give back that fail to reach Redis are dropped).
  */
 import { SpanKind, tracingEnabled, withSpan } from '../observability/index.js';
-import type { Redis } from 'ioredis';
+import type { Redis, Result } from 'ioredis';
 import { connectFailFast } from '../redis/index.js';
-import { AccountLease, LEASE_LATEST_MS, LEASE_SHARE, MIN_FREE_REQUESTS, window, type AdmitReply, type Settlement } from './lease.js';
+import {
+  AccountLease,
+  LEASE_LATEST_MS,
+  LEASE_SHARE,
+  MIN_FREE_REQUESTS,
+  admitReply,
+  window,
+  type LeaseSettlement,
+} from './lease.js';
 import type { RateDecision, RateLimiter, RateLimits } from './types.js';
 
 const BUCKETS = 61;
@@ -154,6 +162,17 @@ return { allowed and 1 or 0, requests.used, tokens.used, requestWait, tokenWait,
 
 type RunScript = (requestsKey: string, tokensKey: string, ...args: Array<string | number>) => Promise<unknown>;
 
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    /** SCRIPT, defined on the limiter's connection by its constructor. */
+    tollgateRateLimit(
+      requestsKey: string,
+      tokensKey: string,
+      ...args: Array<string | number>
+    ): Result<unknown, Context>;
+  }
+}
+
 export interface RedisRateLimiterOptions {
   url: string;
   /** Prepended to every key; default 'tg:'. */
@@ -180,10 +199,20 @@ export class RedisRateLimiter implements RateLimiter {
     const timeoutMs = options.commandTimeoutMs ?? 200;
     this.prefix = options.prefix ?? 'tg:';
     this.onError = options.onError ?? (() => {});
-    ({ redis: this.redis, ready: this.started } = connectFailFast(options.url, timeoutMs, { enableAutoPipelining: true }));
+    ({ redis: this.redis, ready: this.started } = connectFailFast(options.url, timeoutMs, {
+      enableAutoPipelining: true,
+    }));
     this.redis.defineCommand('tollgateRateLimit', { numberOfKeys: 2, lua: SCRIPT });
-    const run = (this.redis as unknown as Record<'tollgateRateLimit', RunScript>).tollgateRateLimit.bind(this.redis);
-    this.run = (...args) => (tracingEnabled() ? withSpan('redis tollgateRateLimit', { 'db.system': 'redis', 'db.operation.name': 'EVALSHA' }, () => run(...args), SpanKind.CLIENT) : run(...args));
+    const run: RunScript = this.redis.tollgateRateLimit.bind(this.redis);
+    this.run = (...args) =>
+      tracingEnabled()
+        ? withSpan(
+            'redis tollgateRateLimit',
+            { 'db.system': 'redis', 'db.operation.name': 'EVALSHA' },
+            () => run(...args),
+            SpanKind.CLIENT,
+          )
+        : run(...args);
     void this.started.then(() => {
       if (this.closed) return;
       this.timer = setInterval(() => void this.settleDue(false), FLUSH_MS);
@@ -207,8 +236,17 @@ export class RedisRateLimiter implements RateLimiter {
     const settlement = account.settle(now, true);
     let flight: Promise<void> | undefined;
     try {
-      const args = [limits.requestsPerMinute, limits.tokensPerMinute, prompt, wantRequests, wantTokens, ...(settlement?.args ?? [0, 0])];
-      const decided = this.run(...this.keys(accountId), 'admit', ...args).then((reply) => account.record(reply as AdmitReply, limits, prompt, performance.now()));
+      const args = [
+        limits.requestsPerMinute,
+        limits.tokensPerMinute,
+        prompt,
+        wantRequests,
+        wantTokens,
+        ...(settlement?.args ?? [0, 0]),
+      ];
+      const decided = this.run(...this.keys(accountId), 'admit', ...args).then((reply) =>
+        account.record(admitReply(reply), limits, prompt, performance.now()),
+      );
       if (wantRequests > 0) account.inflight = flight = decided.then(noop, noop);
       return this.renewing(accountId, account, limits, await decided);
     } catch (error) {
@@ -258,7 +296,7 @@ export class RedisRateLimiter implements RateLimiter {
     await Promise.all(calls);
   }
 
-  private async settle(accountId: string, settlement: Settlement): Promise<void> {
+  private async settle(accountId: string, settlement: LeaseSettlement): Promise<void> {
     try {
       await this.run(...this.keys(accountId), 'settle', ...settlement.args);
     } catch (error) {
@@ -273,11 +311,14 @@ export class RedisRateLimiter implements RateLimiter {
     if (account.renewal || this.closed) return decision;
     const now = performance.now();
     if (account.want(now)[0] === 0) return decision;
-    account.renewal = setTimeout(() => {
-      account.renewal = undefined;
-      const renewal = this.renew(accountId, account, limits).finally(() => this.renewals.delete(renewal));
-      this.renewals.add(renewal);
-    }, Math.max(0, account.nextSecondAt - now + RENEW_AFTER_MS));
+    account.renewal = setTimeout(
+      () => {
+        account.renewal = undefined;
+        const renewal = this.renew(accountId, account, limits).finally(() => this.renewals.delete(renewal));
+        this.renewals.add(renewal);
+      },
+      Math.max(0, account.nextSecondAt - now + RENEW_AFTER_MS),
+    );
     account.renewal.unref();
     return decision;
   }
@@ -289,8 +330,19 @@ export class RedisRateLimiter implements RateLimiter {
     const [wantRequests, wantTokens] = account.want(now);
     if (wantRequests === 0) return;
     const settlement = account.settle(now, true);
-    const call = this.run(...this.keys(accountId), 'lease', limits.requestsPerMinute, limits.tokensPerMinute, 0, wantRequests, wantTokens, ...(settlement?.args ?? [0, 0]));
-    const flight = call.then((reply) => void account.record(reply as AdmitReply, limits, 0, performance.now(), false)).catch((error: unknown) => this.onError(error));
+    const call = this.run(
+      ...this.keys(accountId),
+      'lease',
+      limits.requestsPerMinute,
+      limits.tokensPerMinute,
+      0,
+      wantRequests,
+      wantTokens,
+      ...(settlement?.args ?? [0, 0]),
+    );
+    const flight = call
+      .then((reply) => void account.record(admitReply(reply), limits, 0, performance.now(), false))
+      .catch((error: unknown) => this.onError(error));
     account.inflight = flight;
     try {
       await flight;

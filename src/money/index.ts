@@ -62,7 +62,9 @@ const JSON_TOKENS = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?e[-+]\d+/g;
  */
 export function plainJson(json: string): string {
   if (!EXPONENT_FORM.test(json)) return json;
-  return json.replace(JSON_TOKENS, (token) => (token.charCodeAt(0) === 34 ? token : numberToPlainString(Number(token))));
+  return json.replace(JSON_TOKENS, (token) =>
+    token.charCodeAt(0) === 34 ? token : numberToPlainString(Number(token)),
+  );
 }
 
 /** A JS number as written in decimal without exponent, so "1e-7" becomes "0.0000001". */
@@ -70,11 +72,11 @@ function numberToPlainString(value: number): string {
   if (!Number.isFinite(value)) throw new RangeError(`not a finite number: ${value}`);
   const text = String(value);
   if (!/e/i.test(text)) return text;
-  const [mantissa, exponentText] = text.toLowerCase().split('e') as [string, string];
+  const [mantissa = '', exponentText] = text.toLowerCase().split('e');
   const exponent = Number(exponentText);
   const negative = mantissa.startsWith('-');
   const digits = mantissa.replace('-', '');
-  const [intPart, fracPart = ''] = digits.split('.') as [string, string?];
+  const [intPart = '', fracPart = ''] = digits.split('.');
   const all = intPart + fracPart;
   const point = intPart.length + exponent;
   let result: string;

@@ -122,14 +122,19 @@ export class Metrics {
   }
 
   /** One recorded attempt; `status` is the delivery's state after it ('pending': a retry is scheduled). */
-  recordWebhookAttempt(status: 'succeeded' | 'pending' | 'dead', attemptSeconds: number, sinceQueuedSeconds: number): void {
+  recordWebhookAttempt(
+    status: 'succeeded' | 'pending' | 'dead',
+    attemptSeconds: number,
+    sinceQueuedSeconds: number,
+  ): void {
     this.webhookAttempt.observe({ outcome: status === 'pending' ? 'retry' : status }, attemptSeconds);
     if (status === 'succeeded') this.webhookDelivery.observe(sinceQueuedSeconds);
   }
 
-  private readonly bound = new Map<string, { inc(value?: number): void } | { observe(value: number): void }>();
+  private readonly counters = new Map<string, { inc(value?: number): void }>();
+  private readonly histograms = new Map<string, { observe(value: number): void }>();
   /** Counts of the hot path's labelled counters not yet handed to prom-client (see `counter`). */
-  private readonly uncounted: Array<{ metric: Counter<string>; labels: Partial<Record<string, string>>; value: number }> = [];
+  private readonly uncounted: Array<{ value: number; handOver(value: number): void }> = [];
 
   /** One HTTP response (by route pattern and status). */
   recordRequest(route: string, status: number, seconds: number): void {
@@ -138,7 +143,13 @@ export class Metrics {
   }
 
   /** One finished chat request: upstream latency, and for successes the tokens and credits it metered. */
-  recordChat(provider: string, model: string, ok: boolean, seconds: number, usage?: { prompt: number; completion: number; usd: number }): void {
+  recordChat(
+    provider: string,
+    model: string,
+    ok: boolean,
+    seconds: number,
+    usage?: { prompt: number; completion: number; usd: number },
+  ): void {
     const outcome = ok ? 'ok' : 'error';
     this.histogram(this.upstreamDuration, `up|${provider}|${outcome}`, { provider, outcome }).observe(seconds);
     if (!usage) return;
@@ -149,12 +160,16 @@ export class Metrics {
 
   // prom-client hashes and validates the label object on every `inc`, even through a labelled child (~1.5 % of
   // the CPU samples at 50 connections): the hot path adds to plain numbers, handed over when the metrics are read.
-  private counter<T extends string>(metric: Counter<T>, key: string, labels: Partial<Record<T, string>>): { inc(value?: number): void } {
-    let child = this.bound.get(key) as { inc(value?: number): void } | undefined;
+  private counter<T extends string>(
+    metric: Counter<T>,
+    key: string,
+    labels: Partial<Record<T, string>>,
+  ): { inc(value?: number): void } {
+    let child = this.counters.get(key);
     if (!child) {
-      const entry = { metric: metric as Counter<string>, labels: labels as Partial<Record<string, string>>, value: 0 };
+      const entry = { value: 0, handOver: (value: number) => metric.inc(labels, value) };
       this.uncounted.push(entry);
-      this.bound.set(key, (child = { inc: (value = 1) => void (entry.value += value) }));
+      this.counters.set(key, (child = { inc: (value = 1) => void (entry.value += value) }));
     }
     return child;
   }
@@ -163,14 +178,18 @@ export class Metrics {
   private handOver(): void {
     for (const entry of this.uncounted) {
       if (entry.value === 0) continue;
-      entry.metric.inc(entry.labels, entry.value);
+      entry.handOver(entry.value);
       entry.value = 0;
     }
   }
 
-  private histogram<T extends string>(metric: Histogram<T>, key: string, labels: Partial<Record<T, string>>): { observe(value: number): void } {
-    let child = this.bound.get(key) as { observe(value: number): void } | undefined;
-    if (!child) this.bound.set(key, (child = metric.labels(labels)));
+  private histogram<T extends string>(
+    metric: Histogram<T>,
+    key: string,
+    labels: Partial<Record<T, string>>,
+  ): { observe(value: number): void } {
+    let child = this.histograms.get(key);
+    if (!child) this.histograms.set(key, (child = metric.labels(labels)));
     return child;
   }
 }

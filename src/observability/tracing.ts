@@ -5,7 +5,16 @@
  * child spans for upstream calls, credit and rate-limit work in Redis and the database commit, and `traceparent`
  * on upstream requests. The SDK reads the usual OTEL_* variables (service name, headers, sampler).
  */
-import { context, propagation, trace, SpanKind, SpanStatusCode, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  trace,
+  SpanKind,
+  SpanStatusCode,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
 
 let enabled = false;
 let shutdown: () => Promise<void> = async () => undefined;
@@ -16,23 +25,41 @@ export function tracingEnabled(): boolean {
 }
 
 export function tracingConfigured(env: Record<string, string | undefined> = process.env): boolean {
-  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) && env.OTEL_SDK_DISABLED !== 'true';
+  return (
+    Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) &&
+    env.OTEL_SDK_DISABLED !== 'true'
+  );
 }
 
 /** Loads and registers the SDK when configured; idempotent. Returns whether tracing is on. */
-export async function startTracing(serviceVersion: string, env: Record<string, string | undefined> = process.env): Promise<boolean> {
+export async function startTracing(
+  serviceVersion: string,
+  env: Record<string, string | undefined> = process.env,
+): Promise<boolean> {
   if (enabled || !tracingConfigured(env)) return enabled;
-  const [{ BasicTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }, { AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }] =
-    await Promise.all([
-      import('@opentelemetry/sdk-trace-base'),
-      import('@opentelemetry/exporter-trace-otlp-http'),
-      import('@opentelemetry/resources'),
-      import('@opentelemetry/context-async-hooks'),
-      import('@opentelemetry/core'),
-    ]);
+  const [
+    { BasicTracerProvider, BatchSpanProcessor },
+    { OTLPTraceExporter },
+    { resourceFromAttributes },
+    { AsyncLocalStorageContextManager },
+    { W3CTraceContextPropagator },
+  ] = await Promise.all([
+    import('@opentelemetry/sdk-trace-base'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/context-async-hooks'),
+    import('@opentelemetry/core'),
+  ]);
   const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME ?? 'tollgate', 'service.version': serviceVersion }),
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter(), { scheduledDelayMillis: Number(env.OTEL_BSP_SCHEDULE_DELAY ?? 1000) })],
+    resource: resourceFromAttributes({
+      'service.name': env.OTEL_SERVICE_NAME ?? 'tollgate',
+      'service.version': serviceVersion,
+    }),
+    spanProcessors: [
+      new BatchSpanProcessor(new OTLPTraceExporter(), {
+        scheduledDelayMillis: Number(env.OTEL_BSP_SCHEDULE_DELAY ?? 1000),
+      }),
+    ],
   });
   const contextManager = new AsyncLocalStorageContextManager().enable();
   context.setGlobalContextManager(contextManager);
@@ -55,7 +82,12 @@ export function stopTracing(): Promise<void> {
 }
 
 /** Runs `fn` in a child span of the active one; just `fn()` when tracing is off. Errors mark the span. */
-export function withSpan<T>(name: string, attributes: Attributes, fn: (span?: Span) => Promise<T>, kind: SpanKind = SpanKind.INTERNAL): Promise<T> {
+export function withSpan<T>(
+  name: string,
+  attributes: Attributes,
+  fn: (span?: Span) => Promise<T>,
+  kind: SpanKind = SpanKind.INTERNAL,
+): Promise<T> {
   if (!enabled) return fn(); // not async: no extra promise on the hot path
   return tracer().startActiveSpan(name, { kind, attributes }, async (span) => {
     try {
@@ -71,7 +103,11 @@ export function withSpan<T>(name: string, attributes: Attributes, fn: (span?: Sp
 }
 
 /** The server span of an HTTP request, continuing the caller's trace; undefined when tracing is off. */
-export function startServerSpan(name: string, headers: Record<string, string | string[] | undefined>, attributes: Attributes): { span: Span; context: Context } | undefined {
+export function startServerSpan(
+  name: string,
+  headers: Record<string, string | string[] | undefined>,
+  attributes: Attributes,
+): { span: Span; context: Context } | undefined {
   if (!enabled) return undefined;
   const parent = propagation.extract(context.active(), headers);
   const span = tracer().startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);

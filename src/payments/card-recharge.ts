@@ -26,7 +26,15 @@ export class CardRecharge implements PaymentProcessor {
     private readonly logger: Logger,
   ) {}
 
-  async charge({ accountId, amountNano, thresholdNano }: { accountId: string; amountNano: Nano; thresholdNano: Nano }): Promise<ChargeResult | undefined> {
+  async charge({
+    accountId,
+    amountNano,
+    thresholdNano,
+  }: {
+    accountId: string;
+    amountNano: Nano;
+    thresholdNano: Nano;
+  }): Promise<ChargeResult | undefined> {
     const customer = await this.storage.purchases.customer(accountId);
     if (!customer?.paymentMethodId || customer.processor !== STRIPE) {
       throw new RechargeFailure('payment_method_required', 'the account has no saved payment method');
@@ -80,24 +88,43 @@ export class CardRecharge implements PaymentProcessor {
     }
     if (intent.status === 'processing') return { ...done, pending: true };
     const code = intent.status === 'requires_action' ? 'authentication_required' : 'payment_not_completed';
-    throw await this.failed(recharge, { code, message: `the payment is ${intent.status.replaceAll('_', ' ')}`, declineCode: null, paymentIntentId: intent.id });
+    throw await this.failed(recharge, {
+      code,
+      message: `the payment is ${intent.status.replaceAll('_', ' ')}`,
+      declineCode: null,
+      paymentIntentId: intent.id,
+    });
   }
 
   private async failed(recharge: RechargeRecord, failure: Failure): Promise<RechargeFailure> {
-    this.logger.warn({ accountId: recharge.accountId, rechargeId: recharge.id, ...failure }, 'a card auto-recharge failed; nothing credited');
+    this.logger.warn(
+      { accountId: recharge.accountId, rechargeId: recharge.id, ...failure },
+      'a card auto-recharge failed; nothing credited',
+    );
     // Stripe's reference of a declined charge, shown with the failed recharge.
     if (failure.paymentIntentId) await this.storage.recharges.setPaymentIntent(recharge.id, failure.paymentIntentId);
     await this.storage.recharges.fail(recharge.id, `${failure.code}: ${failure.message}`, Date.now());
-    return new RechargeFailure(failure.code, failure.message, { rechargeId: recharge.id, declineCode: failure.declineCode, paymentIntentId: failure.paymentIntentId });
+    return new RechargeFailure(failure.code, failure.message, {
+      rechargeId: recharge.id,
+      declineCode: failure.declineCode,
+      paymentIntentId: failure.paymentIntentId,
+    });
   }
 }
 
 /** Stripe's receipt link of a succeeded recharge, kept on its row; a failure to fetch it only costs the link. */
-export async function keepReceipt(storage: Storage, stripe: Stripe, rechargeId: string, paymentIntentId: string, logger: Logger): Promise<void> {
+export async function keepReceipt(
+  storage: Storage,
+  stripe: Stripe,
+  rechargeId: string,
+  paymentIntentId: string,
+  logger: Logger,
+): Promise<void> {
   try {
     const intent = await stripe.paymentIntents.retrieve(paymentIntentId, { expand: ['latest_charge'] });
     const charge = intent.latest_charge;
-    if (charge && typeof charge === 'object' && charge.receipt_url) await storage.recharges.setReceipt(rechargeId, charge.receipt_url);
+    if (charge && typeof charge === 'object' && charge.receipt_url)
+      await storage.recharges.setReceipt(rechargeId, charge.receipt_url);
   } catch (error) {
     logger.warn({ err: error, rechargeId }, 'the receipt of a card recharge could not be fetched from Stripe');
   }
@@ -115,8 +142,16 @@ function describe(error: unknown): Failure {
   if (error instanceof Stripe.errors.StripeCardError) {
     const intent = (error.raw as { payment_intent?: { id?: string } }).payment_intent;
     const declineCode = error.decline_code ?? null;
-    const message = error.code === 'authentication_required' ? 'the card needs authentication (3-D Secure), which an automatic charge cannot do' : `the card was declined${declineCode ? ` (${declineCode})` : ''}`;
+    const message =
+      error.code === 'authentication_required'
+        ? 'the card needs authentication (3-D Secure), which an automatic charge cannot do'
+        : `the card was declined${declineCode ? ` (${declineCode})` : ''}`;
     return { code: error.code ?? 'card_declined', message, declineCode, paymentIntentId: intent?.id ?? null };
   }
-  return { code: 'processor_unavailable', message: 'the payment processor could not be reached or refused the request', declineCode: null, paymentIntentId: null };
+  return {
+    code: 'processor_unavailable',
+    message: 'the payment processor could not be reached or refused the request',
+    declineCode: null,
+    paymentIntentId: null,
+  };
 }

@@ -28,19 +28,39 @@ export interface Payments {
   reversals: Reversals;
 }
 
-export function createPayments(options: { storage: Storage; config: Config; logger: Logger; events?: EventSink; onCredited(accountId: string): void | Promise<void> }): Payments {
+export function createPayments(options: {
+  storage: Storage;
+  config: Config;
+  logger: Logger;
+  events?: EventSink;
+  onCredited(accountId: string): void | Promise<void>;
+}): Payments {
   const { secret_key, webhook_secret, api_base } = options.config.payments.stripe;
   const stripe = secret_key ? stripeClient(secret_key, api_base) : undefined;
-  if (stripe && !webhook_secret) options.logger.warn('STRIPE_SECRET_KEY is set without STRIPE_WEBHOOK_SECRET: purchases cannot be confirmed, so none is credited');
+  if (stripe && !webhook_secret)
+    options.logger.warn(
+      'STRIPE_SECRET_KEY is set without STRIPE_WEBHOOK_SECRET: purchases cannot be confirmed, so none is credited',
+    );
   return {
     purchases: new Purchases(options.storage, options.config, stripe, options.logger),
-    stripeEvents: new StripeEvents({ storage: options.storage, stripe, webhookSecret: webhook_secret, logger: options.logger, events: options.events, onCredited: options.onCredited }),
+    stripeEvents: new StripeEvents({
+      storage: options.storage,
+      stripe,
+      webhookSecret: webhook_secret,
+      logger: options.logger,
+      events: options.events,
+      onCredited: options.onCredited,
+    }),
     reversals: new Reversals(options.storage, stripe, options.logger, options.onCredited),
   };
 }
 
 /** Auto-recharge by saved card, when Stripe is configured (docs/payments.md#auto-recharge-by-card). */
-export function cardRechargeProcessor(options: { storage: Storage; config: Config; logger: Logger }): PaymentProcessor | undefined {
+export function cardRechargeProcessor(options: {
+  storage: Storage;
+  config: Config;
+  logger: Logger;
+}): PaymentProcessor | undefined {
   const { secret_key, api_base } = options.config.payments.stripe;
   return secret_key ? new CardRecharge(options.storage, stripeClient(secret_key, api_base), options.logger) : undefined;
 }

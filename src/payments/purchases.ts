@@ -13,7 +13,8 @@ import { NANO_PER_CENT } from './stripe-client.js';
 
 export const STRIPE = 'stripe';
 
-const NO_PROCESSOR = 'Buying credit is not available on this gateway: it has no payment processor (STRIPE_SECRET_KEY is not set). The operator adds credit.';
+const NO_PROCESSOR =
+  'Buying credit is not available on this gateway: it has no payment processor (STRIPE_SECRET_KEY is not set). The operator adds credit.';
 
 export interface Buyer {
   id: string;
@@ -51,7 +52,14 @@ export class Purchases {
       throw invalidRequest(NO_PROCESSOR);
     }
     const amountNano = this.amountOf(body);
-    const purchase = { id: newId('cp'), accountId: buyer.id, amountNano, currency: 'USD', processor: STRIPE, createdAt: Date.now() };
+    const purchase = {
+      id: newId('cp'),
+      accountId: buyer.id,
+      amountNano,
+      currency: 'USD',
+      processor: STRIPE,
+      createdAt: Date.now(),
+    };
     await this.storage.purchases.insert(purchase);
     let session: Stripe.Checkout.Session;
     try {
@@ -64,7 +72,11 @@ export class Purchases {
           line_items: [
             {
               quantity: 1,
-              price_data: { currency: 'usd', unit_amount: Number(amountNano / NANO_PER_CENT), product_data: { name: `Credit: ${usdString(amountNano)} USD` } },
+              price_data: {
+                currency: 'usd',
+                unit_amount: Number(amountNano / NANO_PER_CENT),
+                product_data: { name: `Credit: ${usdString(amountNano)} USD` },
+              },
             },
           ],
           payment_intent_data: { setup_future_usage: 'off_session', metadata: { purchase_id: purchase.id } },
@@ -75,9 +87,14 @@ export class Purchases {
       );
       if (!session.url) throw new Error(`checkout session ${session.id} has no url`);
     } catch (error) {
-      this.logger.error({ err: error, purchaseId: purchase.id }, 'Stripe refused or failed to create a checkout session');
+      this.logger.error(
+        { err: error, purchaseId: purchase.id },
+        'Stripe refused or failed to create a checkout session',
+      );
       await this.storage.purchases.close(purchase.id, 'failed');
-      throw new GatewayError('upstream_error', { message: 'The payment processor could not start the checkout; try again later' });
+      throw new GatewayError('upstream_error', {
+        message: 'The payment processor could not start the checkout; try again later',
+      });
     }
     await this.storage.purchases.attachCheckout(purchase.id, session.id, session.url);
     return (await this.storage.purchases.get(purchase.id))!;
@@ -90,12 +107,14 @@ export class Purchases {
   /** Another account's purchase is as absent as one that does not exist. */
   async get(accountId: string, id: string): Promise<PurchaseRecord> {
     const purchase = await this.storage.purchases.get(id);
-    if (!purchase || purchase.accountId !== accountId) throw new GatewayError('not_found', { message: `No credit purchase ${id}`, param: 'id' });
+    if (!purchase || purchase.accountId !== accountId)
+      throw new GatewayError('not_found', { message: `No credit purchase ${id}`, param: 'id' });
     return purchase;
   }
 
   private amountOf(body: unknown): Nano {
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidRequest('The body must be a JSON object with amount (USD)', 'amount');
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw invalidRequest('The body must be a JSON object with amount (USD)', 'amount');
     const extra = Object.keys(body).find((k) => k !== 'amount');
     if (extra !== undefined) throw invalidRequest(`Unknown field ${extra}`, extra);
     const { amount } = body as { amount?: unknown };
@@ -116,7 +135,10 @@ export class Purchases {
   private async customerOf(stripe: Stripe, buyer: Buyer): Promise<string> {
     const known = await this.storage.purchases.customer(buyer.id);
     if (known) return known.customerId;
-    const customer = await stripe.customers.create({ email: buyer.email, metadata: { account_id: buyer.id } }, { idempotencyKey: `customer-${buyer.id}` });
+    const customer = await stripe.customers.create(
+      { email: buyer.email, metadata: { account_id: buyer.id } },
+      { idempotencyKey: `customer-${buyer.id}` },
+    );
     return (await this.storage.purchases.saveCustomer(buyer.id, STRIPE, customer.id)).customerId;
   }
 }

@@ -74,19 +74,30 @@ export class Reversals {
   async refund(accountId: string, purchaseId: string, amountNano?: Nano): Promise<Refunded> {
     if (!this.stripe) throw invalidRequest('Refunds go through Stripe, and this gateway has no STRIPE_SECRET_KEY');
     const purchase = await this.storage.purchases.get(purchaseId);
-    if (!purchase || purchase.accountId !== accountId) throw new GatewayError('not_found', { message: `No credit purchase ${purchaseId}`, param: 'id' });
-    if (purchase.status !== 'paid' || !purchase.paymentIntentId) throw invalidRequest(`Purchase ${purchaseId} is ${purchase.status}, not paid: nothing to refund`, 'id');
+    if (!purchase || purchase.accountId !== accountId)
+      throw new GatewayError('not_found', { message: `No credit purchase ${purchaseId}`, param: 'id' });
+    if (purchase.status !== 'paid' || !purchase.paymentIntentId)
+      throw invalidRequest(`Purchase ${purchaseId} is ${purchase.status}, not paid: nothing to refund`, 'id');
     const already = await this.storage.purchases.reversedOf(purchase.paymentIntentId);
     const left = purchase.amountNano - already;
     const amount = amountNano ?? left;
-    if (amount <= 0n || amount % NANO_PER_CENT !== 0n) throw invalidRequest('amount must be a positive USD amount in whole cents', 'amount');
-    if (amount > left) throw invalidRequest(`amount is more than what is left to refund of this purchase (${usdString(left > 0n ? left : 0n)} USD)`, 'amount');
+    if (amount <= 0n || amount % NANO_PER_CENT !== 0n)
+      throw invalidRequest('amount must be a positive USD amount in whole cents', 'amount');
+    if (amount > left)
+      throw invalidRequest(
+        `amount is more than what is left to refund of this purchase (${usdString(left > 0n ? left : 0n)} USD)`,
+        'amount',
+      );
 
     let refund: Stripe.Refund;
     let charge: Stripe.Charge | undefined;
     try {
       refund = await this.stripe.refunds.create(
-        { payment_intent: purchase.paymentIntentId, amount: Number(amount / NANO_PER_CENT), metadata: { purchase_id: purchase.id } },
+        {
+          payment_intent: purchase.paymentIntentId,
+          amount: Number(amount / NANO_PER_CENT),
+          metadata: { purchase_id: purchase.id },
+        },
         // The same refund asked twice (a retried click) is one refund at Stripe.
         { idempotencyKey: `refund-${purchase.id}-${already}-${amount}` },
       );
@@ -95,8 +106,12 @@ export class Reversals {
     } catch (error) {
       this.logger.error({ err: error, purchaseId }, 'Stripe refused or failed a refund');
       // Stripe's refusal of the request itself (already refunded, say) is the operator's to read.
-      if ((error as { type?: string }).type === 'StripeInvalidRequestError') throw invalidRequest(`Stripe refused the refund: ${(error as Error).message}`);
-      throw new GatewayError('upstream_error', { message: 'Stripe could not be reached or failed; the refund may not have happened. Its charge.refunded event debits it if it did.' });
+      if ((error as { type?: string }).type === 'StripeInvalidRequestError')
+        throw invalidRequest(`Stripe refused the refund: ${(error as Error).message}`);
+      throw new GatewayError('upstream_error', {
+        message:
+          'Stripe could not be reached or failed; the refund may not have happened. Its charge.refunded event debits it if it did.',
+      });
     }
     const applied = charge ? await this.refunded(charge) : undefined;
     return {
@@ -109,30 +124,50 @@ export class Reversals {
     };
   }
 
-  private async apply(payment: PaidPayment & { reference: string }, reversal: { id: string; kind: 'refund' | 'dispute'; cents: number; final: boolean; note: string }): Promise<ReversalOutcome> {
+  private async apply(
+    payment: PaidPayment & { reference: string },
+    reversal: { id: string; kind: 'refund' | 'dispute'; cents: number; final: boolean; note: string },
+  ): Promise<ReversalOutcome> {
     const asked = BigInt(reversal.cents) * NANO_PER_CENT;
     // Never more than the payment credited.
     const totalNano = asked < payment.amountNano ? asked : payment.amountNano;
     const result = await this.storage.ledger.commit({
       entries: [],
-      paymentReversed: { ...reversal, accountId: payment.accountId, processor: STRIPE, paymentReference: payment.reference, totalNano, at: Date.now() },
+      paymentReversed: {
+        ...reversal,
+        accountId: payment.accountId,
+        processor: STRIPE,
+        paymentReference: payment.reference,
+        totalNano,
+        at: Date.now(),
+      },
     });
     const movedNano = result.reversedNano ?? 0n;
     if (movedNano !== 0n) {
       try {
         await this.onMoved(payment.accountId);
       } catch (error) {
-        this.logger.warn({ err: error, accountId: payment.accountId }, 'a refund or dispute could not be announced to the caches; they pick it up within a second');
+        this.logger.warn(
+          { err: error, accountId: payment.accountId },
+          'a refund or dispute could not be announced to the caches; they pick it up within a second',
+        );
       }
     }
     return { accountId: payment.accountId, movedNano };
   }
 
   /** The purchase or recharge a charge paid, when it is one of ours and in USD. */
-  private async paymentOf(paymentIntentId: string | null, currency: string, objectId: string): Promise<(PaidPayment & { reference: string }) | undefined> {
+  private async paymentOf(
+    paymentIntentId: string | null,
+    currency: string,
+    objectId: string,
+  ): Promise<(PaidPayment & { reference: string }) | undefined> {
     const payment = paymentIntentId ? await this.storage.purchases.paymentOf(paymentIntentId) : undefined;
     if (!payment || !paymentIntentId || currency !== 'usd') {
-      this.logger.error({ objectId, paymentIntentId }, 'a Stripe refund or dispute matches no paid purchase or recharge (payment or currency); nothing debited');
+      this.logger.error(
+        { objectId, paymentIntentId },
+        'a Stripe refund or dispute matches no paid purchase or recharge (payment or currency); nothing debited',
+      );
       return undefined;
     }
     return { ...payment, reference: paymentIntentId };

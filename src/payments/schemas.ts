@@ -3,7 +3,9 @@ import { Type, type Static } from '@sinclair/typebox';
 
 export const CreatePurchaseSchema = Type.Object(
   {
-    amount: Type.Number({ description: 'USD in whole cents, within payments.purchase.min_amount and max_amount (default 5 to 1000)' }),
+    amount: Type.Number({
+      description: 'USD in whole cents, within payments.purchase.min_amount and max_amount (default 5 to 1000)',
+    }),
   },
   { additionalProperties: false },
 );

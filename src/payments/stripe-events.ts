@@ -40,7 +40,8 @@ export class StripeEvents {
   /** Verifies the signature over the raw body (400 if it does not hold, nothing changes), then applies the event. */
   async receive(rawBody: Buffer, signature: string | undefined): Promise<EventOutcome> {
     const { webhookSecret } = this.options;
-    if (!webhookSecret) throw invalidRequest('Stripe webhooks are not configured on this gateway (STRIPE_WEBHOOK_SECRET is not set)');
+    if (!webhookSecret)
+      throw invalidRequest('Stripe webhooks are not configured on this gateway (STRIPE_WEBHOOK_SECRET is not set)');
     let event: Stripe.Event;
     try {
       event = Stripe.webhooks.constructEvent(rawBody, signature ?? '', webhookSecret);
@@ -77,8 +78,22 @@ export class StripeEvents {
     if (!purchase) return 'ignored';
     const paymentIntentId = idOf(session.payment_intent);
     const result = await this.options.storage.ledger.commit({
-      entries: [{ accountId: purchase.accountId, kind: 'topup', amountNano: purchase.amountNano, note: `Stripe payment ${paymentIntentId ?? session.id} (purchase ${purchase.id})` }],
-      purchasePaid: { purchaseId: purchase.id, processor: STRIPE, eventId: event.id, eventType: event.type, paymentIntentId, at: Date.now() },
+      entries: [
+        {
+          accountId: purchase.accountId,
+          kind: 'topup',
+          amountNano: purchase.amountNano,
+          note: `Stripe payment ${paymentIntentId ?? session.id} (purchase ${purchase.id})`,
+        },
+      ],
+      purchasePaid: {
+        purchaseId: purchase.id,
+        processor: STRIPE,
+        eventId: event.id,
+        eventType: event.type,
+        paymentIntentId,
+        at: Date.now(),
+      },
     });
     if (result.purchasePaid) await this.announce(purchase.accountId);
     // On every delivery until it is stored: a failure here answers 500 and Stripe delivers again (the credit stays once).
@@ -91,8 +106,15 @@ export class StripeEvents {
     const rechargeId = intent.metadata?.recharge_id;
     if (!rechargeId) return 'ignored';
     const recharge = await this.options.storage.recharges.get(rechargeId);
-    if (!recharge || intent.currency !== 'usd' || BigInt(intent.amount_received || intent.amount) * NANO_PER_CENT !== recharge.amountNano) {
-      this.options.logger.error({ paymentIntentId: intent.id, rechargeId }, 'a Stripe payment intent matches no auto-recharge (id, amount or currency); nothing credited');
+    if (
+      !recharge ||
+      intent.currency !== 'usd' ||
+      BigInt(intent.amount_received || intent.amount) * NANO_PER_CENT !== recharge.amountNano
+    ) {
+      this.options.logger.error(
+        { paymentIntentId: intent.id, rechargeId },
+        'a Stripe payment intent matches no auto-recharge (id, amount or currency); nothing credited',
+      );
       return 'ignored';
     }
     const result = await creditRecharge(this.options.storage, {
@@ -104,7 +126,8 @@ export class StripeEvents {
     });
     if (!result.rechargePaid) return 'already_applied';
     await this.announce(recharge.accountId);
-    if (this.options.stripe) await keepReceipt(this.options.storage, this.options.stripe, rechargeId, intent.id, this.options.logger);
+    if (this.options.stripe)
+      await keepReceipt(this.options.storage, this.options.stripe, rechargeId, intent.id, this.options.logger);
     return 'credited';
   }
 
@@ -118,9 +141,20 @@ export class StripeEvents {
     if (!recharge) return 'ignored';
     const code = intent.last_payment_error?.code ?? 'payment_failed';
     const message = intent.last_payment_error?.message ?? 'the payment failed after it was accepted for processing';
-    if (!(await this.options.storage.recharges.fail(recharge.id, `${code}: ${message}`, Date.now()))) return 'already_applied';
-    const failure = new RechargeFailure(code, message, { rechargeId: recharge.id, declineCode: intent.last_payment_error?.decline_code ?? null, paymentIntentId: intent.id });
-    await recordRechargeFailure(this.options.storage, this.options.events, recharge.accountId, recharge.amountNano, failure);
+    if (!(await this.options.storage.recharges.fail(recharge.id, `${code}: ${message}`, Date.now())))
+      return 'already_applied';
+    const failure = new RechargeFailure(code, message, {
+      rechargeId: recharge.id,
+      declineCode: intent.last_payment_error?.decline_code ?? null,
+      paymentIntentId: intent.id,
+    });
+    await recordRechargeFailure(
+      this.options.storage,
+      this.options.events,
+      recharge.accountId,
+      recharge.amountNano,
+      failure,
+    );
     await this.announce(recharge.accountId);
     return 'recorded';
   }
@@ -136,7 +170,10 @@ export class StripeEvents {
     try {
       await this.options.onCredited(accountId);
     } catch (error) {
-      this.options.logger.warn({ err: error, accountId }, 'a credited purchase could not be announced to the caches; they pick it up within a second');
+      this.options.logger.warn(
+        { err: error, accountId },
+        'a credited purchase could not be announced to the caches; they pick it up within a second',
+      );
     }
   }
 
@@ -151,22 +188,31 @@ export class StripeEvents {
       session.amount_total !== null &&
       BigInt(session.amount_total) * NANO_PER_CENT === purchase.amountNano;
     if (!matches) {
-      this.options.logger.error({ sessionId: session.id, purchaseId: id }, 'a Stripe checkout session matches no purchase (id, amount or currency); nothing credited');
+      this.options.logger.error(
+        { sessionId: session.id, purchaseId: id },
+        'a Stripe checkout session matches no purchase (id, amount or currency); nothing credited',
+      );
       return undefined;
     }
     return purchase;
   }
 
   /** The Stripe customer and the card saved for off-session charges (kept on the account), and the receipt link. */
-  private async keepPaymentDetails(purchase: PurchaseRecord, session: Stripe.Checkout.Session, paymentIntentId: string | null): Promise<void> {
+  private async keepPaymentDetails(
+    purchase: PurchaseRecord,
+    session: Stripe.Checkout.Session,
+    paymentIntentId: string | null,
+  ): Promise<void> {
     const { storage, stripe } = this.options;
     const customerId = idOf(session.customer);
     if (!stripe || !paymentIntentId) return;
     const intent = await stripe.paymentIntents.retrieve(paymentIntentId, { expand: ['latest_charge'] });
     const paymentMethodId = idOf(intent.payment_method);
-    if (customerId && paymentMethodId) await storage.purchases.savePaymentMethod(purchase.accountId, STRIPE, customerId, paymentMethodId);
+    if (customerId && paymentMethodId)
+      await storage.purchases.savePaymentMethod(purchase.accountId, STRIPE, customerId, paymentMethodId);
     const charge = intent.latest_charge;
-    if (charge && typeof charge === 'object' && charge.receipt_url) await storage.purchases.setReceipt(purchase.id, charge.receipt_url);
+    if (charge && typeof charge === 'object' && charge.receipt_url)
+      await storage.purchases.setReceipt(purchase.id, charge.receipt_url);
   }
 
   private async close(session: Stripe.Checkout.Session, status: 'expired' | 'failed'): Promise<EventOutcome> {

@@ -11,11 +11,18 @@ export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 export const MAX_ERROR_BYTES = 64 * 1024;
 
 export function tooLarge(provider: string): UpstreamError {
-  return new UpstreamError(provider, 'protocol', `${provider} sent an answer larger than ${MAX_ANSWER_BYTES / 1048576} MiB`);
+  return new UpstreamError(
+    provider,
+    'protocol',
+    `${provider} sent an answer larger than ${MAX_ANSWER_BYTES / 1048576} MiB`,
+  );
 }
 
 /** The body as text; UpstreamError `protocol` beyond MAX_ANSWER_BYTES (the rest is not read). */
-export async function answerText(provider: string, res: Pick<Dispatcher.ResponseData, 'body' | 'headers'>): Promise<string> {
+export async function answerText(
+  provider: string,
+  res: Pick<Dispatcher.ResponseData, 'body' | 'headers'>,
+): Promise<string> {
   const { body } = res;
   const declared = Number(res.headers['content-length'] ?? NaN);
   // A declared length within the cap: undici's own reader (which holds the server to that length) is cheaper
@@ -27,13 +34,15 @@ export async function answerText(provider: string, res: Pick<Dispatcher.Response
   }
   const parts: Buffer[] = [];
   let size = 0;
+  // Readable streams yield `any`; undici's body (no encoding set) yields Buffers.
   for await (const part of body) {
-    size += (part as Buffer).length;
+    const chunk: Buffer = part;
+    size += chunk.length;
     if (size > MAX_ANSWER_BYTES) {
       body.on('error', () => {}).destroy();
       throw tooLarge(provider);
     }
-    parts.push(part as Buffer);
+    parts.push(chunk);
   }
   return Buffer.concat(parts).toString('utf8');
 }
@@ -43,8 +52,9 @@ export async function errorText(body: Dispatcher.ResponseData['body']): Promise<
   const parts: Buffer[] = [];
   let size = 0;
   for await (const part of body) {
-    parts.push(part as Buffer);
-    size += (part as Buffer).length;
+    const chunk: Buffer = part;
+    parts.push(chunk);
+    size += chunk.length;
     if (size >= MAX_ERROR_BYTES) {
       body.on('error', () => {}).destroy();
       break;

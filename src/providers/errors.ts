@@ -2,7 +2,12 @@
 import { UpstreamError } from './provider.js';
 import { isObject } from './translate.js';
 
-const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+]);
 
 function errorCode(err: unknown): string | undefined {
   const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
@@ -22,9 +27,13 @@ export function describeError(err: unknown): string {
 export function transportError(provider: string, err: unknown): UpstreamError {
   if (err instanceof UpstreamError) return err;
   if (isTimeout(err)) {
-    return new UpstreamError(provider, 'timeout', `${provider} did not answer in time: ${describeError(err)}`, { cause: err });
+    return new UpstreamError(provider, 'timeout', `${provider} did not answer in time: ${describeError(err)}`, {
+      cause: err,
+    });
   }
-  return new UpstreamError(provider, 'connection', `could not reach ${provider}: ${describeError(err)}`, { cause: err });
+  return new UpstreamError(provider, 'connection', `could not reach ${provider}: ${describeError(err)}`, {
+    cause: err,
+  });
 }
 
 interface ErrorDetails {
@@ -48,7 +57,8 @@ export function readErrorBody(json: unknown): ErrorDetails | undefined {
       code: error.code,
     };
   }
-  const message = typeof json.message === 'string' ? json.message : typeof json.detail === 'string' ? json.detail : undefined;
+  const message =
+    typeof json.message === 'string' ? json.message : typeof json.detail === 'string' ? json.detail : undefined;
   return message === undefined ? undefined : { message, param: null, code: undefined };
 }
 

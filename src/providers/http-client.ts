@@ -61,7 +61,12 @@ export class HttpClient {
     try {
       return JSON.parse(text);
     } catch (cause) {
-      throw new UpstreamError(this.id, 'protocol', `${this.id} answered with a body that is not JSON: ${text.slice(0, 200)}`, { cause });
+      throw new UpstreamError(
+        this.id,
+        'protocol',
+        `${this.id} answered with a body that is not JSON: ${text.slice(0, 200)}`,
+        { cause },
+      );
     }
   }
 
@@ -76,7 +81,12 @@ export class HttpClient {
    * `ended()` tells whether the upstream sent its end marker when reading stops: then the rest is drained so the
    * socket goes back to the pool; otherwise the socket is closed.
    */
-  async *events(res: Dispatcher.ResponseData, signal: AbortSignal, finished: () => boolean, ended?: () => boolean): AsyncGenerator<SseEvent> {
+  async *events(
+    res: Dispatcher.ResponseData,
+    signal: AbortSignal,
+    finished: () => boolean,
+    ended?: () => boolean,
+  ): AsyncGenerator<SseEvent> {
     const { body } = res;
     const reader = new SseReader(this.id);
     try {
@@ -86,7 +96,9 @@ export class HttpClient {
       if (err instanceof UpstreamError || signal.aborted) throw err;
       if (finished()) return;
       if (isTimeout(err)) throw transportError(this.id, err);
-      throw new UpstreamError(this.id, 'protocol', `${this.id} stream ended early: ${describeError(err)}`, { cause: err });
+      throw new UpstreamError(this.id, 'protocol', `${this.id} stream ended early: ${describeError(err)}`, {
+        cause: err,
+      });
     } finally {
       if (ended?.()) void body.dump({ limit: Number.MAX_SAFE_INTEGER }).catch(() => {});
       else body.on('error', () => {}).destroy();
@@ -104,7 +116,13 @@ export class HttpClient {
   }
 
   /** Sends a request and returns the 2xx response; anything else throws UpstreamError (an abort is rethrown as is). */
-  private async send(call: RequestCall, method: 'GET' | 'POST', path: string, accept: string, body?: unknown): Promise<Dispatcher.ResponseData> {
+  private async send(
+    call: RequestCall,
+    method: 'GET' | 'POST',
+    path: string,
+    accept: string,
+    body?: unknown,
+  ): Promise<Dispatcher.ResponseData> {
     // Serialised outside the try: a body that cannot be serialised is our error, not a transport failure.
     const payload = body === undefined ? null : JSON.stringify(body);
     let res: Dispatcher.ResponseData;

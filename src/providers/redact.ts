@@ -14,7 +14,10 @@ const CREDENTIALS: Array<[RegExp, string]> = [
   // The user and password of a URL
   [/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi, '$1'],
   // Header or field echoes: `Authorization: Bearer x`, `"x-api-key":"x"`, `api_key=x`
-  [/\b((?:proxy-)?authorization|x-api-key|x-goog-api-key|api[-_]?key|access[-_]?token)(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token)\s+)?[^\s"',;&}]+/gi, `$1$2${HIDDEN}`],
+  [
+    /\b((?:proxy-)?authorization|x-api-key|x-goog-api-key|api[-_]?key|access[-_]?token)(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token)\s+)?[^\s"',;&}]+/gi,
+    `$1$2${HIDDEN}`,
+  ],
   // A scheme and a token (a token has a digit or base64 padding: "bearer authentication" is prose)
   [/\b(bearer|basic)\s+(?=[A-Za-z0-9._~+/=-]*[0-9=])[A-Za-z0-9._~+/=-]{8,}/gi, `$1 ${HIDDEN}`],
   // Query parameters that carry keys: `?key=...` (Gemini), `&token=...`, `&sig=...`
@@ -29,13 +32,17 @@ const CREDENTIALS: Array<[RegExp, string]> = [
 ];
 
 /** Host names that only mean something inside a network. */
-const INTERNAL_HOST = /^(?:localhost|[^.]+|.+\.(?:internal|local|localdomain|localhost|lan|home|corp|intranet|private|svc|cluster\.local))$/i;
+const INTERNAL_HOST =
+  /^(?:localhost|[^.]+|.+\.(?:internal|local|localdomain|localhost|lan|home|corp|intranet|private|svc|cluster\.local))$/i;
 
 const ADDRESSES: Array<[RegExp, (match: string) => string]> = [
   // The host of a URL naming an internal host or an IP literal
   [/\b[a-z][a-z0-9+.-]*:\/\/(?:\[[^\]]*\]|[^\s/?#:"']+)(?::\d+)?/gi, (match) => internalUrlHost(match)],
   // IPv6 (IPv4-mapped included), bracketed or not, with or without a port
-  [/(?<![\w.:])\[?[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*:[0-9A-Fa-f:.%]*\]?(?::\d{1,5})?(?![\w:])/g, (match) => (isIPv6(match.replace(/^\[|\](?::\d+)?$/g, '')) ? ADDRESS : match)],
+  [
+    /(?<![\w.:])\[?[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*:[0-9A-Fa-f:.%]*\]?(?::\d{1,5})?(?![\w:])/g,
+    (match) => (isIPv6(match.replace(/^\[|\](?::\d+)?$/g, '')) ? ADDRESS : match),
+  ],
   // IPv4, with or without a port
   [/\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b/g, () => ADDRESS],
   // host:port of a dotted name or localhost

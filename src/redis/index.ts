@@ -13,7 +13,12 @@ export interface FailFastConnection {
  * without a listener ioredis would log each reconnection attempt.
  */
 export function connectFailFast(url: string, timeoutMs: number, options: RedisOptions = {}): FailFastConnection {
-  const redis = new Redis(url, { commandTimeout: timeoutMs, maxRetriesPerRequest: 1, enableOfflineQueue: false, ...options });
+  const redis = new Redis(url, {
+    commandTimeout: timeoutMs,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    ...options,
+  });
   redis.on('error', () => undefined);
   const ready = new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, timeoutMs);

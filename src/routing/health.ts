@@ -2,7 +2,7 @@
  * The deployments of every model with their circuit breakers: what `status` of GET /v1/models shows, and the
  * health probes that bring an open circuit back (a timer exists only while a circuit is open).
  */
-import type { CatalogModel, HealthSource, ModelStatus, PerformanceTracker } from '../catalog/index.js';
+import type { CatalogModel, HealthSource, ModelStatus, LiveFigures } from '../catalog/index.js';
 import type { RoutingConfig } from '../config/index.js';
 import { redactForClient, type Provider, type ProviderSet } from '../providers/index.js';
 import { Breaker } from './breaker.js';
@@ -30,7 +30,7 @@ export class Health implements HealthSource {
     models: readonly CatalogModel[],
     providers: ProviderSet,
     private readonly settings: RoutingConfig,
-    private readonly performance: PerformanceTracker | undefined,
+    private readonly performance: LiveFigures | undefined,
   ) {
     for (const model of models) {
       const list: Deployment[] = [];
@@ -38,7 +38,15 @@ export class Health implements HealthSource {
         const provider = ref.configured ? providers.get(ref.providerId) : undefined;
         if (!provider) continue;
         const breaker = new Breaker(settings.breaker_failures, settings.breaker_cooldown_ms);
-        list.push({ model, providerId: ref.providerId, upstreamModel: ref.upstreamModel, weight: ref.weight, provider, breaker, probing: false });
+        list.push({
+          model,
+          providerId: ref.providerId,
+          upstreamModel: ref.upstreamModel,
+          weight: ref.weight,
+          provider,
+          breaker,
+          probing: false,
+        });
       }
       this.byModel.set(model.id, list);
       if (list.some((d) => d.weight !== undefined)) this.weights.add(model.id);
@@ -64,7 +72,10 @@ export class Health implements HealthSource {
     const reasons = open.map((d) => `${d.providerId}: ${d.breaker.reason}`).join('; ');
     if (open.length < list.length) return { active: true, message: `Available (degraded: ${reasons})` };
     const seconds = Math.ceil(Math.min(...open.map((d) => d.breaker.remainingMs(now))) / 1000);
-    return { active: false, message: `Unavailable: every provider of this model is failing (${reasons}); retrying in ${seconds}s` };
+    return {
+      active: false,
+      message: `Unavailable: every provider of this model is failing (${reasons}); retrying in ${seconds}s`,
+    };
   }
 
   succeeded(deployment: Deployment): void {

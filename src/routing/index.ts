@@ -5,11 +5,17 @@
  * are left as they are: each attempt gets its own call, with the deployment's model name and limits.
  */
 import type { Price } from '../billing/index.js';
-import type { CatalogModel, HealthSource, PerformanceTracker } from '../catalog/index.js';
+import type { CatalogModel, HealthSource, LiveFigures } from '../catalog/index.js';
 import { SANDBOX_PROVIDER_ID, type Config, type RoutingConfig } from '../config/index.js';
 import { GatewayError } from '../errors/index.js';
 import { SpanKind, withSpan } from '../observability/index.js';
-import { ProviderSet, UpstreamError, type ChatCompletion, type ChatRequest, type ProviderCall } from '../providers/index.js';
+import {
+  ProviderSet,
+  UpstreamError,
+  type ChatCompletion,
+  type ChatRequest,
+  type ProviderCall,
+} from '../providers/index.js';
 import type { Environment } from '../storage/index.js';
 import { backoffMs, pause } from './attempts.js';
 import { Breaker } from './breaker.js';
@@ -57,7 +63,10 @@ export class Router {
   private readonly sandboxed = new Map<string, Deployment[]>();
 
   /** `catalog`: the models whose deployments are routed to. */
-  constructor(config: Config, options: { catalog?: { readonly models: readonly CatalogModel[] }; performance?: PerformanceTracker } = {}) {
+  constructor(
+    config: Config,
+    options: { catalog?: { readonly models: readonly CatalogModel[] }; performance?: LiveFigures } = {},
+  ) {
     this.settings = config.routing;
     this.providers = new ProviderSet(config);
     this.fleet = new Health(options.catalog?.models ?? [], this.providers, config.routing, options.performance);
@@ -70,7 +79,8 @@ export class Router {
 
   route(model: CatalogModel, environment: Environment, options?: RouteOptions): Route {
     const deadline = options?.timeoutMs ? Date.now() + options.timeoutMs : 0;
-    if (environment === 'test') return { model, providerId: SANDBOX_PROVIDER_ID, price: model.price, candidates: this.sandbox(model), deadline };
+    if (environment === 'test')
+      return { model, providerId: SANDBOX_PROVIDER_ID, price: model.price, candidates: this.sandbox(model), deadline };
     let candidates = this.fleet.deployments(model);
     let price = model.price;
     const fallbacks = options?.fallbacks;
@@ -83,16 +93,18 @@ export class Router {
     for (const deployment of candidates) {
       if (deployment.breaker.allows()) return { model, providerId: deployment.providerId, price, candidates, deadline };
     }
-    throw new GatewayError('model_unavailable', { message: `The model '${model.id}' is unavailable: ${model.statusMessage}` });
+    throw new GatewayError('model_unavailable', {
+      message: `The model '${model.id}' is unavailable: ${model.statusMessage}`,
+    });
   }
 
   complete(route: Route, call: ProviderCall): Promise<Routed<ChatCompletion>> {
-    return this.run(route, call, false) as Promise<Routed<ChatCompletion>>;
+    return this.run(route, call, COMPLETE);
   }
 
   /** Opens the stream and waits for its first chunk with substance (see openStream); after that nothing is retried. */
   stream(route: Route, call: ProviderCall): Promise<Routed<StreamStart>> {
-    return this.run(route, call, true) as Promise<Routed<StreamStart>>;
+    return this.run(route, call, STREAM);
   }
 
   async close(): Promise<void> {
@@ -100,22 +112,27 @@ export class Router {
     await this.providers.close();
   }
 
-  private run(route: Route, call: ProviderCall, streaming: boolean): Promise<Routed<ChatCompletion | StreamStart>> {
-    return route.deadline ? this.withDeadline(route, call, streaming) : this.attempts(route, call, streaming, call.signal);
+  private run<T>(route: Route, call: ProviderCall, way: Way<T>): Promise<Routed<T>> {
+    return route.deadline ? this.withDeadline(route, call, way) : this.attempts(route, call, way, call.signal);
   }
 
-  private async withDeadline(route: Route, call: ProviderCall, streaming: boolean): Promise<Routed<ChatCompletion | StreamStart>> {
+  private async withDeadline<T>(route: Route, call: ProviderCall, way: Way<T>): Promise<Routed<T>> {
     // The request's `timeout_ms`: a timer (undici's own timeouts tick by the second) that aborts the attempts, not
     // the client's signal, and is cleared once the answer starts. Client aborts are forwarded.
     const client = call.signal;
     const controller = new AbortController();
     const forward = () => controller.abort(client.reason);
     client.addEventListener('abort', forward, { once: true });
-    const timer = setTimeout(() => controller.abort(new Error('timeout_ms ran out')), Math.max(0, route.deadline - Date.now()));
+    const timer = setTimeout(
+      () => controller.abort(new Error('timeout_ms ran out')),
+      Math.max(0, route.deadline - Date.now()),
+    );
     try {
-      const routed = await this.attempts(route, call, streaming, controller.signal);
+      const routed = await this.attempts(route, call, way, controller.signal);
       if (routed.ok || client.aborted || !controller.signal.aborted) return routed;
-      const error = new UpstreamError(routed.providerId, 'timeout', `no answer within the request's timeout_ms`, { cause: routed.error });
+      const error = new UpstreamError(routed.providerId, 'timeout', `no answer within the request's timeout_ms`, {
+        cause: routed.error,
+      });
       return { ok: false, error, model: routed.model, providerId: routed.providerId };
     } finally {
       clearTimeout(timer);
@@ -123,7 +140,7 @@ export class Router {
   }
 
   /** Every candidate in turn, each retried while its failures are retryable and its circuit allows. */
-  private async attempts(route: Route, call: ProviderCall, streaming: boolean, signal: AbortSignal): Promise<Routed<ChatCompletion | StreamStart>> {
+  private async attempts<T>(route: Route, call: ProviderCall, way: Way<T>, signal: AbortSignal): Promise<Routed<T>> {
     // The deployment the outcome names: the one that answered or last failed (not one the client abandoned).
     let model = route.model;
     let providerId = route.providerId;
@@ -136,7 +153,8 @@ export class Router {
           let timeoutMs = call.timeoutMs;
           if (route.deadline) {
             const remaining = route.deadline - Date.now();
-            if (remaining <= 0) throw new UpstreamError(deployment.providerId, 'timeout', `no answer within the request's timeout_ms`);
+            if (remaining <= 0)
+              throw new UpstreamError(deployment.providerId, 'timeout', `no answer within the request's timeout_ms`);
             timeoutMs = Math.min(timeoutMs, remaining);
           }
           // A failed attempt followed by another counts for uptime here; the last one is the request's outcome.
@@ -150,10 +168,15 @@ export class Router {
             defaultMaxTokens: deployment.model.maxTokens,
           };
           try {
-            const result = await withSpan<ChatCompletion | StreamStart>(
+            const result = await withSpan<T>(
               `upstream ${deployment.providerId}`,
-              { 'gen_ai.system': deployment.providerId, 'gen_ai.request.model': deployment.upstreamModel, 'tollgate.attempt': attempt + 1, 'tollgate.stream': streaming },
-              () => (streaming ? openStream(deployment, attemptCall) : deployment.provider.complete(attemptCall)),
+              {
+                'gen_ai.system': deployment.providerId,
+                'gen_ai.request.model': deployment.upstreamModel,
+                'tollgate.attempt': attempt + 1,
+                'tollgate.stream': way.streaming,
+              },
+              () => way.attempt(deployment, attemptCall),
               SpanKind.CLIENT,
             );
             this.fleet.succeeded(deployment);
@@ -175,7 +198,11 @@ export class Router {
     } catch (error) {
       return { ok: false, error, model, providerId };
     }
-    const error = lastError ?? new GatewayError('model_unavailable', { message: `The model '${route.model.id}' is unavailable: ${route.model.statusMessage}` });
+    const error =
+      lastError ??
+      new GatewayError('model_unavailable', {
+        message: `The model '${route.model.id}' is unavailable: ${route.model.statusMessage}`,
+      });
     return { ok: false, error, model, providerId };
   }
 
@@ -184,12 +211,34 @@ export class Router {
     if (!list) {
       const upstreamModel = model.providerId === SANDBOX_PROVIDER_ID ? model.upstreamModel : 'echo';
       const breaker = new Breaker(Number.POSITIVE_INFINITY, 1);
-      list = [{ model, providerId: SANDBOX_PROVIDER_ID, upstreamModel, weight: undefined, provider: this.providers.sandbox, breaker, probing: false }];
+      list = [
+        {
+          model,
+          providerId: SANDBOX_PROVIDER_ID,
+          upstreamModel,
+          weight: undefined,
+          provider: this.providers.sandbox,
+          breaker,
+          probing: false,
+        },
+      ];
       this.sandboxed.set(model.id, list);
     }
     return list;
   }
 }
+
+/** How one deployment is asked: for the whole answer, or for a stream up to its first chunk with substance. */
+interface Way<T> {
+  streaming: boolean;
+  attempt(deployment: Deployment, call: ProviderCall): Promise<T>;
+}
+
+const COMPLETE: Way<ChatCompletion> = {
+  streaming: false,
+  attempt: (deployment, call) => deployment.provider.complete(call),
+};
+const STREAM: Way<StreamStart> = { streaming: true, attempt: openStream };
 
 /** The body one deployment gets: its own model name, without the routing fields (`models`, `timeout_ms`) upstreams would reject. */
 function upstreamBody(body: ChatRequest, model: string): ChatRequest {

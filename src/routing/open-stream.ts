@@ -20,7 +20,8 @@ const PREAMBLE_HOLD_MS = 2_000;
 export async function openStream(deployment: Deployment, call: ProviderCall): Promise<StreamStart> {
   const upstream = deployment.provider.stream(call)[Symbol.asyncIterator]();
   let next = await upstream.next();
-  if (!deployment.provider.failsAfterOpening || next.done || !isPreamble(next.value)) return { first: next, chunks: upstream };
+  if (!deployment.provider.failsAfterOpening || next.done || !isPreamble(next.value))
+    return { first: next, chunks: upstream };
   const held: ChatCompletionChunk[] = [];
   let pending: Promise<IteratorResult<ChatCompletionChunk>> | undefined;
   const until = Date.now() + PREAMBLE_HOLD_MS;
@@ -29,7 +30,9 @@ export async function openStream(deployment: Deployment, call: ProviderCall): Pr
     while (!next.done && isPreamble(next.value)) {
       held.push(next.value);
       const read = upstream.next();
-      const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, Math.max(0, until - Date.now()), 'late')));
+      const late = new Promise<'late'>(
+        (resolve) => (timer = setTimeout(resolve, Math.max(0, until - Date.now()), 'late')),
+      );
       const raced = await Promise.race([read, late]);
       clearTimeout(timer);
       if (raced === 'late') {
@@ -63,5 +66,8 @@ export async function openStream(deployment: Deployment, call: ProviderCall): Pr
 /** A chunk that carries nothing of the answer yet: no text, no tool call, no finish reason, no usage. */
 function isPreamble(chunk: ChatCompletionChunk): boolean {
   if (chunk.usage) return false;
-  return chunk.choices.every((choice) => !choice.delta.content && !choice.delta.tool_calls?.length && !choice.finish_reason && !choice.delta.refusal);
+  return chunk.choices.every(
+    (choice) =>
+      !choice.delta.content && !choice.delta.tool_calls?.length && !choice.finish_reason && !choice.delta.refusal,
+  );
 }

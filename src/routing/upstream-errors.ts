@@ -49,20 +49,36 @@ export function fromUpstream(error: unknown): GatewayError {
   if (!(error instanceof UpstreamError)) return new GatewayError('internal_error', { cause: error });
   const provider = `The provider '${error.provider}'`;
   const cause = forTheLog(error);
-  if (error.kind === 'timeout') return new GatewayError('upstream_timeout', { message: `${provider} did not answer in time`, cause });
-  if (error.kind === 'connection') return new GatewayError('upstream_error', { message: `${provider} could not be reached`, cause });
+  if (error.kind === 'timeout')
+    return new GatewayError('upstream_timeout', { message: `${provider} did not answer in time`, cause });
+  if (error.kind === 'connection')
+    return new GatewayError('upstream_error', { message: `${provider} could not be reached`, cause });
   if (error.kind === 'protocol') {
-    return new GatewayError('upstream_error', { message: `${provider} sent an answer tollgate cannot use: ${redactForClient(error.message)}`, cause });
+    return new GatewayError('upstream_error', {
+      message: `${provider} sent an answer tollgate cannot use: ${redactForClient(error.message)}`,
+      cause,
+    });
   }
   if (rejectedRequest(error)) {
-    return new GatewayError('invalid_request', { message: `${provider} rejected the request: ${redactForClient(error.message)}`, param: error.param, cause });
+    return new GatewayError('invalid_request', {
+      message: `${provider} rejected the request: ${redactForClient(error.message)}`,
+      param: error.param,
+      cause,
+    });
   }
-  return new GatewayError('upstream_error', { message: `${provider} failed with status ${error.status ?? 'unknown'}`, cause });
+  return new GatewayError('upstream_error', {
+    message: `${provider} failed with status ${error.status ?? 'unknown'}`,
+    cause,
+  });
 }
 
 /** The upstream error as the server log may keep it: every detail but credentials. */
 function forTheLog(error: UpstreamError): UpstreamError {
   const message = redactCredentials(error.message);
   if (message === error.message) return error;
-  return new UpstreamError(error.provider, error.kind, message, { status: error.status, param: error.param, cause: error.cause });
+  return new UpstreamError(error.provider, error.kind, message, {
+    status: error.status,
+    param: error.param,
+    cause: error.cause,
+  });
 }

@@ -7,7 +7,13 @@ interface StoredSettings {
   requests_per_minute?: number;
   tokens_per_minute?: number;
   daily_limit_nano?: string | null;
-  auto_recharge?: { enabled: boolean; threshold_nano: string; amount_nano: string; failures?: number; disabled_reason?: string };
+  auto_recharge?: {
+    enabled: boolean;
+    threshold_nano: string;
+    amount_nano: string;
+    failures?: number;
+    disabled_reason?: string;
+  };
   billing?: { processor: string; monthly_ceiling_nano: string | null };
   low_balance_thresholds_nano?: string[];
 }
@@ -21,14 +27,19 @@ export function encodeSettings(settings: AccountSettings): string {
     },
   };
   if (settings.autoRecharge.failures) stored.auto_recharge!.failures = settings.autoRecharge.failures;
-  if (settings.autoRecharge.disabledReason) stored.auto_recharge!.disabled_reason = settings.autoRecharge.disabledReason;
+  if (settings.autoRecharge.disabledReason)
+    stored.auto_recharge!.disabled_reason = settings.autoRecharge.disabledReason;
   if (settings.requestsPerMinute !== undefined) stored.requests_per_minute = settings.requestsPerMinute;
   if (settings.tokensPerMinute !== undefined) stored.tokens_per_minute = settings.tokensPerMinute;
   if (settings.dailyLimitNano !== undefined) stored.daily_limit_nano = settings.dailyLimitNano?.toString() ?? null;
   if (settings.billing) {
-    stored.billing = { processor: settings.billing.processor, monthly_ceiling_nano: settings.billing.monthlyCeilingNano?.toString() ?? null };
+    stored.billing = {
+      processor: settings.billing.processor,
+      monthly_ceiling_nano: settings.billing.monthlyCeilingNano?.toString() ?? null,
+    };
   }
-  if (settings.lowBalanceThresholdsNano) stored.low_balance_thresholds_nano = settings.lowBalanceThresholdsNano.map(String);
+  if (settings.lowBalanceThresholdsNano)
+    stored.low_balance_thresholds_nano = settings.lowBalanceThresholdsNano.map(String);
   return JSON.stringify(stored);
 }
 
@@ -42,7 +53,8 @@ export function decodeSettings(text: string): AccountSettings {
     },
   };
   if (stored.auto_recharge?.failures) settings.autoRecharge.failures = stored.auto_recharge.failures;
-  if (stored.auto_recharge?.disabled_reason) settings.autoRecharge.disabledReason = stored.auto_recharge.disabled_reason;
+  if (stored.auto_recharge?.disabled_reason)
+    settings.autoRecharge.disabledReason = stored.auto_recharge.disabled_reason;
   if (stored.requests_per_minute !== undefined) settings.requestsPerMinute = stored.requests_per_minute;
   if (stored.tokens_per_minute !== undefined) settings.tokensPerMinute = stored.tokens_per_minute;
   if (stored.daily_limit_nano !== undefined) {
@@ -50,9 +62,13 @@ export function decodeSettings(text: string): AccountSettings {
   }
   if (stored.billing) {
     const ceiling = stored.billing.monthly_ceiling_nano;
-    settings.billing = { processor: stored.billing.processor, monthlyCeilingNano: ceiling === null ? null : BigInt(ceiling) };
+    settings.billing = {
+      processor: stored.billing.processor,
+      monthlyCeilingNano: ceiling === null ? null : BigInt(ceiling),
+    };
   }
-  if (stored.low_balance_thresholds_nano) settings.lowBalanceThresholdsNano = stored.low_balance_thresholds_nano.map(BigInt);
+  if (stored.low_balance_thresholds_nano)
+    settings.lowBalanceThresholdsNano = stored.low_balance_thresholds_nano.map(BigInt);
   return settings;
 }
 

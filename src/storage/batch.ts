@@ -107,12 +107,20 @@ export interface ReversalState {
  * The entry a reversal moves given what was taken back before (`stored`), and the row's new state; undefined when
  * it moves nothing (a repeated or stale delivery, or a reversal already final).
  */
-export function planReversal(reversal: PaymentReversed, stored: ReversalState | undefined): { entry: LedgerEntryInput; state: ReversalState } | undefined {
+export function planReversal(
+  reversal: PaymentReversed,
+  stored: ReversalState | undefined,
+): { entry: LedgerEntryInput; state: ReversalState } | undefined {
   if (stored?.final) return undefined;
   const before = stored?.amountNano ?? 0n;
   const total = reversal.final || reversal.totalNano > before ? reversal.totalNano : before;
   if (total === before && !reversal.final) return undefined;
-  const entry: LedgerEntryInput = { accountId: reversal.accountId, kind: reversal.kind, amountNano: before - total, note: reversal.note };
+  const entry: LedgerEntryInput = {
+    accountId: reversal.accountId,
+    kind: reversal.kind,
+    amountNano: before - total,
+    note: reversal.note,
+  };
   return { entry, state: { amountNano: total, final: reversal.final } };
 }
 
@@ -166,7 +174,6 @@ export interface CommitResult {
   /** With `paymentReversed`: what the ledger took back (negative) or gave back; 0n when nothing moved. */
   reversedNano?: bigint;
 }
-
 
 export interface LedgerRow {
   id: string;
@@ -230,7 +237,12 @@ export function accountsOf(batch: WriteBatch): string[] {
  * `written`: debits already in the ledger by request id. A retried batch whose first attempt committed without
  * the writer hearing of it reports those debits as applied and writes nothing for them again.
  */
-export function planBatch(batch: WriteBatch, current: Map<string, AccountBalance>, written = new Map<string, bigint>(), now = Date.now()): BatchPlan {
+export function planBatch(
+  batch: WriteBatch,
+  current: Map<string, AccountBalance>,
+  written = new Map<string, bigint>(),
+  now = Date.now(),
+): BatchPlan {
   const applied: bigint[] = new Array<bigint>(batch.entries.length).fill(0n);
   const balancesAfter: bigint[] = new Array<bigint>(batch.entries.length).fill(0n);
   const running = new Map<string, bigint>();
@@ -283,13 +295,15 @@ export function planBatch(batch: WriteBatch, current: Map<string, AccountBalance
         creditsNano: amount < 0n ? -amount : 0n,
       });
     }
-    if (entry.keyId && amount < 0n && entry.kind === 'debit') keySpend.set(entry.keyId, (keySpend.get(entry.keyId) ?? 0n) - amount);
+    if (entry.keyId && amount < 0n && entry.kind === 'debit')
+      keySpend.set(entry.keyId, (keySpend.get(entry.keyId) ?? 0n) - amount);
     if (entry.events) deliveries.push(...entry.events.rows(amount, after));
   });
   for (const delta of batch.usage ?? []) addUsage(usage, delta);
 
   const balances = new Map<string, AccountBalance>();
-  for (const [accountId, balanceNano] of running) balances.set(accountId, { balanceNano, version: current.get(accountId)!.version + 1n });
+  for (const [accountId, balanceNano] of running)
+    balances.set(accountId, { balanceNano, version: current.get(accountId)!.version + 1n });
   const keysUsed = new Map<string, number>();
   for (const { keyId, at } of batch.keysUsed ?? []) keysUsed.set(keyId, Math.max(at, keysUsed.get(keyId) ?? 0));
   const invoices = (batch.invoices ?? []).map((i) => ({
@@ -302,7 +316,15 @@ export function planBatch(batch: WriteBatch, current: Map<string, AccountBalance
     reference: i.reference,
     created_at: now,
   }));
-  return { result: { applied, balancesAfter, balances }, ledger, usage: [...usage.values()], keySpend, keysUsed, invoices, deliveries };
+  return {
+    result: { applied, balancesAfter, balances },
+    ledger,
+    usage: [...usage.values()],
+    keySpend,
+    keysUsed,
+    invoices,
+    deliveries,
+  };
 }
 
 /** Adds `delta` to its row of `map` (one row per account, day, environment and model). */

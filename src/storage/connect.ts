@@ -45,7 +45,9 @@ export function connect(options: ConnectOptions): Connection {
       keepAliveInitialDelayMillis: 10_000,
       types: {
         getTypeParser: ((oid: number, format?: string) =>
-          oid === INT8_OID ? (value: string) => BigInt(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+          oid === INT8_OID
+            ? (value: string) => BigInt(value)
+            : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
       },
     });
     // A client losing its server must not crash the process: pg also emits 'error' on a checked-out client,
@@ -73,5 +75,10 @@ export function connect(options: ConnectOptions): Connection {
       return sqlite.prepare(source);
     },
   };
-  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), dialect: 'sqlite', sqlite, beforeQuery };
+  return {
+    db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }),
+    dialect: 'sqlite',
+    sqlite,
+    beforeQuery,
+  };
 }

@@ -101,7 +101,10 @@ export class IdempotencyStore {
   }
 
   async deleteExpired(now: number): Promise<number> {
-    const result = await this.db.deleteFrom('idempotency_keys').where('expires_at', '<=', BigInt(now)).executeTakeFirst();
+    const result = await this.db
+      .deleteFrom('idempotency_keys')
+      .where('expires_at', '<=', BigInt(now))
+      .executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 }

@@ -25,14 +25,43 @@ import { WebhookStore } from './webhooks.js';
 
 export type { Dialect } from './connect.js';
 export type * from './records.js';
-export type { LedgerEntryInput, WriteBatch, CommitResult, AccountBalance, UsageDelta, UsageSlot, InvoiceInput, EntryEvents, PurchasePaid, RechargePaid, PaymentReversed } from './batch.js';
-export type { PurchaseRecord, PurchaseStatus, NewPurchase, PaymentCustomer, PurchaseStore, PaidPayment } from './purchases.js';
+export type {
+  LedgerEntryInput,
+  WriteBatch,
+  CommitResult,
+  AccountBalance,
+  UsageDelta,
+  UsageSlot,
+  InvoiceInput,
+  EntryEvents,
+  PurchasePaid,
+  RechargePaid,
+  PaymentReversed,
+} from './batch.js';
+export type {
+  PurchaseRecord,
+  PurchaseStatus,
+  NewPurchase,
+  PaymentCustomer,
+  PurchaseStore,
+  PaidPayment,
+} from './purchases.js';
 export type { RechargeRecord, RechargeStatus, RechargeStore } from './recharges.js';
 export type { NewKey } from './keys.js';
 export type { IdempotencyRecord, IdempotencyStore, NewClaim } from './idempotency.js';
 export type { DailyUsageRow } from './usage.js';
 export type { DashboardSession, DashboardUser, EmailStatus, EmailVerification } from './users.js';
-export type { WebhookRecord, WebhookEventSpec, WebhookChanges, RetryConfig, FilterValue, DeliveryRecord, DeliveryStatus, NewDelivery, AttemptResult } from './webhooks.js';
+export type {
+  WebhookRecord,
+  WebhookEventSpec,
+  WebhookChanges,
+  RetryConfig,
+  FilterValue,
+  DeliveryRecord,
+  DeliveryStatus,
+  NewDelivery,
+  AttemptResult,
+} from './webhooks.js';
 export type { ClaimCaps } from './webhook-claim.js';
 export { encodeSettings } from './accounts.js';
 export { newId } from './values.js';
@@ -113,7 +142,9 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
   if (sqlite) {
     const sqliteWriter = new SqliteWriter(sqlite, () => checkpointer!.written());
     try {
-      journal = options.ledgerJournal ? openJournal(sqlite, sqliteWriter, beforeQuery!, options.onJournalError) : undefined;
+      journal = options.ledgerJournal
+        ? openJournal(sqlite, sqliteWriter, beforeQuery!, options.onJournalError)
+        : undefined;
     } catch (error) {
       await checkpointer?.stop();
       await db.destroy();
@@ -146,7 +177,12 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
  * The ledger journal of `sqlite`'s directory, applied before every Kysely statement so that reads see every
  * confirmed charge. Undefined when another process holds it: this one then writes to SQLite directly, as the CLI does.
  */
-function openJournal(sqlite: SQLiteDatabase, writer: SqliteWriter, beforeQuery: { run: () => void }, onError?: (error: unknown) => void): SqliteJournal | undefined {
+function openJournal(
+  sqlite: SQLiteDatabase,
+  writer: SqliteWriter,
+  beforeQuery: { run: () => void },
+  onError?: (error: unknown) => void,
+): SqliteJournal | undefined {
   let journal: SqliteJournal;
   try {
     journal = new SqliteJournal(sqlite, writer, join(dirname(sqlite.name), JOURNAL_FILE), onError);
@@ -165,7 +201,10 @@ function openJournal(sqlite: SQLiteDatabase, writer: SqliteWriter, beforeQuery: 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(Object.assign(new Error(`the database did not answer within ${ms} ms`), { code: 'ETIMEDOUT' })), ms);
+    timer = setTimeout(
+      () => reject(Object.assign(new Error(`the database did not answer within ${ms} ms`), { code: 'ETIMEDOUT' })),
+      ms,
+    );
   });
   return Promise.race([promise.then(() => undefined), timeout]).finally(() => clearTimeout(timer));
 }

@@ -86,7 +86,12 @@ export class KeyStore {
 
   /** Returns the key as revoked, or undefined when no such key exists. Revoking twice keeps the first time. */
   async revoke(id: string, at: number): Promise<KeyRecord | undefined> {
-    await this.db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+    await this.db
+      .updateTable('api_keys')
+      .set({ revoked_at: at })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .execute();
     return this.get(id);
   }
 }

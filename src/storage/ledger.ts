@@ -32,7 +32,12 @@ export class LedgerStore {
 
   /** Newest first; `before` is the id of the last entry of the previous page. */
   async list(accountId: string, options: { limit: number; before?: string }): Promise<LedgerRecord[]> {
-    let query = this.db.selectFrom('ledger').selectAll().where('account_id', '=', accountId).orderBy('id', 'desc').limit(options.limit);
+    let query = this.db
+      .selectFrom('ledger')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('id', 'desc')
+      .limit(options.limit);
     if (options.before) query = query.where('id', '<', options.before);
     const rows = await query.execute();
     return rows.map((r) => ({
@@ -64,7 +69,10 @@ export class LedgerStore {
   async rechargesSince(accountId: string, sinceMs: number): Promise<{ count: number; totalNano: bigint }> {
     const row = await this.db
       .selectFrom('ledger')
-      .select((eb) => [eb.fn.countAll<number | string | bigint>().as('count'), eb.fn.sum<bigint | string | null>('amount_nano').as('total')])
+      .select((eb) => [
+        eb.fn.countAll<number | string | bigint>().as('count'),
+        eb.fn.sum<bigint | string | null>('amount_nano').as('total'),
+      ])
       .where('account_id', '=', accountId)
       .where('kind', '=', 'recharge')
       .where('created_at', '>=', BigInt(sinceMs))
@@ -73,7 +81,13 @@ export class LedgerStore {
   }
 
   async hasEntry(accountId: string, kind: LedgerKind): Promise<boolean> {
-    const row = await this.db.selectFrom('ledger').select('id').where('account_id', '=', accountId).where('kind', '=', kind).limit(1).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('ledger')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .where('kind', '=', kind)
+      .limit(1)
+      .executeTakeFirst();
     return row !== undefined;
   }
 

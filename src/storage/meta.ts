@@ -12,7 +12,11 @@ export class MetaStore {
 
   /** Inserts unless the key exists; returns the value now stored (so concurrent starters agree). */
   async getOrInsert(key: string, value: string): Promise<string> {
-    await this.db.insertInto('meta').values({ key, value }).onConflict((oc) => oc.column('key').doNothing()).execute();
+    await this.db
+      .insertInto('meta')
+      .values({ key, value })
+      .onConflict((oc) => oc.column('key').doNothing())
+      .execute();
     return (await this.get(key)) ?? value;
   }
 

@@ -20,7 +20,14 @@
  * (pg-ledger-ids.ts).
  */
 import { DELIVERY_COLUMNS } from './outbox-rows.js';
-import { planBatch, type AccountBalance, type BatchPlan, type CommitResult, type UsageDelta, type WriteBatch } from './batch.js';
+import {
+  planBatch,
+  type AccountBalance,
+  type BatchPlan,
+  type CommitResult,
+  type UsageDelta,
+  type WriteBatch,
+} from './batch.js';
 import { NOW_MICROSECONDS_SQL, ledgerIdSql, ledgerIdSuffix, nextBatchTag } from './pg-ledger-ids.js';
 
 export const COMMIT_IN_ONE_TRIP = {
@@ -91,7 +98,12 @@ export function planOneTrip(batch: WriteBatch, accounts: string[]): OneTripPlan 
   };
 }
 
-function statementValues(plan: BatchPlan, accounts: string[], final: (id: string) => bigint, lowest: Map<string, bigint>): string[] {
+function statementValues(
+  plan: BatchPlan,
+  accounts: string[],
+  final: (id: string) => bigint,
+  lowest: Map<string, bigint>,
+): string[] {
   const ledger = plan.ledger;
   const batchTag = nextBatchTag();
   const usage = [...plan.usage].sort(byUsageRow);
@@ -155,7 +167,8 @@ export function arrayLiteral(values: readonly Value[]): string {
     const value = values[i]!;
     if (i > 0) out += ',';
     if (value === null) out += 'NULL';
-    else if (typeof value === 'string') out += NEEDS_ESCAPING.test(value) ? `"${value.replace(ESCAPED, '\\$&')}"` : `"${value}"`;
+    else if (typeof value === 'string')
+      out += NEEDS_ESCAPING.test(value) ? `"${value.replace(ESCAPED, '\\$&')}"` : `"${value}"`;
     else if (typeof value === 'bigint' || Number.isSafeInteger(value)) out += value.toString();
     else throw new Error(`not an integer for SQL: ${value}`);
   }

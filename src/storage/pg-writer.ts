@@ -19,7 +19,21 @@
  */
 import type pg from 'pg';
 import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
-import { accountsOf, needsBalances, planBatch, planReversal, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type PaymentReversed, type PurchasePaid, type RechargePaid, type ReversalState, type WriteBatch } from './batch.js';
+import {
+  accountsOf,
+  needsBalances,
+  planBatch,
+  planReversal,
+  type AccountBalance,
+  type BatchPlan,
+  type CommitResult,
+  type NewAccount,
+  type PaymentReversed,
+  type PurchasePaid,
+  type RechargePaid,
+  type ReversalState,
+  type WriteBatch,
+} from './batch.js';
 import { NOW_MICROSECONDS_SQL, ledgerIdSuffix, nextBatchTag, pgLedgerId } from './pg-ledger-ids.js';
 import { COMMIT_IN_ONE_TRIP, byUsageRow, planOneTrip } from './pg-one-trip-batch.js';
 import { errorCode } from './unavailable.js';
@@ -40,7 +54,12 @@ export class PgWriter {
 
   /** The account and its sign-up grant, atomically. */
   async createAccount(account: NewAccount): Promise<void> {
-    const grant: WriteBatch = { entries: account.grantNano > 0n ? [{ accountId: account.id, kind: 'grant', amountNano: account.grantNano, note: 'sign-up credit' }] : [] };
+    const grant: WriteBatch = {
+      entries:
+        account.grantNano > 0n
+          ? [{ accountId: account.id, kind: 'grant', amountNano: account.grantNano, note: 'sign-up credit' }]
+          : [],
+    };
     await this.transaction(grant, (lit) => [
       `INSERT INTO accounts (id, email, plan, balance_nano, version, settings, created_at) VALUES (${[account.id, account.email, account.plan, 0, 0, account.settings, Date.now()].map(lit).join(', ')})`,
     ]);
@@ -51,7 +70,9 @@ export class PgWriter {
     try {
       const lit: Lit = (value) => literal(client, value);
       const accounts = accountsOf(batch);
-      const result = (!first && (await this.commitInOneTrip(client, batch, accounts))) || (await this.commitLocked(client, lit, batch, accounts, first));
+      const result =
+        (!first && (await this.commitInOneTrip(client, batch, accounts))) ||
+        (await this.commitLocked(client, lit, batch, accounts, first));
       client.release();
       return result;
     } catch (error) {
@@ -62,12 +83,29 @@ export class PgWriter {
   }
 
   /** One round trip, or undefined (rolled back) when a debit would have to be clamped at the balance. */
-  private async commitInOneTrip(client: pg.PoolClient, batch: WriteBatch, accounts: string[]): Promise<CommitResult | undefined> {
-    if (batch.retried || accounts.length === 0 || batch.invoices?.length || batch.purchasePaid || batch.rechargePaid || batch.paymentReversed || needsBalances(batch)) return undefined;
+  private async commitInOneTrip(
+    client: pg.PoolClient,
+    batch: WriteBatch,
+    accounts: string[],
+  ): Promise<CommitResult | undefined> {
+    if (
+      batch.retried ||
+      accounts.length === 0 ||
+      batch.invoices?.length ||
+      batch.purchasePaid ||
+      batch.rechargePaid ||
+      batch.paymentReversed ||
+      needsBalances(batch)
+    )
+      return undefined;
     const plan = planOneTrip(batch, accounts);
     let answer: pg.QueryResult<{ ids: string[]; balances: Array<string | bigint>; versions: Array<string | bigint> }>;
     try {
-      answer = await client.query({ name: COMMIT_IN_ONE_TRIP.name, text: COMMIT_IN_ONE_TRIP.text, values: plan.values });
+      answer = await client.query({
+        name: COMMIT_IN_ONE_TRIP.name,
+        text: COMMIT_IN_ONE_TRIP.text,
+        values: plan.values,
+      });
     } catch (error) {
       if (errorCode(error) !== WOULD_CLAMP) throw error;
       return undefined;
@@ -79,9 +117,17 @@ export class PgWriter {
   }
 
   /** Two round trips: lock and read the accounts (and debits already written), then write and COMMIT. */
-  private async commitLocked(client: pg.PoolClient, lit: Lit, batch: WriteBatch, accounts: string[], first?: (lit: Lit) => string[]): Promise<CommitResult> {
+  private async commitLocked(
+    client: pg.PoolClient,
+    lit: Lit,
+    batch: WriteBatch,
+    accounts: string[],
+    first?: (lit: Lit) => string[],
+  ): Promise<CommitResult> {
     const list = (values: Literal[]) => values.map(lit).join(', ');
-    const requestIds = batch.retried ? batch.entries.flatMap((e) => (e.kind === 'debit' && e.requestId ? [e.requestId] : [])) : [];
+    const requestIds = batch.retried
+      ? batch.entries.flatMap((e) => (e.kind === 'debit' && e.requestId ? [e.requestId] : []))
+      : [];
 
     const reads = ['BEGIN', ...(first?.(lit) ?? [])];
     // The purchase's row lock comes before the accounts' (nothing locks them the other way round).
@@ -89,21 +135,33 @@ export class PgWriter {
     if (batch.rechargePaid) reads.push(rechargePaidSql(batch.rechargePaid, lit));
     if (batch.paymentReversed) reads.push(...reversalReadSql(batch.paymentReversed, lit));
     const firstAnswer = reads.length;
-    if (accounts.length) reads.push(`SELECT id, balance_nano, version FROM accounts WHERE id IN (${list(accounts)}) ORDER BY id FOR UPDATE`);
-    if (requestIds.length) reads.push(`SELECT request_id, amount_nano FROM ledger WHERE kind = 'debit' AND request_id IN (${list(requestIds)})`);
+    if (accounts.length)
+      reads.push(
+        `SELECT id, balance_nano, version FROM accounts WHERE id IN (${list(accounts)}) ORDER BY id FOR UPDATE`,
+      );
+    if (requestIds.length)
+      reads.push(
+        `SELECT request_id, amount_nano FROM ledger WHERE kind = 'debit' AND request_id IN (${list(requestIds)})`,
+      );
     // After the row locks: ledger ids sort in the order commits take effect (pg-ledger-ids.ts).
     reads.push(`SELECT ${NOW_MICROSECONDS_SQL} AS us`);
     const answers = asArray(await client.query(reads.join('; ')));
     const current = new Map<string, AccountBalance>();
     const written = new Map<string, bigint>();
     let next = firstAnswer;
-    if (accounts.length) for (const row of answers[next++]!.rows) current.set(row.id, { balanceNano: big(row.balance_nano), version: big(row.version) });
+    if (accounts.length)
+      for (const row of answers[next++]!.rows)
+        current.set(row.id, { balanceNano: big(row.balance_nano), version: big(row.version) });
     if (requestIds.length) for (const row of answers[next++]!.rows) written.set(row.request_id, big(row.amount_nano));
     const stamp = big(answers[next]!.rows[0].us);
 
     const held = batch.purchasePaid || batch.rechargePaid ? answers[firstAnswer - 1]!.rows.length === 1 : true;
     const reversal = batch.paymentReversed && reversalOf(batch.paymentReversed, answers[firstAnswer - 1]!.rows[0]);
-    const planned = batch.paymentReversed ? { entries: reversal ? [reversal.entry] : [] } : held ? batch : { entries: [] };
+    const planned = batch.paymentReversed
+      ? { entries: reversal ? [reversal.entry] : [] }
+      : held
+        ? batch
+        : { entries: [] };
     const plan = planBatch(planned, current, written);
     if (batch.purchasePaid) plan.result.purchasePaid = held;
     if (batch.rechargePaid) plan.result.rechargePaid = held;
@@ -112,7 +170,9 @@ export class PgWriter {
     plan.ledger.forEach((row, i) => (row.id = pgLedgerId(stamp, ledgerIdSuffix(batchTag, i))));
     const writes: string[] = [];
     for (const [id, balance] of plan.result.balances) {
-      writes.push(`UPDATE accounts SET balance_nano = ${lit(balance.balanceNano)}, version = ${lit(balance.version)} WHERE id = ${lit(id)}`);
+      writes.push(
+        `UPDATE accounts SET balance_nano = ${lit(balance.balanceNano)}, version = ${lit(balance.version)} WHERE id = ${lit(id)}`,
+      );
     }
     if (batch.paymentReversed && reversal) writes.push(reversalWriteSql(batch.paymentReversed, reversal.state, lit));
     await client.query(writes.concat(writesOf(plan, lit), 'COMMIT').join('; '));
@@ -146,14 +206,28 @@ function rechargePaidSql(paid: RechargePaid, lit: Lit): string {
  * here until this transaction commits, then reads what it wrote.
  */
 function reversalReadSql(reversal: PaymentReversed, lit: Lit): string[] {
-  const values = [reversal.id, reversal.accountId, reversal.processor, reversal.kind, reversal.paymentReference, 0n, 0, reversal.at].map(lit).join(', ');
+  const values = [
+    reversal.id,
+    reversal.accountId,
+    reversal.processor,
+    reversal.kind,
+    reversal.paymentReference,
+    0n,
+    0,
+    reversal.at,
+  ]
+    .map(lit)
+    .join(', ');
   return [
     `INSERT INTO payment_reversals (id, account_id, processor, kind, payment_reference, amount_nano, final, updated_at) VALUES (${values}) ON CONFLICT (id) DO NOTHING`,
     `SELECT amount_nano, final FROM payment_reversals WHERE id = ${lit(reversal.id)} FOR UPDATE`,
   ];
 }
 
-function reversalOf(reversal: PaymentReversed, row: { amount_nano: string | bigint; final: number } | undefined): ReturnType<typeof planReversal> {
+function reversalOf(
+  reversal: PaymentReversed,
+  row: { amount_nano: string | bigint; final: number } | undefined,
+): ReturnType<typeof planReversal> {
   return planReversal(reversal, row && { amountNano: big(row.amount_nano), final: Number(row.final) === 1 });
 }
 
@@ -166,11 +240,21 @@ function writesOf(plan: BatchPlan, lit: Lit): string[] {
   const list = (values: Literal[]) => values.map(lit).join(', ');
   const writes: string[] = [];
   if (plan.ledger.length) {
-    const rows = plan.ledger.map((r) => `(${list([r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at])})`);
-    writes.push(`INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at) VALUES ${rows.join(', ')}`);
+    const rows = plan.ledger.map(
+      (r) =>
+        `(${list([r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at])})`,
+    );
+    writes.push(
+      `INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at) VALUES ${rows.join(', ')}`,
+    );
   }
   if (plan.usage.length) {
-    const rows = [...plan.usage].sort(byUsageRow).map((u) => `(${list([u.accountId, u.day, u.environment, u.model, u.requests, u.promptTokens, u.completionTokens, u.creditsNano])})`);
+    const rows = [...plan.usage]
+      .sort(byUsageRow)
+      .map(
+        (u) =>
+          `(${list([u.accountId, u.day, u.environment, u.model, u.requests, u.promptTokens, u.completionTokens, u.creditsNano])})`,
+      );
     writes.push(
       `INSERT INTO usage_daily (account_id, day, environment, model, requests, prompt_tokens, completion_tokens, credits_nano) VALUES ${rows.join(', ')} ` +
         'ON CONFLICT (account_id, day, environment, model) DO UPDATE SET requests = usage_daily.requests + excluded.requests, ' +
@@ -181,16 +265,25 @@ function writesOf(plan: BatchPlan, lit: Lit): string[] {
   for (const keyId of [...new Set([...plan.keySpend.keys(), ...plan.keysUsed.keys()])].sort()) {
     const spent = plan.keySpend.get(keyId);
     const at = plan.keysUsed.get(keyId);
-    const changes = [...(spent === undefined ? [] : [`spent_nano = spent_nano + ${lit(spent)}`]), ...(at === undefined ? [] : [`last_used_at = ${lit(at)}`])];
+    const changes = [
+      ...(spent === undefined ? [] : [`spent_nano = spent_nano + ${lit(spent)}`]),
+      ...(at === undefined ? [] : [`last_used_at = ${lit(at)}`]),
+    ];
     writes.push(`UPDATE api_keys SET ${changes.join(', ')} WHERE id = ${lit(keyId)}`);
   }
   if (plan.invoices.length) {
-    const rows = plan.invoices.map((i) => `(${list([i.id, i.account_id, i.month, i.kind, i.amount_nano, i.processor, i.reference, i.created_at])})`);
-    writes.push(`INSERT INTO invoices (id, account_id, month, kind, amount_nano, processor, reference, created_at) VALUES ${rows.join(', ')}`);
+    const rows = plan.invoices.map(
+      (i) => `(${list([i.id, i.account_id, i.month, i.kind, i.amount_nano, i.processor, i.reference, i.created_at])})`,
+    );
+    writes.push(
+      `INSERT INTO invoices (id, account_id, month, kind, amount_nano, processor, reference, created_at) VALUES ${rows.join(', ')}`,
+    );
   }
   if (plan.deliveries.length) {
     const rows = plan.deliveries.map((d) => `(${list(deliveryValues(d))})`);
-    writes.push(`INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS}) VALUES ${rows.join(', ')} ON CONFLICT (id) DO NOTHING`);
+    writes.push(
+      `INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS}) VALUES ${rows.join(', ')} ON CONFLICT (id) DO NOTHING`,
+    );
   }
   return writes;
 }

@@ -61,12 +61,21 @@ export class PurchaseStore {
   }
 
   async attachCheckout(id: string, sessionId: string, url: string): Promise<void> {
-    await this.db.updateTable('credit_purchases').set({ checkout_session_id: sessionId, checkout_url: url }).where('id', '=', id).execute();
+    await this.db
+      .updateTable('credit_purchases')
+      .set({ checkout_session_id: sessionId, checkout_url: url })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** Moves a pending purchase to `status` (expired, failed); a paid one stays paid. */
   async close(id: string, status: Exclude<PurchaseStatus, 'pending' | 'paid'>): Promise<void> {
-    await this.db.updateTable('credit_purchases').set({ status }).where('id', '=', id).where('status', '=', 'pending').execute();
+    await this.db
+      .updateTable('credit_purchases')
+      .set({ status })
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .execute();
   }
 
   async setReceipt(id: string, receiptUrl: string): Promise<void> {
@@ -80,7 +89,12 @@ export class PurchaseStore {
 
   /** Newest first; `before` is the id of the last purchase of the previous page. */
   async list(accountId: string, page: { limit: number; before?: string }): Promise<PurchaseRecord[]> {
-    let query = this.db.selectFrom('credit_purchases').selectAll().where('account_id', '=', accountId).orderBy('id', 'desc').limit(page.limit);
+    let query = this.db
+      .selectFrom('credit_purchases')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('id', 'desc')
+      .limit(page.limit);
     if (page.before) query = query.where('id', '<', page.before);
     return (await query.execute()).map(toPurchase);
   }
@@ -93,24 +107,45 @@ export class PurchaseStore {
       .where('payment_intent_id', '=', paymentIntentId)
       .where('status', '=', 'paid')
       .executeTakeFirst();
-    if (purchase) return { kind: 'purchase', id: purchase.id, accountId: purchase.account_id, amountNano: big(purchase.amount_nano) };
+    if (purchase)
+      return {
+        kind: 'purchase',
+        id: purchase.id,
+        accountId: purchase.account_id,
+        amountNano: big(purchase.amount_nano),
+      };
     const recharge = await this.db
       .selectFrom('card_recharges')
       .select(['id', 'account_id', 'amount_nano'])
       .where('payment_intent_id', '=', paymentIntentId)
       .where('status', '=', 'succeeded')
       .executeTakeFirst();
-    return recharge && { kind: 'recharge', id: recharge.id, accountId: recharge.account_id, amountNano: big(recharge.amount_nano) };
+    return (
+      recharge && {
+        kind: 'recharge',
+        id: recharge.id,
+        accountId: recharge.account_id,
+        amountNano: big(recharge.amount_nano),
+      }
+    );
   }
 
   /** How much of a payment refunds and disputes have taken back so far. */
   async reversedOf(paymentReference: string): Promise<bigint> {
-    const rows = await this.db.selectFrom('payment_reversals').select('amount_nano').where('payment_reference', '=', paymentReference).execute();
+    const rows = await this.db
+      .selectFrom('payment_reversals')
+      .select('amount_nano')
+      .where('payment_reference', '=', paymentReference)
+      .execute();
     return rows.reduce((sum, row) => sum + big(row.amount_nano), 0n);
   }
 
   async customer(accountId: string): Promise<PaymentCustomer | undefined> {
-    const row = await this.db.selectFrom('payment_customers').selectAll().where('account_id', '=', accountId).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('payment_customers')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
     return row && { processor: row.processor, customerId: row.customer_id, paymentMethodId: row.payment_method_id };
   }
 
@@ -124,11 +159,22 @@ export class PurchaseStore {
     return (await this.customer(accountId))!;
   }
 
-  async savePaymentMethod(accountId: string, processor: string, customerId: string, paymentMethodId: string): Promise<void> {
+  async savePaymentMethod(
+    accountId: string,
+    processor: string,
+    customerId: string,
+    paymentMethodId: string,
+  ): Promise<void> {
     const updated_at = Date.now();
     await this.db
       .insertInto('payment_customers')
-      .values({ account_id: accountId, processor, customer_id: customerId, payment_method_id: paymentMethodId, updated_at })
+      .values({
+        account_id: accountId,
+        processor,
+        customer_id: customerId,
+        payment_method_id: paymentMethodId,
+        updated_at,
+      })
       .onConflict((oc) => oc.column('account_id').doUpdateSet({ payment_method_id: paymentMethodId, updated_at }))
       .execute();
   }

@@ -28,7 +28,13 @@ export class RechargeStore {
    * Writes a pending recharge, unless the account has one pending already (this replica's or another's):
    * then nothing is written and the answer is that one.
    */
-  async begin(recharge: { id: string; accountId: string; amountNano: bigint; processor: string; at: number }): Promise<{ started: true } | { started: false; pending: RechargeRecord | undefined }> {
+  async begin(recharge: {
+    id: string;
+    accountId: string;
+    amountNano: bigint;
+    processor: string;
+    at: number;
+  }): Promise<{ started: true } | { started: false; pending: RechargeRecord | undefined }> {
     const result = await this.db
       .insertInto('card_recharges')
       .values({
@@ -60,7 +66,11 @@ export class RechargeStore {
   }
 
   async setPaymentIntent(id: string, paymentIntentId: string): Promise<void> {
-    await this.db.updateTable('card_recharges').set({ payment_intent_id: paymentIntentId }).where('id', '=', id).execute();
+    await this.db
+      .updateTable('card_recharges')
+      .set({ payment_intent_id: paymentIntentId })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** Pending to failed; false if it was settled already. */
@@ -76,7 +86,12 @@ export class RechargeStore {
 
   /** A recharge that turned out not to be needed (the balance was back above the threshold): nothing was charged. */
   async drop(id: string): Promise<void> {
-    await this.db.deleteFrom('card_recharges').where('id', '=', id).where('status', '=', 'pending').where('payment_intent_id', 'is', null).execute();
+    await this.db
+      .deleteFrom('card_recharges')
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .where('payment_intent_id', 'is', null)
+      .execute();
   }
 
   async get(id: string): Promise<RechargeRecord | undefined> {
@@ -90,13 +105,23 @@ export class RechargeStore {
 
   /** The account's recharges, newest first; `before` is the id of the last recharge of the previous page. */
   async list(accountId: string, page: { limit: number; before?: string }): Promise<RechargeRecord[]> {
-    let query = this.db.selectFrom('card_recharges').selectAll().where('account_id', '=', accountId).orderBy('id', 'desc').limit(page.limit);
+    let query = this.db
+      .selectFrom('card_recharges')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('id', 'desc')
+      .limit(page.limit);
     if (page.before) query = query.where('id', '<', page.before);
     return (await query.execute()).map(toRecharge);
   }
 
   private async pendingOf(accountId: string): Promise<RechargeRecord | undefined> {
-    const row = await this.db.selectFrom('card_recharges').selectAll().where('account_id', '=', accountId).where('status', '=', 'pending').executeTakeFirst();
+    const row = await this.db
+      .selectFrom('card_recharges')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
     return row && toRecharge(row);
   }
 }

@@ -180,7 +180,6 @@ export interface IdempotencyKeysTable {
   expires_at: Big;
 }
 
-
 export interface CreditPurchasesTable {
   id: string;
   account_id: string;

@@ -67,7 +67,9 @@ function checkpointLoop(data: WorkerData, load: (id: string) => unknown): void {
   const db = new Database(data.file);
   db.pragma('busy_timeout = 0');
   const reader = new Database(data.file);
-  const [begin, read, end] = ['BEGIN', 'SELECT 1 FROM sqlite_schema LIMIT 1', 'COMMIT'].map((sql) => reader.prepare(sql));
+  const [begin, read, end] = ['BEGIN', 'SELECT 1 FROM sqlite_schema LIMIT 1', 'COMMIT'].map((sql) =>
+    reader.prepare(sql),
+  );
   const hold = () => {
     begin!.run();
     read!.get();
@@ -131,7 +133,13 @@ export class SqliteCheckpointer {
     private readonly onError: (error: unknown) => void = () => {},
     policy: Partial<CheckpointPolicy> = {},
   ) {
-    this.policy = { intervalMs: CHECKPOINT_MS, restartCommits: RESTART_COMMITS, restartPages: RESTART_PAGES, idleMs: IDLE_RELEASE_MS, ...policy };
+    this.policy = {
+      intervalMs: CHECKPOINT_MS,
+      restartCommits: RESTART_COMMITS,
+      restartPages: RESTART_PAGES,
+      idleMs: IDLE_RELEASE_MS,
+      ...policy,
+    };
   }
 
   /** Called after each commit: counts it, and wakes the worker (started on the first call) unless it is already due to run. */

@@ -17,7 +17,15 @@
  */
 import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import SQLite, { type Database as SqliteDatabase, type Statement } from 'better-sqlite3';
-import { accountsOf, planBatch, withBuiltDeliveries, type AccountBalance, type CommitResult, type NewAccount, type WriteBatch } from './batch.js';
+import {
+  accountsOf,
+  planBatch,
+  withBuiltDeliveries,
+  type AccountBalance,
+  type CommitResult,
+  type NewAccount,
+  type WriteBatch,
+} from './batch.js';
 import type { MoneyWriter } from './ledger.js';
 import { PRIVATE_FILE_MODE } from './private-files.js';
 import type { SqliteWriter, StampedBatch } from './sqlite-writer.js';
@@ -217,7 +225,10 @@ export function readJournal(text: string, file: string): JournalRecord[] {
       records.push(JSON.parse(line, decodeBig) as JournalRecord);
     } catch (error) {
       const last = index === lines.length - 1;
-      if (!last) throw new Error(`${file}: line ${index + 1} is not a journal record; refusing to start without its charges`, { cause: error });
+      if (!last)
+        throw new Error(`${file}: line ${index + 1} is not a journal record; refusing to start without its charges`, {
+          cause: error,
+        });
     }
   });
   return records;
@@ -228,6 +239,7 @@ function encodeBig(_key: string, value: unknown): unknown {
 }
 
 function decodeBig(_key: string, value: unknown): unknown {
-  if (value !== null && typeof value === 'object' && '$big' in value && typeof value.$big === 'string') return BigInt(value.$big);
+  if (value !== null && typeof value === 'object' && '$big' in value && typeof value.$big === 'string')
+    return BigInt(value.$big);
   return value;
 }

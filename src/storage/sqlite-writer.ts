@@ -8,7 +8,21 @@
  */
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
-import { accountsOf, addUsage, planBatch, planReversal, type AccountBalance, type BatchPlan, type CommitResult, type NewAccount, type PaymentReversed, type PurchasePaid, type RechargePaid, type UsageDelta, type WriteBatch } from './batch.js';
+import {
+  accountsOf,
+  addUsage,
+  planBatch,
+  planReversal,
+  type AccountBalance,
+  type BatchPlan,
+  type CommitResult,
+  type NewAccount,
+  type PaymentReversed,
+  type PurchasePaid,
+  type RechargePaid,
+  type UsageDelta,
+  type WriteBatch,
+} from './batch.js';
 
 /** A batch and the time its rows are stamped with. */
 export interface StampedBatch {
@@ -67,12 +81,18 @@ export class SqliteWriter {
     this.insertInvoice = sqlite.prepare(
       'INSERT INTO invoices (id, account_id, month, kind, amount_nano, processor, reference, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     );
-    this.insertDelivery = sqlite.prepare(`INSERT OR IGNORE INTO webhook_deliveries (${DELIVERY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-    this.insertPaymentEvent = sqlite.prepare('INSERT OR IGNORE INTO payment_events (id, processor, type, received_at) VALUES (?, ?, ?, ?)');
+    this.insertDelivery = sqlite.prepare(
+      `INSERT OR IGNORE INTO webhook_deliveries (${DELIVERY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.insertPaymentEvent = sqlite.prepare(
+      'INSERT OR IGNORE INTO payment_events (id, processor, type, received_at) VALUES (?, ?, ?, ?)',
+    );
     this.markPurchasePaid = sqlite.prepare(
       "UPDATE credit_purchases SET status = 'paid', paid_at = ?, payment_intent_id = coalesce(?, payment_intent_id) WHERE id = ? AND status = 'pending'",
     );
-    this.markRechargePaid = sqlite.prepare("UPDATE card_recharges SET status = 'succeeded', settled_at = ?, payment_intent_id = ? WHERE id = ? AND status <> 'succeeded'");
+    this.markRechargePaid = sqlite.prepare(
+      "UPDATE card_recharges SET status = 'succeeded', settled_at = ?, payment_intent_id = ? WHERE id = ? AND status <> 'succeeded'",
+    );
     this.selectReversal = sqlite.prepare('SELECT amount_nano, final FROM payment_reversals WHERE id = ?');
     this.upsertReversal = sqlite.prepare(
       `INSERT INTO payment_reversals (id, account_id, processor, kind, payment_reference, amount_nano, final, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -80,7 +100,9 @@ export class SqliteWriter {
     );
     this.commitTransaction = sqlite.transaction((batch: WriteBatch) => this.apply(batch));
     this.selectMeta = sqlite.prepare('SELECT value FROM meta WHERE key = ?');
-    this.upsertMeta = sqlite.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
+    this.upsertMeta = sqlite.prepare(
+      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    );
     this.journalTransaction = sqlite.transaction((batches: StampedBatch[], key: string, value: string) => {
       this.applyAll(batches);
       this.upsertMeta.run(key, value);
@@ -88,7 +110,9 @@ export class SqliteWriter {
     this.createAccountTransaction = sqlite.transaction((account: NewAccount) => {
       this.insertAccount.run(account.id, account.email, account.plan, account.settings, Date.now());
       if (account.grantNano > 0n) {
-        this.apply({ entries: [{ accountId: account.id, kind: 'grant', amountNano: account.grantNano, note: 'sign-up credit' }] });
+        this.apply({
+          entries: [{ accountId: account.id, kind: 'grant', amountNano: account.grantNano, note: 'sign-up credit' }],
+        });
       }
     });
   }
@@ -146,7 +170,11 @@ export class SqliteWriter {
         const balance = balances.get(accountId) ?? this.balance(accountId);
         if (balance) current.set(accountId, balance);
       }
-      const held = batch.purchasePaid ? this.purchaseBecamePaid(batch.purchasePaid) : batch.rechargePaid ? this.rechargeBecamePaid(batch.rechargePaid) : true;
+      const held = batch.purchasePaid
+        ? this.purchaseBecamePaid(batch.purchasePaid)
+        : batch.rechargePaid
+          ? this.rechargeBecamePaid(batch.rechargePaid)
+          : true;
       // Ledger rows are written batch by batch: a retried batch looks for its debits among them.
       const plan = planBatch(held ? batch : { entries: [] }, current, this.writtenDebits(batch), at);
       if (batch.purchasePaid) plan.result.purchasePaid = held;
@@ -173,10 +201,22 @@ export class SqliteWriter {
   /** The reversal's entry, judged on what its row holds, and the row's new state written; no entries if nothing moves. */
   private reversalBatch(reversal: PaymentReversed): WriteBatch {
     const row = this.selectReversal.get(reversal.id);
-    const planned = planReversal(reversal, row && { amountNano: BigInt(row.amount_nano), final: Number(row.final) === 1 });
+    const planned = planReversal(
+      reversal,
+      row && { amountNano: BigInt(row.amount_nano), final: Number(row.final) === 1 },
+    );
     if (!planned) return { entries: [] };
     const { amountNano, final } = planned.state;
-    this.upsertReversal.run(reversal.id, reversal.accountId, reversal.processor, reversal.kind, reversal.paymentReference, amountNano, final ? 1 : 0, reversal.at);
+    this.upsertReversal.run(
+      reversal.id,
+      reversal.accountId,
+      reversal.processor,
+      reversal.kind,
+      reversal.paymentReference,
+      amountNano,
+      final ? 1 : 0,
+      reversal.at,
+    );
     return { entries: [planned.entry] };
   }
 
@@ -186,16 +226,54 @@ export class SqliteWriter {
 
   private insertRows(plan: BatchPlan): void {
     for (const r of plan.ledger) {
-      this.insertLedger.run(r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at);
+      this.insertLedger.run(
+        r.id,
+        r.account_id,
+        r.kind,
+        r.amount_nano,
+        r.balance_after_nano,
+        r.request_id,
+        r.key_id,
+        r.model,
+        r.prompt_tokens,
+        r.completion_tokens,
+        r.note,
+        r.created_at,
+      );
     }
-    for (const i of plan.invoices) this.insertInvoice.run(i.id, i.account_id, i.month, i.kind, i.amount_nano, i.processor, i.reference, i.created_at);
+    for (const i of plan.invoices)
+      this.insertInvoice.run(
+        i.id,
+        i.account_id,
+        i.month,
+        i.kind,
+        i.amount_nano,
+        i.processor,
+        i.reference,
+        i.created_at,
+      );
     for (const d of plan.deliveries) this.insertDelivery.run(...deliveryValues(d));
   }
 
-  private writeTotals(balances: Map<string, AccountBalance>, usage: UsageDelta[], keySpend: Map<string, bigint>, keysUsed: Map<string, number>): void {
-    for (const [accountId, balance] of balances) this.updateBalance.run(balance.balanceNano, balance.version, accountId);
+  private writeTotals(
+    balances: Map<string, AccountBalance>,
+    usage: UsageDelta[],
+    keySpend: Map<string, bigint>,
+    keysUsed: Map<string, number>,
+  ): void {
+    for (const [accountId, balance] of balances)
+      this.updateBalance.run(balance.balanceNano, balance.version, accountId);
     for (const u of usage) {
-      this.upsertUsage.run(u.accountId, u.day, u.environment, u.model, u.requests, u.promptTokens, u.completionTokens, u.creditsNano);
+      this.upsertUsage.run(
+        u.accountId,
+        u.day,
+        u.environment,
+        u.model,
+        u.requests,
+        u.promptTokens,
+        u.completionTokens,
+        u.creditsNano,
+      );
     }
     for (const [keyId, spent] of keySpend) this.addKeySpend.run(spent, keyId);
     for (const [keyId, at] of keysUsed) this.touchKey.run(at, keyId);
@@ -216,4 +294,3 @@ export class SqliteWriter {
     return written;
   }
 }
-

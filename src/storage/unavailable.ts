@@ -15,7 +15,8 @@ export function errorCode(error: unknown): unknown {
 
 function unavailable(error: unknown, depth: number): boolean {
   if (typeof error !== 'object' || error === null || depth > 5) return false;
-  const { code, message, cause, errors }: { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown } = error;
+  const { code, message, cause, errors }: { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown } =
+    error;
   if (typeof code === 'string' && UNAVAILABLE_CODE.test(code)) return true;
   if (typeof message === 'string' && UNAVAILABLE_MESSAGE.test(message)) return true;
   if (Array.isArray(errors) && errors.some((e) => unavailable(e, depth + 1))) return true;

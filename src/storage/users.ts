@@ -28,8 +28,16 @@ export interface DashboardSession {
 export class UserStore {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async insert(accountId: string, passwordHash: string, at: number, emailStatus: EmailStatus = 'unverified'): Promise<void> {
-    await this.db.insertInto('dashboard_users').values({ account_id: accountId, password_hash: passwordHash, created_at: at, email_status: emailStatus }).execute();
+  async insert(
+    accountId: string,
+    passwordHash: string,
+    at: number,
+    emailStatus: EmailStatus = 'unverified',
+  ): Promise<void> {
+    await this.db
+      .insertInto('dashboard_users')
+      .values({ account_id: accountId, password_hash: passwordHash, created_at: at, email_status: emailStatus })
+      .execute();
   }
 
   async passwordHash(accountId: string): Promise<string | undefined> {
@@ -37,7 +45,11 @@ export class UserStore {
   }
 
   async user(accountId: string): Promise<DashboardUser | undefined> {
-    const row = await this.db.selectFrom('dashboard_users').select(['password_hash', 'email_status']).where('account_id', '=', accountId).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('dashboard_users')
+      .select(['password_hash', 'email_status'])
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
     return row && { passwordHash: row.password_hash, emailStatus: row.email_status };
   }
 
@@ -45,7 +57,13 @@ export class UserStore {
     const { tokenHash, accountId, passwordHash, createdAt, expiresAt } = verification;
     await this.db
       .insertInto('email_verifications')
-      .values({ token_hash: tokenHash, account_id: accountId, password_hash: passwordHash, created_at: createdAt, expires_at: expiresAt })
+      .values({
+        token_hash: tokenHash,
+        account_id: accountId,
+        password_hash: passwordHash,
+        created_at: createdAt,
+        expires_at: expiresAt,
+      })
       .execute();
   }
 
@@ -53,7 +71,10 @@ export class UserStore {
    * Marks the token used, once: the account and the password of its sign-up the first time, 'used' after that,
    * undefined when the token is unknown or expired.
    */
-  async useVerification(tokenHash: string, now: number): Promise<{ accountId: string; passwordHash: string } | 'used' | undefined> {
+  async useVerification(
+    tokenHash: string,
+    now: number,
+  ): Promise<{ accountId: string; passwordHash: string } | 'used' | undefined> {
     const updated = await this.db
       .updateTable('email_verifications')
       .set({ used_at: now })
@@ -61,7 +82,11 @@ export class UserStore {
       .where('used_at', 'is', null)
       .where('expires_at', '>', BigInt(now))
       .executeTakeFirst();
-    const row = await this.db.selectFrom('email_verifications').select(['account_id', 'password_hash', 'used_at', 'expires_at']).where('token_hash', '=', tokenHash).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('email_verifications')
+      .select(['account_id', 'password_hash', 'used_at', 'expires_at'])
+      .where('token_hash', '=', tokenHash)
+      .executeTakeFirst();
     if (!row || num(row.expires_at) <= now) return undefined;
     return updated.numUpdatedRows > 0n ? { accountId: row.account_id, passwordHash: row.password_hash } : 'used';
   }
@@ -79,7 +104,12 @@ export class UserStore {
       .executeTakeFirst();
     if (result.numUpdatedRows === 0n) return false;
     await this.db.deleteFrom('dashboard_sessions').where('account_id', '=', accountId).execute();
-    await this.db.updateTable('email_verifications').set({ used_at: now }).where('account_id', '=', accountId).where('used_at', 'is', null).execute();
+    await this.db
+      .updateTable('email_verifications')
+      .set({ used_at: now })
+      .where('account_id', '=', accountId)
+      .where('used_at', 'is', null)
+      .execute();
     return true;
   }
 
@@ -88,7 +118,10 @@ export class UserStore {
     await this.db.insertInto('signup_attempts').values({ ip, created_at: at }).execute();
     const row = await this.db
       .selectFrom('signup_attempts')
-      .select((eb) => [eb.fn.countAll<number | bigint | string>().as('count'), eb.fn.min<number | bigint | string | null>('created_at').as('oldest')])
+      .select((eb) => [
+        eb.fn.countAll<number | bigint | string>().as('count'),
+        eb.fn.min<number | bigint | string | null>('created_at').as('oldest'),
+      ])
       .where('ip', '=', ip)
       .where('created_at', '>', BigInt(since))
       .executeTakeFirstOrThrow();

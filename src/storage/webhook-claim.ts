@@ -97,6 +97,8 @@ export async function claimFairly(
 
 /** Deliveries due and not yet claimed (`tollgate_webhook_queue_depth`). */
 export async function countDue(db: Kysely<Database>, now: number): Promise<number> {
-  const result = await sql<{ n: bigint | number | string }>`select count(*) as n from webhook_deliveries w where ${due(now, 'w')}`.execute(db);
+  const result = await sql<{
+    n: bigint | number | string;
+  }>`select count(*) as n from webhook_deliveries w where ${due(now, 'w')}`.execute(db);
   return num(result.rows[0]?.n);
 }

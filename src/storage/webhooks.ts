@@ -68,7 +68,9 @@ export interface AttemptResult {
   at: number;
 }
 
-export type WebhookChanges = Partial<Pick<WebhookRecord, 'url' | 'secret' | 'events' | 'headers' | 'timeoutMs' | 'retry' | 'description'>>;
+export type WebhookChanges = Partial<
+  Pick<WebhookRecord, 'url' | 'secret' | 'events' | 'headers' | 'timeoutMs' | 'retry' | 'description'>
+>;
 
 /** SQLite allows 32,766 bound values per statement; 16 columns per row. */
 const INSERT_CHUNK = 500;
@@ -144,7 +146,9 @@ export class WebhookStore {
   }
 
   async listByAccount(accountId: string): Promise<WebhookRecord[]> {
-    return (await this.db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).orderBy('id').execute()).map(toWebhook);
+    return (
+      await this.db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).orderBy('id').execute()
+    ).map(toWebhook);
   }
 
   /** Every registration (the outbox's subscription index). */
@@ -199,7 +203,13 @@ export class WebhookStore {
    * Takes up to `limit` due deliveries (and those whose claim expired) for `leaseMs`, under `token`, leaving
    * out rows beyond the caps on attempts in flight per webhook and per account (./webhook-claim.ts).
    */
-  async claim(now: number, limit: number, leaseMs: number, token: string, caps: ClaimCaps = NO_CAPS): Promise<DeliveryRecord[]> {
+  async claim(
+    now: number,
+    limit: number,
+    leaseMs: number,
+    token: string,
+    caps: ClaimCaps = NO_CAPS,
+  ): Promise<DeliveryRecord[]> {
     return (await claimFairly(this.db, this.dialect, { now, limit, leaseMs, token, caps })).map(toDelivery);
   }
 
@@ -247,7 +257,10 @@ export class WebhookStore {
   }
 
   /** Newest first; `before` is a delivery id (ids sort by creation). */
-  async listDeliveries(filter: { webhookId?: string; accountId?: string; status?: DeliveryStatus }, page: { limit: number; before?: string }): Promise<DeliveryRecord[]> {
+  async listDeliveries(
+    filter: { webhookId?: string; accountId?: string; status?: DeliveryStatus },
+    page: { limit: number; before?: string },
+  ): Promise<DeliveryRecord[]> {
     let query = this.db.selectFrom('webhook_deliveries').selectAll().orderBy('id', 'desc').limit(page.limit);
     if (filter.webhookId) query = query.where('webhook_id', '=', filter.webhookId);
     if (filter.accountId) query = query.where('account_id', '=', filter.accountId);
@@ -261,7 +274,16 @@ export class WebhookStore {
   async replay(id: string, payload: string, now: number): Promise<DeliveryRecord | undefined> {
     const row = await this.db
       .updateTable('webhook_deliveries')
-      .set({ status: 'pending', attempts: 0, next_attempt_at: now, payload, updated_at: now, completed_at: null, last_error: null, last_status: null })
+      .set({
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: now,
+        payload,
+        updated_at: now,
+        completed_at: null,
+        last_error: null,
+        last_status: null,
+      })
       .where('id', '=', id)
       .where('status', '=', 'dead')
       .returningAll()

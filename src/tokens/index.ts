@@ -5,13 +5,13 @@
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 
 /** The parts of an OpenAI chat message that carry tokens (structural, so any chat message type fits). */
-export interface CountableMessage {
+export type CountableMessage = {
   role: string;
   content?: string | ReadonlyArray<{ type: string; text?: unknown }> | null;
   name?: string | undefined;
   tool_calls?: unknown[] | undefined;
   tool_call_id?: string | undefined;
-}
+};
 
 const NO_SPECIAL = { disallowedSpecial: new Set<string>() };
 
@@ -55,7 +55,8 @@ function exactCount(text: string): number {
   for (const run of text.matchAll(LONG_RUN)) {
     if (run.index > last) tokens += countO200k(text.slice(last, run.index), NO_SPECIAL);
     const end = run.index + run[0].length;
-    for (let at = run.index; at < end; at += SLICE) tokens += countO200k(text.slice(at, Math.min(at + SLICE, end)), NO_SPECIAL);
+    for (let at = run.index; at < end; at += SLICE)
+      tokens += countO200k(text.slice(at, Math.min(at + SLICE, end)), NO_SPECIAL);
     last = end;
   }
   if (last === 0) return countO200k(text, NO_SPECIAL);
@@ -152,25 +153,36 @@ function addText(size: PromptSize, text: string): void {
  * Every field of `object` not in `apart`, as the provider receives it: the name plus the value (a string as it
  * stands, anything else as JSON). Unknown fields are forwarded too, so they are counted too.
  */
-function addFields(size: PromptSize, object: object, apart: ReadonlySet<string>, scalars?: ReadonlySet<string>): void {
+function addFields(
+  size: PromptSize,
+  object: Readonly<Record<string, unknown>>,
+  apart: ReadonlySet<string>,
+  scalars?: ReadonlySet<string>,
+): void {
   for (const name in object) {
-    const value: unknown = (object as Record<string, unknown>)[name];
+    const value = object[name];
     if (apart.has(name) || value === undefined) continue;
-    if (scalars && (scalars.has(name) ? value === null || typeof value !== 'object' : isOptionObject(name, value))) continue;
+    if (scalars && (scalars.has(name) ? value === null || typeof value !== 'object' : isOptionObject(name, value)))
+      continue;
     size.tokens += 1;
     size.ceiling += Buffer.byteLength(name);
-    addText(size, typeof value === 'string' ? value : JSON.stringify(value) ?? '');
+    addText(size, typeof value === 'string' ? value : (JSON.stringify(value) ?? ''));
   }
 }
 
 function isOptionObject(name: string, value: unknown): boolean {
   const known = OPTION_OBJECTS.get(name);
   if (!known || typeof value !== 'object' || value === null) return false;
-  for (const field in value) {
-    const option: unknown = (value as Record<string, unknown>)[field];
+  const options: Array<[string, unknown]> = Object.entries(value);
+  for (const [field, option] of options) {
     if (!known.has(field) || (option !== null && typeof option === 'object')) return false;
   }
   return true;
+}
+
+/** Array.isArray keeping the element type (it narrows a readonly array to `any[]`). */
+function isList<T>(value: ReadonlyArray<T> | null | undefined): value is ReadonlyArray<T> {
+  return Array.isArray(value);
 }
 
 function addMessage(size: PromptSize, message: CountableMessage): void {
@@ -179,8 +191,8 @@ function addMessage(size: PromptSize, message: CountableMessage): void {
   size.ceiling += framing + Buffer.byteLength(message.role);
   const { content } = message;
   if (typeof content === 'string') addText(size, content);
-  else if (Array.isArray(content)) {
-    for (const part of content as ReadonlyArray<{ type: string; text?: unknown }>) {
+  else if (isList(content)) {
+    for (const part of content) {
       if (part.type === 'text' && typeof part.text === 'string') {
         addText(size, part.text);
         addFields(size, part, TEXT_PART_FIELDS);

@@ -35,14 +35,18 @@ export async function attemptDelivery(
   allowPrivate: boolean,
 ): Promise<AttemptOutcome> {
   const started = performance.now();
-  const done = (outcome: Omit<AttemptOutcome, 'durationMs'>): AttemptOutcome => ({ ...outcome, durationMs: Math.round(performance.now() - started) });
+  const done = (outcome: Omit<AttemptOutcome, 'durationMs'>): AttemptOutcome => ({
+    ...outcome,
+    durationMs: Math.round(performance.now() - started),
+  });
   const url = new URL(target.url);
   const signal = AbortSignal.timeout(target.timeoutMs);
   let resolved: Target;
   try {
     resolved = await resolveTarget(url, allowPrivate);
   } catch (error) {
-    if (error instanceof BlockedAddressError) return done({ ok: false, retryable: false, status: null, error: error.message });
+    if (error instanceof BlockedAddressError)
+      return done({ ok: false, retryable: false, status: null, error: error.message });
     return done({ ok: false, retryable: true, status: null, error: `DNS: ${(error as Error).message}` });
   }
   const client = new Client(url.origin, {
@@ -87,8 +91,11 @@ function pinned(target: Target): LookupFunction {
 }
 
 function describe(error: unknown): string {
-  const err = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
-  const code = err.code ?? err.cause?.code;
-  const message = err.cause?.message ?? err.message ?? String(error);
+  const err: { code?: unknown; message?: unknown; cause?: unknown } =
+    typeof error === 'object' && error !== null ? error : {};
+  const cause: { code?: unknown; message?: unknown } =
+    typeof err.cause === 'object' && err.cause !== null ? err.cause : {};
+  const code = err.code ?? cause.code;
+  const message = String(cause.message ?? err.message ?? error);
   return code ? `${code}: ${message}` : message;
 }

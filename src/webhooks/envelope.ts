@@ -3,7 +3,12 @@ import type { GatewayEvent } from '../events/index.js';
 import { usdNumber } from '../money/index.js';
 import type { FilterValue } from '../storage/index.js';
 
-export type Envelope = Record<string, unknown> & { id: string; timestamp: string; event: string; data: Record<string, unknown> };
+export type Envelope = Record<string, unknown> & {
+  id: string;
+  timestamp: string;
+  event: string;
+  data: Record<string, unknown>;
+};
 
 export function toEnvelope(event: GatewayEvent, id: string): Envelope {
   if (event.type === 'credit.low_balance') {
@@ -41,7 +46,12 @@ export function toEnvelope(event: GatewayEvent, id: string): Envelope {
       },
     };
   }
-  return { id, timestamp: new Date(event.at).toISOString(), event: event.type, data: event.data as unknown as Record<string, unknown> };
+  return {
+    id,
+    timestamp: new Date(event.at).toISOString(),
+    event: event.type,
+    data: event.data as unknown as Record<string, unknown>,
+  };
 }
 
 /** Exact match of every filter on a dotted path of the envelope (`data.model`, `data.metadata.provider`). */
@@ -50,7 +60,10 @@ export function matchesFilters(filters: Record<string, FilterValue> | undefined,
   for (const [path, expected] of Object.entries(filters)) {
     let value: unknown = envelope;
     for (const part of path.split('.')) {
-      value = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>)[part] : undefined;
+      value =
+        value !== null && typeof value === 'object' && !Array.isArray(value)
+          ? (value as Record<string, unknown>)[part]
+          : undefined;
     }
     if (value !== expected) return false;
   }

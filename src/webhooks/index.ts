@@ -11,7 +11,12 @@ import type { WebhooksSettings } from './types.js';
 import { DeliveryWorker, type FinishedAttempt } from './worker.js';
 
 export { WebhookService, parsePage, type Page, type PageParams } from './service.js';
-export { CreateWebhookSchema, PatchWebhookSchema, type CreateWebhookBody, type PatchWebhookBody } from './validation.js';
+export {
+  CreateWebhookSchema,
+  PatchWebhookSchema,
+  type CreateWebhookBody,
+  type PatchWebhookBody,
+} from './validation.js';
 export { isPublicAddress, resolveTarget, BlockedAddressError } from './ssrf.js';
 export { retryDelay, JITTER } from './backoff.js';
 export { DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, EVENT_TYPES, WILDCARDS, type WebhooksSettings } from './types.js';
@@ -55,14 +60,21 @@ export class Webhooks {
           : logger.warn({ err: error }, 'webhook outbox write failed; retrying'),
     });
     this.sink = this.outbox;
-    this.service = new WebhookService({ storage, allowPrivate: settings.allow_private_urls, onChange: () => this.refresh(), onDue: () => this.worker.wake() });
+    this.service = new WebhookService({
+      storage,
+      allowPrivate: settings.allow_private_urls,
+      onChange: () => this.refresh(),
+      onDue: () => this.worker.wake(),
+    });
   }
 
   /** Loads the registrations, then keeps them fresh (changes made through other replicas) and starts the worker. */
   async start(): Promise<void> {
     await this.refresh();
     this.refreshTimer = setInterval(() => {
-      this.refresh().catch((error) => this.options.logger.warn({ err: error }, 'webhook registrations could not be reloaded'));
+      this.refresh().catch((error) =>
+        this.options.logger.warn({ err: error }, 'webhook registrations could not be reloaded'),
+      );
     }, this.options.settings.refresh_ms);
     this.refreshTimer.unref();
     this.worker.start();

@@ -96,7 +96,15 @@ export class WebhookOutbox implements EventSink {
       const specs = webhook.events.filter((spec) => expandType(spec.type).includes(event.type));
       if (!specs.some((spec) => matchesFilters(spec.filters, envelope))) continue;
       payload ??= plainJson(JSON.stringify(envelope));
-      rows.push({ id: newId('whd'), webhookId: webhook.id, accountId: event.accountId, eventId, eventType: event.type, payload, at });
+      rows.push({
+        id: newId('whd'),
+        webhookId: webhook.id,
+        accountId: event.accountId,
+        eventId,
+        eventType: event.type,
+        payload,
+        at,
+      });
     }
     return rows;
   }

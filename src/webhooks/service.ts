@@ -26,7 +26,8 @@ const STATUSES: readonly DeliveryStatus[] = ['pending', 'delivering', 'succeeded
 /** `?limit=&before=&status=` of the list endpoints; a parameter given more than once is a bad value. */
 export function parsePage(query: PageParams, withStatus: boolean): Page {
   const limit = query.limit === undefined ? 20 : Number(query.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw invalidRequest('limit must be an integer from 1 to 100', 'limit');
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+    throw invalidRequest('limit must be an integer from 1 to 100', 'limit');
   const page: Page = { limit };
   if (Array.isArray(query.before)) throw invalidRequest("Query parameter 'before' was given more than once", 'before');
   if (query.before) page.before = query.before;
@@ -80,7 +81,8 @@ export class WebhookService {
 
   async get(accountId: string, id: string): Promise<WebhookRecord> {
     const webhook = await this.store.get(id);
-    if (!webhook || webhook.accountId !== accountId) throw new GatewayError('not_found', { message: `No webhook with id '${id}'`, param: 'id' });
+    if (!webhook || webhook.accountId !== accountId)
+      throw new GatewayError('not_found', { message: `No webhook with id '${id}'`, param: 'id' });
     return webhook;
   }
 
@@ -118,7 +120,8 @@ export class WebhookService {
     if (!delivery || delivery.accountId !== accountId) {
       throw new GatewayError('not_found', { message: `No dead letter with id '${deliveryId}'`, param: 'id' });
     }
-    if (delivery.status !== 'dead') throw invalidRequest(`Delivery '${deliveryId}' is ${delivery.status}, not a dead letter`, 'id');
+    if (delivery.status !== 'dead')
+      throw invalidRequest(`Delivery '${deliveryId}' is ${delivery.status}, not a dead letter`, 'id');
     const envelope = JSON.parse(delivery.payload) as Record<string, unknown>;
     envelope.timestamp = new Date().toISOString();
     const replayed = await this.store.replay(deliveryId, plainJson(JSON.stringify(envelope)), Date.now());
@@ -137,7 +140,12 @@ export class WebhookService {
       event: 'webhook.test',
       data: { webhookId: webhook.id, message: 'A test event from tollgate' },
     });
-    const outcome = await attemptDelivery(webhook, payload, { eventId, eventType: 'webhook.test' }, this.options.allowPrivate);
+    const outcome = await attemptDelivery(
+      webhook,
+      payload,
+      { eventId, eventType: 'webhook.test' },
+      this.options.allowPrivate,
+    );
     const at = Date.now();
     const delivery: DeliveryRecord = {
       id: newId('whd'),
@@ -164,7 +172,10 @@ export class WebhookService {
       await resolveTarget(url, this.options.allowPrivate);
     } catch (error) {
       if (error instanceof BlockedAddressError) {
-        throw invalidRequest(`The webhook URL is refused: ${error.message}. Operators may allow such URLs with webhooks.allow_private_urls`, 'url');
+        throw invalidRequest(
+          `The webhook URL is refused: ${error.message}. Operators may allow such URLs with webhooks.allow_private_urls`,
+          'url',
+        );
       }
       throw invalidRequest(`The webhook URL's host cannot be resolved: ${(error as Error).message}`, 'url');
     }

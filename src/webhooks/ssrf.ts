@@ -28,8 +28,8 @@ export class BlockedAddressError extends Error {
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
   const ip = ipaddr.parse(address);
-  if (ip.kind() === 'ipv4') return ip.range() === 'unicast';
-  const carried = embeddedIPv4(ip as ipaddr.IPv6);
+  if (ip instanceof ipaddr.IPv4) return ip.range() === 'unicast';
+  const carried = embeddedIPv4(ip);
   const range = ip.range();
   const routable = range === 'unicast' || (carried.length > 0 && TRANSLATION_RANGES.has(range));
   return routable && carried.every((v4) => v4.range() === 'unicast');

@@ -22,11 +22,18 @@ export const WILDCARDS: Readonly<Record<string, readonly GatewayEventType[]>> = 
 };
 
 export function expandType(type: string): readonly GatewayEventType[] {
-  return WILDCARDS[type] ?? (EVENT_TYPES.includes(type as GatewayEventType) ? [type as GatewayEventType] : []);
+  if (WILDCARDS[type]) return WILDCARDS[type];
+  const known = EVENT_TYPES.find((eventType) => eventType === type);
+  return known ? [known] : [];
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
-export const DEFAULT_RETRY: RetryConfig = { maxAttempts: 3, initialDelay: 1_000, maxDelay: 30_000, backoffMultiplier: 2 };
+export const DEFAULT_RETRY: RetryConfig = {
+  maxAttempts: 3,
+  initialDelay: 1_000,
+  maxDelay: 30_000,
+  backoffMultiplier: 2,
+};
 
 export interface WebhooksSettings {
   allow_private_urls: boolean;

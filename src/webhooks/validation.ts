@@ -12,7 +12,9 @@ const FilterValue = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Ty
 const EventSpec = Type.Object(
   {
     type: Type.String({ minLength: 1 }),
-    filters: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 200 }), FilterValue, { maxProperties: 20 })),
+    filters: Type.Optional(
+      Type.Record(Type.String({ minLength: 1, maxLength: 200 }), FilterValue, { maxProperties: 20 }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -29,7 +31,9 @@ const fields = {
   url: Type.String({ minLength: 1, maxLength: 2048 }),
   secret: Type.String({ minLength: 32, maxLength: 512 }),
   events: Type.Array(EventSpec, { minItems: 1, maxItems: 20 }),
-  headers: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String({ maxLength: 4096 }), { maxProperties: 20 })),
+  headers: Type.Optional(
+    Type.Record(Type.String({ minLength: 1 }), Type.String({ maxLength: 4096 }), { maxProperties: 20 }),
+  ),
   timeout: Type.Optional(Type.Integer({ minimum: 1_000, maximum: 30_000 })),
   retryConfig: Type.Optional(Retry),
   description: Type.Optional(Type.Union([Type.String({ maxLength: 500 }), Type.Null()])),
@@ -54,7 +58,9 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** Headers tollgate sets itself: a registration cannot replace them. */
 const RESERVED = /^(content-type|content-length|host|transfer-encoding|connection|user-agent|x-webhook-.*)$/i;
 
-export function parseCreate(body: unknown): Required<Omit<WebhookInput, 'description'>> & Pick<WebhookInput, 'description'> {
+export function parseCreate(
+  body: unknown,
+): Required<Omit<WebhookInput, 'description'>> & Pick<WebhookInput, 'description'> {
   const input = parse(CreateWebhookSchema, body);
   const parsed = normalize(input, undefined);
   return {
@@ -84,18 +90,24 @@ function normalize(input: PatchWebhookBody, currentRetry: RetryConfig | undefine
   if (input.events !== undefined) {
     const seen = new Set<string>();
     out.events = input.events.map((spec, i) => {
-      if (expandType(spec.type).length === 0) throw invalidRequest(`Unknown event type '${spec.type}'`, `events[${i}].type`);
+      if (expandType(spec.type).length === 0)
+        throw invalidRequest(`Unknown event type '${spec.type}'`, `events[${i}].type`);
       const key = `${spec.type} ${JSON.stringify(spec.filters ?? {})}`;
-      if (seen.has(key)) throw invalidRequest(`Event '${spec.type}' is listed twice with the same filters`, `events[${i}]`);
+      if (seen.has(key))
+        throw invalidRequest(`Event '${spec.type}' is listed twice with the same filters`, `events[${i}]`);
       seen.add(key);
-      return spec.filters && Object.keys(spec.filters).length ? { type: spec.type, filters: spec.filters } : { type: spec.type };
+      return spec.filters && Object.keys(spec.filters).length
+        ? { type: spec.type, filters: spec.filters }
+        : { type: spec.type };
     });
   }
   if (input.headers !== undefined) {
     for (const [name, value] of Object.entries(input.headers)) {
       if (!TOKEN.test(name)) throw invalidRequest(`'${name}' is not a valid header name`, `headers.${name}`);
-      if (RESERVED.test(name)) throw invalidRequest(`The header '${name}' is set by tollgate and cannot be replaced`, `headers.${name}`);
-      if (/[\r\n\0]/.test(value)) throw invalidRequest(`The value of header '${name}' contains a line break`, `headers.${name}`);
+      if (RESERVED.test(name))
+        throw invalidRequest(`The header '${name}' is set by tollgate and cannot be replaced`, `headers.${name}`);
+      if (/[\r\n\0]/.test(value))
+        throw invalidRequest(`The value of header '${name}' contains a line break`, `headers.${name}`);
     }
     out.headers = input.headers;
   }
@@ -110,12 +122,14 @@ function parseUrl(text: string): URL {
   } catch {
     throw invalidRequest(`'url' must be an absolute URI`, 'url');
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalidRequest(`'url' must use http or https`, 'url');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw invalidRequest(`'url' must use http or https`, 'url');
   return url;
 }
 
 function parse<T extends TSchema>(schema: T, body: unknown): Static<T> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidRequest('The request body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw invalidRequest('The request body must be a JSON object');
   if (Value.Check(schema, body)) return body;
   const first = Value.Errors(schema, body).First();
   const param = toParam(first?.path ?? '');

@@ -104,10 +104,13 @@ export class DeliveryWorker {
   }
 
   private wakeAt(time: number): void {
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.wake();
-    }, Math.max(0, time - Date.now()));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(timer);
+        this.wake();
+      },
+      Math.max(0, time - Date.now()),
+    );
     timer.unref();
     this.timers.add(timer);
   }
@@ -181,9 +184,23 @@ export class DeliveryWorker {
         if (outcome.retryable) lastError = `${outcome.error}; all ${maxAttempts} attempts failed`;
       }
     }
-    const fields = { delivery_id: row.id, webhook_id: row.webhookId, event_type: row.eventType, attempt: attempts, http_status: outcome.status, duration_ms: outcome.durationMs };
+    const fields = {
+      delivery_id: row.id,
+      webhook_id: row.webhookId,
+      event_type: row.eventType,
+      attempt: attempts,
+      http_status: outcome.status,
+      duration_ms: outcome.durationMs,
+    };
     try {
-      const kept = await storage.webhooks.finishAttempt(row.id, token, { status, attempts, nextAttemptAt, lastStatus: outcome.status, lastError, at });
+      const kept = await storage.webhooks.finishAttempt(row.id, token, {
+        status,
+        attempts,
+        nextAttemptAt,
+        lastStatus: outcome.status,
+        lastError,
+        at,
+      });
       if (!kept) logger.warn(fields, 'webhook delivery claim expired before its outcome was recorded');
     } catch (error) {
       // The lease runs out and another attempt follows: at-least-once, never lost.

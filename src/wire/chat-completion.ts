@@ -15,7 +15,10 @@ const tokenCounts = {
   total_tokens: Type.Integer({ minimum: 0 }),
 };
 
-export const UsageSchema = Type.Object({ ...tokenCounts, cost: Usd('The amount debited for this request; 0 for test keys') }, { $id: 'Usage' });
+export const UsageSchema = Type.Object(
+  { ...tokenCounts, cost: Usd('The amount debited for this request; 0 for test keys') },
+  { $id: 'Usage' },
+);
 export const UpstreamUsageSchema = Open(tokenCounts);
 
 export const FinishReasonSchema = Type.Union([
@@ -53,7 +56,9 @@ export const ChatCompletionSchema = Type.Object(
     created: head.created,
     model: Type.String({ description: 'The catalog id of the model that answered' }),
     system_fingerprint: head.system_fingerprint,
-    choices: Type.Array(Type.Object({ index: Type.Integer({ minimum: 0 }), message: Type.Object(message), ...choiceEnd })),
+    choices: Type.Array(
+      Type.Object({ index: Type.Integer({ minimum: 0 }), message: Type.Object(message), ...choiceEnd }),
+    ),
     usage: UsageSchema,
   },
   { $id: 'ChatCompletion' },
@@ -90,7 +95,10 @@ export const ChatCompletionChunkSchema = Type.Object(
     choices: Type.Array(Type.Object({ index: Type.Integer({ minimum: 0 }), delta: Type.Object(delta), ...choiceEnd })),
     usage: Type.Optional(Nullable(UsageSchema)),
   },
-  { $id: 'ChatCompletionChunk', description: 'One `data:` event of a streamed answer; the stream ends with `data: [DONE]`' },
+  {
+    $id: 'ChatCompletionChunk',
+    description: 'One `data:` event of a streamed answer; the stream ends with `data: [DONE]`',
+  },
 );
 
 export const UpstreamChunkSchema = Open({

@@ -66,7 +66,9 @@ export const ChatRequestSchema = Open({
   model: Type.String({ minLength: 1 }),
   messages: Type.Array(MessageSchema, { minItems: 1 }),
   stream: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
-  stream_options: Type.Optional(Type.Union([Type.Object({ include_usage: Type.Optional(Type.Boolean()) }), Type.Null()])),
+  stream_options: Type.Optional(
+    Type.Union([Type.Object({ include_usage: Type.Optional(Type.Boolean()) }), Type.Null()]),
+  ),
   max_tokens: OptionalNullable(Type.Integer({ minimum: 1 })),
   max_completion_tokens: OptionalNullable(Type.Integer({ minimum: 1 })),
   n: OptionalNullable(Type.Integer({ minimum: 1, maximum: 128 })),

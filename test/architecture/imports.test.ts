@@ -55,7 +55,9 @@ describe('imports between the folders of src/', () => {
   it('keep the core away from the edges: nothing below http/, cli/ and dashboard/ imports them', () => {
     const graph = folderGraph();
     const edges = new Set(['http', 'cli', 'dashboard', '(entry)']);
-    const offenders = [...graph].filter(([from]) => !edges.has(from)).flatMap(([from, tos]) => [...tos].filter((to) => edges.has(to)).map((to) => `${from} -> ${to}`));
+    const offenders = [...graph]
+      .filter(([from]) => !edges.has(from))
+      .flatMap(([from, tos]) => [...tos].filter((to) => edges.has(to)).map((to) => `${from} -> ${to}`));
     expect(offenders).toEqual([]);
   });
 });

@@ -20,11 +20,14 @@ describe('src/providers/', () => {
     let imports = 0;
     for (const file of sourceFiles(SRC)) {
       if (file.startsWith(PROVIDERS + '/')) continue;
-      for (const match of readFileSync(file, 'utf8').matchAll(/^(?:import|export)\b[^;]*?from\s+'(\.{1,2}\/[^']+)'/gms)) {
+      for (const match of readFileSync(file, 'utf8').matchAll(
+        /^(?:import|export)\b[^;]*?from\s+'(\.{1,2}\/[^']+)'/gms,
+      )) {
         const target = resolve(dirname(file), match[1]!);
         if (!target.startsWith(PROVIDERS + '/')) continue;
         imports += 1;
-        if (target !== join(PROVIDERS, 'index.js')) offenders.push(`${relative(SRC, file)} -> ${relative(SRC, target)}`);
+        if (target !== join(PROVIDERS, 'index.js'))
+          offenders.push(`${relative(SRC, file)} -> ${relative(SRC, target)}`);
       }
     }
     expect(imports).toBeGreaterThan(0); // the imports are read at all

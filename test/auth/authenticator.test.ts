@@ -23,11 +23,25 @@ describe('Authenticator: cached key lookups', () => {
   async function setup() {
     database = await createTestDatabase('sqlite');
     storage = await openStorage({ dataDir: database.dataDir });
-    await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: 0n });
+    await storage.ledger.createAccount({
+      id: 'acct_1',
+      email: 'a@example.com',
+      plan: 'free',
+      settings: '{}',
+      grantNano: 0n,
+    });
     const presented = generateKey('tg', 'live');
     await storage.keys.insert({
-      id: 'key_1', accountId: 'acct_1', name: 'k', keyHash: hashKey(SECRET, presented), hint: keyHint(presented),
-      environment: 'live', permissions: 'full', models: [], spendLimitNano: null, createdAt: Date.now(),
+      id: 'key_1',
+      accountId: 'acct_1',
+      name: 'k',
+      keyHash: hashKey(SECRET, presented),
+      hint: keyHint(presented),
+      environment: 'live',
+      permissions: 'full',
+      models: [],
+      spendLimitNano: null,
+      createdAt: Date.now(),
     });
     const lookups = { count: 0, batched: 0 };
     const getByHash = storage.keys.getByHash.bind(storage.keys);
@@ -80,7 +94,10 @@ describe('Authenticator: cached key lookups', () => {
     const revokedAt = Date.now();
     let refused = false;
     while (!refused && Date.now() - revokedAt < 2 * TTL_MS) {
-      refused = await timed().then(() => false, (error: { code?: string }) => error.code === 'invalid_api_key');
+      refused = await timed().then(
+        () => false,
+        (error: { code?: string }) => error.code === 'invalid_api_key',
+      );
       if (!refused) await sleep(20);
     }
     expect(refused).toBe(true);

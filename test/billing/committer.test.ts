@@ -14,7 +14,13 @@ afterEach(async () => {
 async function setup(): Promise<void> {
   database = await createTestDatabase('sqlite');
   storage = await openStorage({ dataDir: database.dataDir });
-  await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: 1_000n });
+  await storage.ledger.createAccount({
+    id: 'acct_1',
+    email: 'a@example.com',
+    plan: 'free',
+    settings: '{}',
+    grantNano: 1_000n,
+  });
 }
 
 const debit = (amountNano: bigint, requestId: string) => ({
@@ -28,7 +34,9 @@ describe('group commit', () => {
     const sizes: number[] = [];
     storage.ledger.commit = async (batch) => (sizes.push(batch.entries.length), real(batch));
     const committer = new Committer({ storage });
-    const outcomes = await Promise.all([debit(100n, 'r1'), debit(200n, 'r2'), debit(300n, 'r3')].map((i) => committer.submit(i)));
+    const outcomes = await Promise.all(
+      [debit(100n, 'r1'), debit(200n, 'r2'), debit(300n, 'r3')].map((i) => committer.submit(i)),
+    );
     expect(outcomes.map((o) => o.applied)).toEqual([-100n, -200n, -300n]);
     expect(sizes).toEqual([3]);
     expect(await storage.ledger.sum('acct_1')).toBe(400n);
@@ -60,7 +68,13 @@ describe('group commit', () => {
     for (const dialect of ['sqlite', 'postgres'] as const) {
       database = await createTestDatabase(dialect);
       storage = await openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl });
-      await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: 1_000n });
+      await storage.ledger.createAccount({
+        id: 'acct_1',
+        email: 'a@example.com',
+        plan: 'free',
+        settings: '{}',
+        grantNano: 1_000n,
+      });
       const real = storage.ledger.commit.bind(storage.ledger);
       const seen: Array<boolean | undefined> = [];
       let lostAcknowledgements = 1;
@@ -73,7 +87,10 @@ describe('group commit', () => {
       };
       const committer = new Committer({ storage });
       const outcomes = await Promise.all([committer.submit(debit(300n, 'r1')), committer.submit(debit(200n, 'r2'))]);
-      expect(outcomes.map((o) => o.applied), dialect).toEqual([-300n, -200n]);
+      expect(
+        outcomes.map((o) => o.applied),
+        dialect,
+      ).toEqual([-300n, -200n]);
       expect(seen, dialect).toEqual([false, true]);
       expect(await storage.ledger.debitedFor('r1')).toBe(300n);
       expect((await storage.accounts.get('acct_1'))?.balanceNano, dialect).toBe(500n);

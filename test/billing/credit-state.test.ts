@@ -7,9 +7,19 @@ const limits = { requestsPerMinute: 1, tokensPerMinute: 1, dailyLimitNano: null 
 
 function account(balanceNano: bigint): AccountState {
   return {
-    id: 'acct_1', email: 'a@example.com', plan: 'free', settings: { autoRecharge: { enabled: false, thresholdNano: 0n, amountNano: 0n } },
-    balanceNano, version: 1n, reservedNano: 0n, pendingNano: 0n, day: '2026-11-22', dailySpentNano: 0n, dailyReservedNano: 0n,
-    keySpend: new Map(), lastUsed: 0,
+    id: 'acct_1',
+    email: 'a@example.com',
+    plan: 'free',
+    settings: { autoRecharge: { enabled: false, thresholdNano: 0n, amountNano: 0n } },
+    balanceNano,
+    version: 1n,
+    reservedNano: 0n,
+    pendingNano: 0n,
+    day: '2026-11-22',
+    dailySpentNano: 0n,
+    dailyReservedNano: 0n,
+    keySpend: new Map(),
+    lastUsed: 0,
   };
 }
 

@@ -9,9 +9,13 @@ describe('money', () => {
   it('plainJson writes numbers in exponent form as plain decimals, outside strings only', () => {
     const value = { a: 2e-7, b: 'x 2e-7 "q\\" 3e-8', c: [1e-9, -1.5e-7, 0.5, 12], d: 'end\\', e: 4e-8 };
     const text = plainJson(JSON.stringify(value));
-    expect(text).toBe('{"a":0.0000002,"b":"x 2e-7 \\"q\\\\\\" 3e-8","c":[0.000000001,-0.00000015,0.5,12],"d":"end\\\\","e":0.00000004}');
+    expect(text).toBe(
+      '{"a":0.0000002,"b":"x 2e-7 \\"q\\\\\\" 3e-8","c":[0.000000001,-0.00000015,0.5,12],"d":"end\\\\","e":0.00000004}',
+    );
     expect(JSON.parse(text)).toEqual(value);
-    expect(plainJson(`data: ${JSON.stringify({ usage: { cost: usdNumber(37n) } })}\n\n`)).toBe('data: {"usage":{"cost":0.000000037}}\n\n');
+    expect(plainJson(`data: ${JSON.stringify({ usage: { cost: usdNumber(37n) } })}\n\n`)).toBe(
+      'data: {"usage":{"cost":0.000000037}}\n\n',
+    );
     const usual = JSON.stringify({ cost: 0.00015 });
     expect(plainJson(usual)).toBe(usual);
   });
@@ -35,7 +39,8 @@ describe('money', () => {
     expect(usdString(4_999_990_100n)).toBe('4.9999901');
     expect(usdNumber(1n)).toBe(0.000000001);
     expect(usdString(-1_500_000_000n)).toBe('-1.5');
-    for (const nano of [0n, 1n, 123_456_789n, 5_000_000_000n, 987_654_321_012n]) expect(parseUsd(usdNumber(nano))).toBe(nano);
+    for (const nano of [0n, 1n, 123_456_789n, 5_000_000_000n, 987_654_321_012n])
+      expect(parseUsd(usdNumber(nano))).toBe(nano);
   });
 
   it('renders the same number as the exact decimal string, on both sides of 2^53 nano-USD', () => {
@@ -93,7 +98,9 @@ describe('admission', () => {
     expect(a.lowered).toBe(true);
     expect(a.maxTokens).toBe(100);
     expect(a.holdNano).toBeLessThanOrEqual(300_000n);
-    expect(() => admit({ ...base, balanceAvailable: 101_999n })).toThrow(expect.objectContaining({ code: 'insufficient_credits' }));
+    expect(() => admit({ ...base, balanceAvailable: 101_999n })).toThrow(
+      expect.objectContaining({ code: 'insufficient_credits' }),
+    );
     expect(admit({ ...base, balanceAvailable: 102_000n }).maxTokens).toBe(1);
   });
 
@@ -103,16 +110,26 @@ describe('admission', () => {
   });
 
   it('uses the tightest budget and names it in the error', () => {
-    expect(() => admit({ ...base, dailyRemaining: 0n })).toThrow(expect.objectContaining({ code: 'daily_limit_exceeded' }));
+    expect(() => admit({ ...base, dailyRemaining: 0n })).toThrow(
+      expect.objectContaining({ code: 'daily_limit_exceeded' }),
+    );
     expect(() => admit({ ...base, keyRemaining: 10n })).toThrow(expect.objectContaining({ code: 'permission_denied' }));
     expect(admit({ ...base, dailyRemaining: 200_000n }).maxTokens).toBe(50);
   });
 
   it('checks the context window and the model maximum first; free requests hold nothing', () => {
-    expect(() => admit({ ...base, requestedMaxTokens: 1001 })).toThrow(expect.objectContaining({ param: 'max_tokens' }));
-    expect(() => admit({ ...base, promptTokens: 3500, requestedMaxTokens: 600 })).toThrow(expect.objectContaining({ code: 'context_length_exceeded' }));
+    expect(() => admit({ ...base, requestedMaxTokens: 1001 })).toThrow(
+      expect.objectContaining({ param: 'max_tokens' }),
+    );
+    expect(() => admit({ ...base, promptTokens: 3500, requestedMaxTokens: 600 })).toThrow(
+      expect.objectContaining({ code: 'context_length_exceeded' }),
+    );
     expect(admit({ ...base, promptTokens: 3500 }).maxTokens).toBe(500);
-    expect(admit({ ...base, free: true, balanceAvailable: 0n })).toEqual({ maxTokens: 1000, lowered: false, holdNano: 0n });
+    expect(admit({ ...base, free: true, balanceAvailable: 0n })).toEqual({
+      maxTokens: 1000,
+      lowered: false,
+      holdNano: 0n,
+    });
     expect(() => admit({ ...base, balanceAvailable: 0n })).toThrow(GatewayError);
   });
 });

@@ -23,10 +23,24 @@ afterEach(async () => {
 async function setup(balanceNano: bigint) {
   database = await createTestDatabase('sqlite');
   storage = await openStorage({ dataDir: database.dataDir });
-  await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: balanceNano });
+  await storage.ledger.createAccount({
+    id: 'acct_1',
+    email: 'a@example.com',
+    plan: 'free',
+    settings: '{}',
+    grantNano: balanceNano,
+  });
   await storage.keys.insert({
-    id: 'key_1', accountId: 'acct_1', name: 'k', keyHash: 'h', hint: 'h', environment: 'live', permissions: 'full',
-    models: [], spendLimitNano: null, createdAt: 1,
+    id: 'key_1',
+    accountId: 'acct_1',
+    name: 'k',
+    keyHash: 'h',
+    hint: 'h',
+    environment: 'live',
+    permissions: 'full',
+    models: [],
+    spendLimitNano: null,
+    createdAt: 1,
   });
   const key = (await storage.keys.get('key_1')) as KeyRecord;
   const account = (await new AccountCache(storage).get('acct_1'))!;
@@ -79,7 +93,9 @@ describe('credit state in Redis', () => {
     await dying.charge(hold('lost', 300n), 250n);
     await dying.charge(hold('written', 100n), 100n);
     // The 'written' debit reached the ledger before the replica died; the 'lost' one did not.
-    const result = await storage.ledger.commit({ entries: [{ accountId: 'acct_1', kind: 'debit', amountNano: -100n, requestId: 'req_written' }] });
+    const result = await storage.ledger.commit({
+      entries: [{ accountId: 'acct_1', kind: 'debit', amountNano: -100n, requestId: 'req_written' }],
+    });
     await dying.close();
     expect((await survivor.budgets(account, key, limits)).balanceAvailable).toBe(1_000n - 200n - 250n - 100n);
 
@@ -105,7 +121,9 @@ describe('credit state in Redis', () => {
         await a.budgets(account, key, limits);
         expect(await a.take(h, limits)).toBe(true);
         expect(await a.charge(h, 600n)).toBe(600n);
-        const result = await storage.ledger.commit({ entries: [{ accountId: 'acct_1', kind: 'debit', amountNano: -600n, requestId: h.requestId }] });
+        const result = await storage.ledger.commit({
+          entries: [{ accountId: 'acct_1', kind: 'debit', amountNano: -600n, requestId: h.requestId }],
+        });
         const balance = result.balances.get('acct_1')!;
         account.balanceNano = balance.balanceNano;
         account.version = balance.version;
@@ -135,7 +153,7 @@ describe('credit state in Redis', () => {
     let charged = 0n;
     const confirmations: Array<Promise<void>> = [];
     const worker = async (state: RedisCreditState) => {
-      for (let refused = 0; refused < 3; ) {
+      for (let refused = 0; refused < 3;) {
         const budgets = await state.budgets(account, key, limits);
         const amount = budgets.balanceAvailable < 100n ? budgets.balanceAvailable : 100n;
         if (amount <= 0n) {
@@ -147,7 +165,9 @@ describe('credit state in Redis', () => {
         if (!(await state.take(h, limits))) continue;
         const charge = await state.charge(h, amount);
         charged += charge;
-        const result = await storage.ledger.commit({ entries: [{ accountId: 'acct_1', kind: 'debit', amountNano: -charge, requestId: h.requestId }] });
+        const result = await storage.ledger.commit({
+          entries: [{ accountId: 'acct_1', kind: 'debit', amountNano: -charge, requestId: h.requestId }],
+        });
         const confirmed = result.balances.get('acct_1')!;
         if (confirmed.version > account.version) Object.assign(account, confirmed);
         confirmations.push(state.confirmed(h, charge, result.applied[0]!, confirmed));

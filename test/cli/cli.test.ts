@@ -39,12 +39,34 @@ describe('tollgate CLI on SQLite', () => {
 
   it('accounts list --json contains the account', async () => {
     const list = await json(dir, ['accounts', 'list']);
-    expect(list.data).toContainEqual(expect.objectContaining({ id: accountId, email: 'ada@example.com', plan: 'free' }));
+    expect(list.data).toContainEqual(
+      expect.objectContaining({ id: accountId, email: 'ada@example.com', plan: 'free' }),
+    );
   });
 
   it('keys create makes a project test key; revoke shows up in keys list', async () => {
-    const created = await json(dir, ['keys', 'create', '--account', accountId, '--env', 'test', '--permissions', 'project', '--models', 'sandbox/echo', '--spend-limit', '1']);
-    expect(created).toMatchObject({ account_id: accountId, environment: 'test', permissions: 'project', models: ['sandbox/echo'], spend_limit: 1, revoked: false });
+    const created = await json(dir, [
+      'keys',
+      'create',
+      '--account',
+      accountId,
+      '--env',
+      'test',
+      '--permissions',
+      'project',
+      '--models',
+      'sandbox/echo',
+      '--spend-limit',
+      '1',
+    ]);
+    expect(created).toMatchObject({
+      account_id: accountId,
+      environment: 'test',
+      permissions: 'project',
+      models: ['sandbox/echo'],
+      spend_limit: 1,
+      revoked: false,
+    });
     expect(created.key).toMatch(/^tg-test-/);
     projectKeyId = created.id;
     revokedKey = created.key;
@@ -82,7 +104,10 @@ describe('tollgate CLI on SQLite', () => {
 
   it('accounts update --invoice and --auto-recharge put an account on invoice billing within the limits', async () => {
     const shown = await json(dir, ['accounts', 'update', accountId, '--invoice', '500', '--auto-recharge', '1:20']);
-    expect(shown).toMatchObject({ billing: { processor: 'invoice', monthly_ceiling: 500 }, auto_recharge: { enabled: true, threshold: 1, amount: 20 } });
+    expect(shown).toMatchObject({
+      billing: { processor: 'invoice', monthly_ceiling: 500 },
+      auto_recharge: { enabled: true, threshold: 1, amount: 20 },
+    });
     const over = await cli(dir, ['accounts', 'update', accountId, '--auto-recharge', '1:1000.01']);
     expect([over.code, over.stderr]).toEqual([1, expect.stringMatching(/auto_recharge\.amount.*max_amount/)]);
     const ended = await json(dir, ['accounts', 'update', accountId, '--invoice', 'none']);
@@ -112,7 +137,10 @@ describe('tollgate CLI on SQLite', () => {
   });
 
   it('a key created by the CLI authenticates against the gateway; a revoked one does not', async () => {
-    const config = loadConfig({ env: { TOLLGATE_DATA_DIR: dir, PORT: '0', HOST: '127.0.0.1', TOLLGATE_LOG_LEVEL: 'silent' }, file: undefined });
+    const config = loadConfig({
+      env: { TOLLGATE_DATA_DIR: dir, PORT: '0', HOST: '127.0.0.1', TOLLGATE_LOG_LEVEL: 'silent' },
+      file: undefined,
+    });
     const app = await createApp(config);
     try {
       const url = await app.listen();
@@ -134,13 +162,19 @@ describe('tollgate CLI on SQLite', () => {
     try {
       const url = await app.listen();
       const buy = async (amount: number) => {
-        const response = await fetch(`${url}/v1/credits/purchases`, { method: 'POST', headers: { authorization: `Bearer ${liveKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ amount }) });
+        const response = await fetch(`${url}/v1/credits/purchases`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${liveKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ amount }),
+        });
         return ((await response.json()) as { id: string }).id;
       };
       paidId = await buy(20);
       pendingId = await buy(6);
       const session = [...stripe.sessions.values()].find((s) => s.client_reference_id === paidId)!;
-      expect((await stripe.deliver(url, stripe.event('checkout.session.completed', stripe.pay(session.id)))).status).toBe(200);
+      expect(
+        (await stripe.deliver(url, stripe.event('checkout.session.completed', stripe.pay(session.id)))).status,
+      ).toBe(200);
     } finally {
       await app.close();
     }
@@ -162,8 +196,17 @@ describe('tollgate CLI on SQLite', () => {
     // A refund through Stripe debits the ledger; without Stripe's settings the CLI says what is missing.
     try {
       const before = (await json(dir, ['accounts', 'show', accountId])).balance.credits as number;
-      const refunded = await json(dir, ['purchases', 'refund', paidId, '--account', accountId, '--amount', '2.5'], stripe.env);
-      expect(refunded).toMatchObject({ object: 'credit_refund', status: 'succeeded', amount_refunded: 2.5, debited: 2.5 });
+      const refunded = await json(
+        dir,
+        ['purchases', 'refund', paidId, '--account', accountId, '--amount', '2.5'],
+        stripe.env,
+      );
+      expect(refunded).toMatchObject({
+        object: 'credit_refund',
+        status: 'succeeded',
+        amount_refunded: 2.5,
+        debited: 2.5,
+      });
       expect(refunded.balance.credits).toBeCloseTo(before - 2.5, 9);
       expect(stripe.refunds.map((r) => r.amount)).toEqual([250]);
       const noStripe = await cli(dir, ['purchases', 'refund', paidId, '--account', accountId]);
@@ -184,7 +227,11 @@ describe('tollgate CLI on PostgreSQL', () => {
 
   it('accounts create and credits add work against DATABASE_URL', async () => {
     const env = { DATABASE_URL: db.databaseUrl! };
-    const account = await json(db.dataDir, ['accounts', 'create', '--email', 'pg@example.com', '--plan', 'pay_as_you_go'], env);
+    const account = await json(
+      db.dataDir,
+      ['accounts', 'create', '--email', 'pg@example.com', '--plan', 'pay_as_you_go'],
+      env,
+    );
     expect(account).toMatchObject({ plan: 'pay_as_you_go', balance: { credits: 5 } });
     expect(account.api_key).toMatch(/^tg-live-/);
     const credits = await json(db.dataDir, ['credits', 'add', '--account', account.id, '--amount', '0.000000001'], env);

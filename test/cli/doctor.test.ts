@@ -54,7 +54,13 @@ describe('tollgate doctor', () => {
     const embedded = byName(await json(db.dataDir, ['doctor']), 'sign-up');
     expect(embedded.outcome).toBe('warn');
     expect(embedded.detail).toContain('SMTP_URL not set');
-    const smtp = byName(await json(db.dataDir, ['doctor'], { SMTP_URL: 'smtp://mailer:secret@127.0.0.1:2525', TOLLGATE_PUBLIC_URL: 'https://gateway.example' }), 'sign-up');
+    const smtp = byName(
+      await json(db.dataDir, ['doctor'], {
+        SMTP_URL: 'smtp://mailer:secret@127.0.0.1:2525',
+        TOLLGATE_PUBLIC_URL: 'https://gateway.example',
+      }),
+      'sign-up',
+    );
     expect(smtp.outcome).toBe('ok');
     expect(smtp.detail).toContain('verified email');
     expect(smtp.detail).not.toContain('secret');
@@ -64,13 +70,19 @@ describe('tollgate doctor', () => {
     const stored = byName(await json(db.dataDir, ['doctor']), 'key secret');
     expect(stored.outcome).toBe('warn');
     expect(stored.detail).toContain('TOLLGATE_KEY_SECRET not set');
-    const given = byName(await json(db.dataDir, ['doctor'], { TOLLGATE_KEY_SECRET: 'a-secret-kept-outside-the-db-0123456789' }), 'key secret');
+    const given = byName(
+      await json(db.dataDir, ['doctor'], { TOLLGATE_KEY_SECRET: 'a-secret-kept-outside-the-db-0123456789' }),
+      'key secret',
+    );
     expect(given.outcome).toBe('ok');
     expect(given.detail).not.toContain('0123456789');
   });
 
   it('checks PostgreSQL and Redis for real and names an unreachable Redis', async () => {
-    const good = await json(db.dataDir, ['doctor'], { DATABASE_URL: pg.databaseUrl!, REDIS_URL: 'redis://127.0.0.1:6379' });
+    const good = await json(db.dataDir, ['doctor'], {
+      DATABASE_URL: pg.databaseUrl!,
+      REDIS_URL: 'redis://127.0.0.1:6379',
+    });
     expect(byName(good, 'database').detail).toMatch(/^postgres at /);
     expect(byName(good, 'redis').outcome).toBe('ok');
     const run = await cli(db.dataDir, ['doctor', '--json'], { REDIS_URL: 'redis://127.0.0.1:1' });
@@ -79,15 +91,26 @@ describe('tollgate doctor', () => {
   });
 
   it('probes each provider: a good key, a refused key and an unreachable address', async () => {
-    const good = await json(db.dataDir, ['doctor'], { ANTHROPIC_BASE_URL: anthropic.url, ANTHROPIC_API_KEY: 'sk-ant-good' });
+    const good = await json(db.dataDir, ['doctor'], {
+      ANTHROPIC_BASE_URL: anthropic.url,
+      ANTHROPIC_API_KEY: 'sk-ant-good',
+    });
     expect(byName(good, 'provider anthropic')).toMatchObject({ outcome: 'ok' });
     expect(anthropic.requests.at(-1)).toMatchObject({ method: 'GET' });
 
-    const refused = await cli(db.dataDir, ['doctor'], { ANTHROPIC_BASE_URL: anthropic.url, ANTHROPIC_API_KEY: 'sk-ant-wrong' });
+    const refused = await cli(db.dataDir, ['doctor'], {
+      ANTHROPIC_BASE_URL: anthropic.url,
+      ANTHROPIC_API_KEY: 'sk-ant-wrong',
+    });
     expect(refused.code).toBe(1);
-    expect(refused.stdout).toMatch(/provider anthropic\s+FAIL\s+.*the key was refused \(HTTP 401\): check ANTHROPIC_API_KEY/);
+    expect(refused.stdout).toMatch(
+      /provider anthropic\s+FAIL\s+.*the key was refused \(HTTP 401\): check ANTHROPIC_API_KEY/,
+    );
 
-    const run = await cli(db.dataDir, ['doctor', '--json'], { ANTHROPIC_BASE_URL: 'http://127.0.0.1:1/v1', ANTHROPIC_API_KEY: 'k' });
+    const run = await cli(db.dataDir, ['doctor', '--json'], {
+      ANTHROPIC_BASE_URL: 'http://127.0.0.1:1/v1',
+      ANTHROPIC_API_KEY: 'k',
+    });
     expect(run.code).toBe(1);
     expect(byName(JSON.parse(run.stdout), 'provider anthropic').detail).toMatch(/unreachable/);
   });
@@ -102,27 +125,46 @@ describe('tollgate doctor', () => {
 
   it('says purchasing is off without a Stripe key; with one, checks it at Stripe and says test mode', async () => {
     const off = await json(db.dataDir, ['doctor']);
-    expect(off.checks.filter((c: any) => c.check.startsWith('stripe'))).toEqual([{ check: 'stripe', outcome: 'skip', detail: expect.stringContaining('STRIPE_SECRET_KEY not set: purchasing is off') }]);
+    expect(off.checks.filter((c: any) => c.check.startsWith('stripe'))).toEqual([
+      {
+        check: 'stripe',
+        outcome: 'skip',
+        detail: expect.stringContaining('STRIPE_SECRET_KEY not set: purchasing is off'),
+      },
+    ]);
 
     const test = await json(db.dataDir, ['doctor'], stripe.env);
     expect(test.ok).toBe(true);
-    expect(byName(test, 'stripe')).toMatchObject({ outcome: 'warn', detail: expect.stringMatching(new RegExp(`^test mode \\(sk_test_…\\): ${stripe.url} accepted the key`)) });
+    expect(byName(test, 'stripe')).toMatchObject({
+      outcome: 'warn',
+      detail: expect.stringMatching(new RegExp(`^test mode \\(sk_test_…\\): ${stripe.url} accepted the key`)),
+    });
     expect(byName(test, 'stripe webhooks')).toMatchObject({ outcome: 'ok' });
     // One cheap read with the key: a PaymentIntent that does not exist (404 means the key was accepted).
-    expect(stripe.calls.map((c) => `${c.method} ${c.path}`)).toEqual(['GET /v1/payment_intents/pi_tollgate_doctor_probe']);
+    expect(stripe.calls.map((c) => `${c.method} ${c.path}`)).toEqual([
+      'GET /v1/payment_intents/pi_tollgate_doctor_probe',
+    ]);
   });
 
   it('fails on a Stripe key refused or a Stripe address unreachable, warns without the webhook secret, never prints the key', async () => {
     // A refused key fails; a missing webhook secret is a warning of its own.
-    const refused = await cli(db.dataDir, ['doctor'], { STRIPE_SECRET_KEY: 'sk_test_wrong_0123456789abcdef', STRIPE_API_BASE: stripe.url });
+    const refused = await cli(db.dataDir, ['doctor'], {
+      STRIPE_SECRET_KEY: 'sk_test_wrong_0123456789abcdef',
+      STRIPE_API_BASE: stripe.url,
+    });
     expect(refused.code).toBe(1);
     expect(refused.stdout).toMatch(/stripe\s+FAIL\s+.*the key was refused \(HTTP 401\): check STRIPE_SECRET_KEY/);
-    expect(refused.stdout).toMatch(/stripe webhooks\s+WARN\s+STRIPE_WEBHOOK_SECRET not set: .*no purchase is ever credited/);
+    expect(refused.stdout).toMatch(
+      /stripe webhooks\s+WARN\s+STRIPE_WEBHOOK_SECRET not set: .*no purchase is ever credited/,
+    );
     expect(refused.stdout).not.toContain('0123456789abcdef');
 
     const down = await cli(db.dataDir, ['doctor', '--json'], { ...stripe.env, STRIPE_API_BASE: 'http://127.0.0.1:1' });
     expect(down.code).toBe(1);
-    expect(byName(JSON.parse(down.stdout), 'stripe')).toMatchObject({ outcome: 'fail', detail: expect.stringMatching(/^http:\/\/127\.0\.0\.1:1: unreachable: .*ECONNREFUSED/) });
+    expect(byName(JSON.parse(down.stdout), 'stripe')).toMatchObject({
+      outcome: 'fail',
+      detail: expect.stringMatching(/^http:\/\/127\.0\.0\.1:1: unreachable: .*ECONNREFUSED/),
+    });
     expect(down.stdout).not.toContain(MOCK_SECRET_KEY);
   });
 
@@ -136,10 +178,17 @@ describe('tollgate doctor', () => {
     try {
       const base = `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}`;
       const liveKey = 'sk_live_not_for_this_server_0123456789';
-      const run = await cli(db.dataDir, ['doctor', '--json'], { STRIPE_SECRET_KEY: liveKey, STRIPE_API_BASE: base, STRIPE_WEBHOOK_SECRET: 'whsec_0123456789' });
+      const run = await cli(db.dataDir, ['doctor', '--json'], {
+        STRIPE_SECRET_KEY: liveKey,
+        STRIPE_API_BASE: base,
+        STRIPE_WEBHOOK_SECRET: 'whsec_0123456789',
+      });
       expect(run.code).toBe(0);
       const check = byName(JSON.parse(run.stdout), 'stripe');
-      expect(check).toMatchObject({ outcome: 'warn', detail: expect.stringContaining(`a live key (sk_live_…) with STRIPE_API_BASE=${base}, which is not Stripe`) });
+      expect(check).toMatchObject({
+        outcome: 'warn',
+        detail: expect.stringContaining(`a live key (sk_live_…) with STRIPE_API_BASE=${base}, which is not Stripe`),
+      });
       expect(run.stdout).not.toContain(liveKey);
       expect(requests).toBe(0);
     } finally {
@@ -165,8 +214,15 @@ describe('tollgate config', () => {
 
   it('substitutes ${ENV} in the file, typed, with fallbacks, and names the field of an unset variable', async () => {
     const file = join(db.dataDir, 'env.yaml');
-    writeFileSync(file, 'server:\n  port: ${TG_PORT}\n  trust_proxy: ${TG_PROXY:-true}\nadmin_token: "tok-${TG_SECRET}-suffix"\n');
-    const merged = await json(db.dataDir, ['config', 'check'], { TOLLGATE_CONFIG: file, TG_PORT: '9191', TG_SECRET: 'abcdefghijklmnop' });
+    writeFileSync(
+      file,
+      'server:\n  port: ${TG_PORT}\n  trust_proxy: ${TG_PROXY:-true}\nadmin_token: "tok-${TG_SECRET}-suffix"\n',
+    );
+    const merged = await json(db.dataDir, ['config', 'check'], {
+      TOLLGATE_CONFIG: file,
+      TG_PORT: '9191',
+      TG_SECRET: 'abcdefghijklmnop',
+    });
     expect(merged.server).toMatchObject({ port: 9191, trust_proxy: true });
     expect(merged.admin_token).toBe('***');
     const run = await cli(db.dataDir, ['config', 'check'], { TOLLGATE_CONFIG: file, TG_PORT: '9191' });

@@ -7,7 +7,17 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, generateText, jsonSchema, streamText, tool } from 'ai';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { brokeKey, clientGatewayPerFile, credits, MODEL, nano, rateLimitedKey, recordingFetch, retryAfterKey, type ClientGateway } from './support.js';
+import {
+  brokeKey,
+  clientGatewayPerFile,
+  credits,
+  MODEL,
+  nano,
+  rateLimitedKey,
+  recordingFetch,
+  retryAfterKey,
+  type ClientGateway,
+} from './support.js';
 
 let gateway: ClientGateway;
 let account: { id: string; key: string };
@@ -18,7 +28,13 @@ clientGatewayPerFile((started, created) => {
 });
 
 function tollgate(apiKey: string, fetch?: typeof globalThis.fetch) {
-  return createOpenAICompatible({ name: 'tollgate', baseURL: gateway.baseURL, apiKey, includeUsage: true, ...(fetch ? { fetch } : {}) });
+  return createOpenAICompatible({
+    name: 'tollgate',
+    baseURL: gateway.baseURL,
+    apiKey,
+    includeUsage: true,
+    ...(fetch ? { fetch } : {}),
+  });
 }
 
 /** The gateway's usage object (with `cost`) as the SDK keeps it. */
@@ -147,7 +163,11 @@ describe('Vercel AI SDK with @ai-sdk/openai-compatible', () => {
   it('retries a 429 after the Retry-After the gateway sent (maxRetries: 2)', async () => {
     const { key, onResponse } = await retryAfterKey(gateway);
     const { fetch, seen } = recordingFetch(onResponse);
-    const { text } = await generateText({ model: tollgate(key, fetch)(MODEL), prompt: 'worth the wait', maxRetries: 2 });
+    const { text } = await generateText({
+      model: tollgate(key, fetch)(MODEL),
+      prompt: 'worth the wait',
+      maxRetries: 2,
+    });
     expect(text).toBe('worth the wait');
     expect(seen.map((s) => [s.status, s.retryAfter])).toEqual([
       [429, '2'],

@@ -53,10 +53,16 @@ const chatBody = (content: string, extra: Record<string, unknown> = {}) =>
 describe('curl', () => {
   it('curl -N streams SSE: data lines with chunks, usage (with cost) last, then data: [DONE]', async () => {
     const run = await curl([
-      '-sS', '-N', '-i', `${gateway.baseURL}/chat/completions`,
-      '-H', `Authorization: Bearer ${account.key}`,
-      '-H', 'Content-Type: application/json',
-      '-d', chatBody('Plain curl sees every event.', { stream: true, stream_options: { include_usage: true } }),
+      '-sS',
+      '-N',
+      '-i',
+      `${gateway.baseURL}/chat/completions`,
+      '-H',
+      `Authorization: Bearer ${account.key}`,
+      '-H',
+      'Content-Type: application/json',
+      '-d',
+      chatBody('Plain curl sees every event.', { stream: true, stream_options: { include_usage: true } }),
     ]);
     expect(run.exitCode, run.stderr).toBe(0);
     const { status, headers, body } = parseResponse(run.stdout);
@@ -83,9 +89,14 @@ describe('curl', () => {
 
   it('a failed request, streamed or not, is the JSON error envelope with its status (not SSE)', async () => {
     const run = await curl([
-      '-sS', '-N', '-i', `${gateway.baseURL}/chat/completions`,
-      '-H', 'Content-Type: application/json',
-      '-d', chatBody('no key', { stream: true }),
+      '-sS',
+      '-N',
+      '-i',
+      `${gateway.baseURL}/chat/completions`,
+      '-H',
+      'Content-Type: application/json',
+      '-d',
+      chatBody('no key', { stream: true }),
     ]);
     expect(run.exitCode, run.stderr).toBe(0);
     const missing = parseResponse(run.stdout);
@@ -96,15 +107,41 @@ describe('curl', () => {
     });
 
     const broke = parseResponse(
-      (await curl(['-sS', '-i', `${gateway.baseURL}/chat/completions`, '-H', `Authorization: Bearer ${await brokeKey(gateway)}`, '-H', 'Content-Type: application/json', '-d', chatBody('hi')])).stdout,
+      (
+        await curl([
+          '-sS',
+          '-i',
+          `${gateway.baseURL}/chat/completions`,
+          '-H',
+          `Authorization: Bearer ${await brokeKey(gateway)}`,
+          '-H',
+          'Content-Type: application/json',
+          '-d',
+          chatBody('hi'),
+        ])
+      ).stdout,
     );
     expect(broke.status).toBe(402);
-    expect(JSON.parse(broke.body).error).toMatchObject({ type: 'payment_required', code: 'insufficient_credits', param: null });
+    expect(JSON.parse(broke.body).error).toMatchObject({
+      type: 'payment_required',
+      code: 'insufficient_credits',
+      param: null,
+    });
   });
 
   it('a 429 carries Retry-After and the same retry_after in the envelope', async () => {
     const key = await rateLimitedKey(gateway);
-    const run = await curl(['-sS', '-i', `${gateway.baseURL}/chat/completions`, '-H', `Authorization: Bearer ${key}`, '-H', 'Content-Type: application/json', '-d', chatBody('hi')]);
+    const run = await curl([
+      '-sS',
+      '-i',
+      `${gateway.baseURL}/chat/completions`,
+      '-H',
+      `Authorization: Bearer ${key}`,
+      '-H',
+      'Content-Type: application/json',
+      '-d',
+      chatBody('hi'),
+    ]);
     const limited = parseResponse(run.stdout);
     expect(limited.status).toBe(429);
     const { error } = JSON.parse(limited.body);

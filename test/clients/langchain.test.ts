@@ -9,7 +9,17 @@ import type { AIMessageChunk } from '@langchain/core/messages';
 import { APIError, AuthenticationError, RateLimitError } from 'openai';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { brokeKey, clientGatewayPerFile, credits, MODEL, nano, rateLimitedKey, recordingFetch, retryAfterKey, type ClientGateway } from './support.js';
+import {
+  brokeKey,
+  clientGatewayPerFile,
+  credits,
+  MODEL,
+  nano,
+  rateLimitedKey,
+  recordingFetch,
+  retryAfterKey,
+  type ClientGateway,
+} from './support.js';
 
 let gateway: ClientGateway;
 let account: { id: string; key: string };
@@ -41,7 +51,9 @@ describe('LangChain ChatOpenAI', () => {
     expect(message.content).toBe('Hello from LangChain');
     expect(message.usage_metadata?.input_tokens).toBeGreaterThan(0);
     expect(message.usage_metadata?.output_tokens).toBeGreaterThan(0);
-    expect(message.usage_metadata?.total_tokens).toBe(message.usage_metadata!.input_tokens + message.usage_metadata!.output_tokens);
+    expect(message.usage_metadata?.total_tokens).toBe(
+      message.usage_metadata!.input_tokens + message.usage_metadata!.output_tokens,
+    );
     expect(message.response_metadata.finish_reason).toBe('stop');
     // The gateway's usage object, cost included, is kept as-is in response_metadata.usage.
     const cost = (message.response_metadata.usage as { cost: number }).cost;
@@ -72,7 +84,11 @@ describe('LangChain ChatOpenAI', () => {
     const model = chatModel(account.key).bindTools([getWeather], { tool_choice: 'required' });
     const message = await model.invoke('Lisbon');
     expect(message.tool_calls).toHaveLength(1);
-    expect(message.tool_calls![0]).toMatchObject({ name: 'get_weather', args: { city: 'Lisbon', days: 1 }, type: 'tool_call' });
+    expect(message.tool_calls![0]).toMatchObject({
+      name: 'get_weather',
+      args: { city: 'Lisbon', days: 1 },
+      type: 'tool_call',
+    });
     expect(message.tool_calls![0]!.id).toMatch(/^call_/);
 
     // The tool runs on the call as LangChain hands it over.
@@ -81,11 +97,16 @@ describe('LangChain ChatOpenAI', () => {
 
     let full: AIMessageChunk | undefined;
     for await (const chunk of await model.stream('Lisbon')) full = full ? full.concat(chunk) : chunk;
-    expect(full!.tool_calls).toEqual([expect.objectContaining({ name: 'get_weather', args: { city: 'Lisbon', days: 1 } })]);
+    expect(full!.tool_calls).toEqual([
+      expect.objectContaining({ name: 'get_weather', args: { city: 'Lisbon', days: 1 } }),
+    ]);
   });
 
   it('surfaces 401 as AuthenticationError, 402 as APIError (insufficient_credits), 429 as RateLimitError', async () => {
-    const ask = (key: string) => chatModel(key).invoke('hi').catch((e: unknown) => e);
+    const ask = (key: string) =>
+      chatModel(key)
+        .invoke('hi')
+        .catch((e: unknown) => e);
 
     const unauthorized = await ask('tg-live-abcdefghijklmnopqrstuvwxyzABCDEF');
     expect(unauthorized).toBeInstanceOf(AuthenticationError);
@@ -118,7 +139,11 @@ describe('LangChain ChatOpenAI', () => {
       .invoke('hi')
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RateLimitError);
-    expect(error).toMatchObject({ status: 429, code: 'daily_limit_exceeded', rateLimitReason: 'retry_after_too_large' });
+    expect(error).toMatchObject({
+      status: 429,
+      code: 'daily_limit_exceeded',
+      rateLimitReason: 'retry_after_too_large',
+    });
     expect(seen).toHaveLength(1);
   });
 

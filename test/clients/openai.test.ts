@@ -5,7 +5,17 @@
  */
 import OpenAI, { APIError, AuthenticationError, RateLimitError } from 'openai';
 import { describe, expect, it } from 'vitest';
-import { brokeKey, clientGatewayPerFile, credits, MODEL, nano, rateLimitedKey, recordingFetch, retryAfterKey, type ClientGateway } from './support.js';
+import {
+  brokeKey,
+  clientGatewayPerFile,
+  credits,
+  MODEL,
+  nano,
+  rateLimitedKey,
+  recordingFetch,
+  retryAfterKey,
+  type ClientGateway,
+} from './support.js';
 
 let gateway: ClientGateway;
 let account: { id: string; key: string };
@@ -72,7 +82,11 @@ describe('openai SDK', () => {
         function: {
           name: 'get_weather',
           description: 'Current weather in a city',
-          parameters: { type: 'object', properties: { city: { type: 'string' }, celsius: { type: 'boolean' } }, required: ['city'] },
+          parameters: {
+            type: 'object',
+            properties: { city: { type: 'string' }, celsius: { type: 'boolean' } },
+            required: ['city'],
+          },
         },
       },
     ];
@@ -107,7 +121,9 @@ describe('openai SDK', () => {
 
   it('raises AuthenticationError (401) for an unknown key', async () => {
     const unknown = client('tg-live-abcdefghijklmnopqrstuvwxyzABCDEF');
-    const error = await unknown.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    const error = await unknown.chat.completions
+      .create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AuthenticationError);
     const auth = error as AuthenticationError;
     expect(auth.status).toBe(401);
@@ -124,7 +140,9 @@ describe('openai SDK', () => {
 
   it('raises an APIError with status 402 and code insufficient_credits when the balance is empty', async () => {
     const openai = client(await brokeKey(gateway));
-    const error = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    const error = await openai.chat.completions
+      .create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(APIError);
     const apiError = error as APIError;
     expect(apiError.status).toBe(402);
@@ -137,7 +155,9 @@ describe('openai SDK', () => {
     const key = await rateLimitedKey(gateway);
     const { fetch, seen } = recordingFetch();
     const openai = client(key, { maxRetries: 0, fetch });
-    const error = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    const error = await openai.chat.completions
+      .create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RateLimitError);
     const limited = error as RateLimitError;
     expect(limited.status).toBe(429);
@@ -154,7 +174,9 @@ describe('openai SDK', () => {
     const { fetch, seen } = recordingFetch();
     // Default maxRetries (2): without the gateway's `x-should-retry: false` the SDK would sleep until midnight.
     const openai = new OpenAI({ baseURL: gateway.baseURL, apiKey: key, fetch });
-    const error = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    const error = await openai.chat.completions
+      .create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RateLimitError);
     const limited = error as RateLimitError;
     expect(limited.code).toBe('daily_limit_exceeded');
@@ -167,7 +189,10 @@ describe('openai SDK', () => {
     const { key, onResponse } = await retryAfterKey(gateway);
     const { fetch, seen } = recordingFetch(onResponse);
     const openai = client(key, { maxRetries: 2, fetch });
-    const completion = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'worth the wait' }] });
+    const completion = await openai.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'worth the wait' }],
+    });
     expect(completion.choices[0]!.message.content).toBe('worth the wait');
     expect(seen.map((s) => [s.status, s.retryAfter])).toEqual([
       [429, '2'],

@@ -66,7 +66,9 @@ export async function startClientGateway(): Promise<ClientGateway> {
  * A gateway and an account for the whole test file (handed to `use` once started), closed after the file; the
  * limiter's clock goes back to real time after each test.
  */
-export function clientGatewayPerFile(use: (gateway: ClientGateway, account: { id: string; key: string }) => void): void {
+export function clientGatewayPerFile(
+  use: (gateway: ClientGateway, account: { id: string; key: string }) => void,
+): void {
   let gateway: ClientGateway | undefined;
   beforeAll(async () => {
     gateway = await startClientGateway();
@@ -145,7 +147,9 @@ export function recordingFetch(onResponse?: (response: Response) => void): { fet
  * `Retry-After: 2`); when the client receives that 429 (`onResponse`), the clock runs on at real speed, and a
  * retry at least 2 s later falls in a fresh window. A retry sooner than 1.1 s would be refused again.
  */
-export async function retryAfterKey(gateway: ClientGateway): Promise<{ key: string; onResponse(response: Response): void }> {
+export async function retryAfterKey(
+  gateway: ClientGateway,
+): Promise<{ key: string; onResponse(response: Response): void }> {
   const { key } = await oneRpmAccount(gateway);
   const t = Math.ceil(Date.now() / 1000) * 1000;
   gateway.limiter.freeze(t);

@@ -22,7 +22,14 @@ describe('payments configuration', () => {
 
   it('takes Stripe from STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET and STRIPE_API_BASE, over the file', () => {
     const file = yaml('payments:\n  stripe:\n    secret_key: sk_test_file\n  purchase:\n    min_amount: 10\n');
-    const config = loadConfig({ env: { STRIPE_SECRET_KEY: 'sk_test_env', STRIPE_WEBHOOK_SECRET: 'whsec_env', STRIPE_API_BASE: 'http://127.0.0.1:12111' }, file });
+    const config = loadConfig({
+      env: {
+        STRIPE_SECRET_KEY: 'sk_test_env',
+        STRIPE_WEBHOOK_SECRET: 'whsec_env',
+        STRIPE_API_BASE: 'http://127.0.0.1:12111',
+      },
+      file,
+    });
     expect(config.payments).toEqual({
       stripe: { secret_key: 'sk_test_env', webhook_secret: 'whsec_env', api_base: 'http://127.0.0.1:12111' },
       purchase: { min_amount: 10, max_amount: 1000 },
@@ -30,9 +37,17 @@ describe('payments configuration', () => {
   });
 
   it('refuses bounds that are not whole cents, below Stripe minimum or the wrong way round, naming the field', () => {
-    expect(() => loadConfig({ env: {}, file: yaml('payments:\n  purchase:\n    min_amount: 5.001\n') })).toThrow(/payments\.purchase\.min_amount: whole cents/);
-    expect(() => loadConfig({ env: {}, file: yaml('payments:\n  purchase:\n    min_amount: 0.1\n') })).toThrow(/payments\/purchase\/min_amount|payments\.purchase\.min_amount/);
-    expect(() => loadConfig({ env: {}, file: yaml('payments:\n  purchase:\n    min_amount: 50\n    max_amount: 20\n') })).toThrow(/min_amount: larger than max_amount/);
-    expect(() => loadConfig({ env: { STRIPE_API_BASE: 'stripe.test' }, file: yaml('{}') })).toThrow(/payments\.stripe\.api_base/);
+    expect(() => loadConfig({ env: {}, file: yaml('payments:\n  purchase:\n    min_amount: 5.001\n') })).toThrow(
+      /payments\.purchase\.min_amount: whole cents/,
+    );
+    expect(() => loadConfig({ env: {}, file: yaml('payments:\n  purchase:\n    min_amount: 0.1\n') })).toThrow(
+      /payments\/purchase\/min_amount|payments\.purchase\.min_amount/,
+    );
+    expect(() =>
+      loadConfig({ env: {}, file: yaml('payments:\n  purchase:\n    min_amount: 50\n    max_amount: 20\n') }),
+    ).toThrow(/min_amount: larger than max_amount/);
+    expect(() => loadConfig({ env: { STRIPE_API_BASE: 'stripe.test' }, file: yaml('{}') })).toThrow(
+      /payments\.stripe\.api_base/,
+    );
   });
 });

@@ -23,7 +23,12 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard account API on %s', (d
     const test_ = await client.request('POST', '/keys', { name: 'ci', environment: 'test', permissions: 'read_only' });
     expect(test_.status).toBe(201);
     expect(test_.body.key).toMatch(/^tg-test-[A-Za-z0-9]{32}$/);
-    const project = await client.request('POST', '/keys', { name: 'proj', permissions: 'project', models: ['sandbox/echo'], spend_limit: 0.5 });
+    const project = await client.request('POST', '/keys', {
+      name: 'proj',
+      permissions: 'project',
+      models: ['sandbox/echo'],
+      spend_limit: 0.5,
+    });
     expect(project.status).toBe(201);
     expect([project.body.models, project.body.spend_limit]).toEqual([['sandbox/echo'], 0.5]);
     const list = (await client.request('GET', '/keys')).body.data;
@@ -32,9 +37,14 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard account API on %s', (d
 
     const projectClient = gateway.client(project.body.key);
     await projectClient.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }] });
-    const other = await projectClient.chat.completions.create({ model: 'sandbox/lorem', messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
+    const other = await projectClient.chat.completions
+      .create({ model: 'sandbox/lorem', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e) => e);
     expect(other).toBeInstanceOf(OpenAI.PermissionDeniedError);
-    const readOnly = await gateway.client(test_.body.key).chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
+    const readOnly = await gateway
+      .client(test_.body.key)
+      .chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e) => e);
     expect(readOnly).toBeInstanceOf(OpenAI.PermissionDeniedError);
   });
 
@@ -46,7 +56,11 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard account API on %s', (d
       [{ environment: 'staging' }, 'environment'],
     ] as const) {
       const response = await client.request('POST', '/keys', body);
-      expect([response.status, response.body.error.type, response.body.error.param]).toEqual([400, 'invalid_request_error', param]);
+      expect([response.status, response.body.error.type, response.body.error.param]).toEqual([
+        400,
+        'invalid_request_error',
+        param,
+      ]);
     }
   });
 
@@ -54,7 +68,11 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard account API on %s', (d
     const stranger = await gateway.account();
     const response = await client.request('POST', `/keys/${(await gateway.key(stranger.id)).id}/revoke`);
     expect([response.status, response.body.error.code]).toEqual([404, 'not_found']);
-    await expect(gateway.client(stranger.key).chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }] })).resolves.toBeTruthy();
+    await expect(
+      gateway
+        .client(stranger.key)
+        .chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }] }),
+    ).resolves.toBeTruthy();
   });
 
   test('settings: low-balance thresholds are saved and shown; the plan is not theirs to change', async () => {
@@ -66,8 +84,14 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard account API on %s', (d
   });
 
   test('auto-recharge cannot be enabled without a saved payment method, so no request adds unpaid credit', async () => {
-    const attack = await client.request('PATCH', '/settings', { auto_recharge: { enabled: true, threshold: 5, amount: 1000 } });
-    expect([attack.status, attack.body.error.code, attack.body.error.param]).toEqual([400, 'payment_method_required', 'auto_recharge.enabled']);
+    const attack = await client.request('PATCH', '/settings', {
+      auto_recharge: { enabled: true, threshold: 5, amount: 1000 },
+    });
+    expect([attack.status, attack.body.error.code, attack.body.error.param]).toEqual([
+      400,
+      'payment_method_required',
+      'auto_recharge.enabled',
+    ]);
     expect(attack.body.error.message).toMatch(/payment/i);
     for (const body of [{ auto_recharge: { amount: 1000 } }, { auto_recharge: { threshold: 5 } }]) {
       expect((await client.request('PATCH', '/settings', body)).status).toBe(400);
@@ -79,18 +103,32 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard account API on %s', (d
     await sdk.chat.completions.create({ model: 'sandbox/lorem', messages: [{ role: 'user', content: 'one request' }] });
     // A recharge runs after the debit is committed: give one time to land before looking.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const after = (await sdk.get('/credits')) as { balance: { credits: number }; billing: { auto_recharge: Record<string, unknown> } };
+    const after = (await sdk.get('/credits')) as {
+      balance: { credits: number };
+      billing: { auto_recharge: Record<string, unknown> };
+    };
     expect(after.balance.credits).toBeLessThan(before);
     const ledger = (await client.request('GET', '/ledger?limit=100')).body.data as Array<{ kind: string }>;
     expect(ledger.filter((e) => e.kind === 'recharge')).toEqual([]);
-    expect(after.billing.auto_recharge).toMatchObject({ enabled: false, available: false, unavailable_reason: expect.stringMatching(/payment/i) });
+    expect(after.billing.auto_recharge).toMatchObject({
+      enabled: false,
+      available: false,
+      unavailable_reason: expect.stringMatching(/payment/i),
+    });
     const overview = (await client.request('GET', '/overview')).body;
-    expect(overview.billing.auto_recharge).toMatchObject({ enabled: false, available: false, unavailable_reason: after.billing.auto_recharge.unavailable_reason });
+    expect(overview.billing.auto_recharge).toMatchObject({
+      enabled: false,
+      available: false,
+      unavailable_reason: after.billing.auto_recharge.unavailable_reason,
+    });
   });
 
   test('usage: the last 30 days per day and per model, live and test apart, matching GET /v1/credits', async () => {
     const sdk = gateway.client(fullKey);
-    const answer = await sdk.chat.completions.create({ model: 'sandbox/lorem', messages: [{ role: 'user', content: 'count me' }] });
+    const answer = await sdk.chat.completions.create({
+      model: 'sandbox/lorem',
+      messages: [{ role: 'user', content: 'count me' }],
+    });
     const usage = (await client.request('GET', '/usage')).body;
     expect(usage.days).toHaveLength(30);
     const today = usage.days.at(-1);
@@ -108,7 +146,8 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard account API on %s', (d
   });
 
   test('ledger: pages of entries, newest first, without gaps or repeats', async () => {
-    for (let i = 1; i <= 23; i++) await gateway.admin('POST', `/admin/accounts/${accountId}/credits`, { amount: i / 100, note: `top-up ${i}` });
+    for (let i = 1; i <= 23; i++)
+      await gateway.admin('POST', `/admin/accounts/${accountId}/credits`, { amount: i / 100, note: `top-up ${i}` });
     const first = (await client.request('GET', '/ledger?limit=10')).body;
     expect(first.data).toHaveLength(10);
     expect(first.has_more).toBe(true);
@@ -128,7 +167,7 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard account API on %s', (d
 
   test('models: the catalog of GET /v1/models with the same filters', async () => {
     const dashboard = (await client.request('GET', '/models?active_only=false')).body.data;
-    const v1 = await gateway.client(fullKey).get('/models?active_only=false') as { data: Array<{ id: string }> };
+    const v1 = (await gateway.client(fullKey).get('/models?active_only=false')) as { data: Array<{ id: string }> };
     expect(dashboard.map((m: { id: string }) => m.id)).toEqual(v1.data.map((m) => m.id));
     const sandbox = (await client.request('GET', '/models?provider=sandbox')).body.data;
     expect(sandbox.length).toBeGreaterThan(0);

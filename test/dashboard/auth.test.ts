@@ -6,7 +6,10 @@ import { DashboardClient, uniqueEmail } from './client.js';
 describe.each(['sqlite', 'postgres'] as const)('dashboard sign-in on %s', (dialect) => {
   let gateway: TestGateway;
   beforeAll(async () => {
-    gateway = await startGateway({ dialect, overrides: { dashboard: { enabled: true, signup: true, session_ttl_hours: 1, signin_attempts_per_minute: 3 } } });
+    gateway = await startGateway({
+      dialect,
+      overrides: { dashboard: { enabled: true, signup: true, session_ttl_hours: 1, signin_attempts_per_minute: 3 } },
+    });
   });
   afterAll(() => gateway?.close());
 
@@ -31,14 +34,22 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard sign-in on %s', (diale
   test('sign-up refuses a short password, a bad email and a taken email with 400 naming the field', async () => {
     const client = new DashboardClient(gateway.url);
     let response = await client.signUp(uniqueEmail('short'), 'short');
-    expect([response.status, response.body.error.param, response.body.error.type]).toEqual([400, 'password', 'invalid_request_error']);
+    expect([response.status, response.body.error.param, response.body.error.type]).toEqual([
+      400,
+      'password',
+      'invalid_request_error',
+    ]);
     response = await client.signUp('not-an-email');
     expect([response.status, response.body.error.param]).toEqual([400, 'email']);
     const email = uniqueEmail('taken');
     expect((await client.signUp(email)).status).toBe(201);
     response = await new DashboardClient(gateway.url).signUp(email.toUpperCase());
     expect([response.status, response.body.error.param]).toEqual([400, 'email']);
-    response = await client.request('POST', '/signup', { email: uniqueEmail('x'), password: 'long enough 1', admin: true });
+    response = await client.request('POST', '/signup', {
+      email: uniqueEmail('x'),
+      password: 'long enough 1',
+      admin: true,
+    });
     expect(response.status).toBe(400);
   });
 
@@ -46,7 +57,11 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard sign-in on %s', (diale
     const email = uniqueEmail('signin');
     await new DashboardClient(gateway.url).signUp(email, 'the right password');
     const wrong = await new DashboardClient(gateway.url).signIn(email, 'the wrong password');
-    expect([wrong.status, wrong.body.error.code, wrong.body.error.type]).toEqual([401, 'invalid_credentials', 'authentication_error']);
+    expect([wrong.status, wrong.body.error.code, wrong.body.error.type]).toEqual([
+      401,
+      'invalid_credentials',
+      'authentication_error',
+    ]);
     const unknown = await new DashboardClient(gateway.url).signIn(uniqueEmail('nobody'), 'the right password');
     expect(unknown.body.error).toEqual(wrong.body.error);
     const client = new DashboardClient(gateway.url);
@@ -57,7 +72,8 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard sign-in on %s', (diale
   test('sign-in attempts are rate-limited per email, even with the right password', async () => {
     const email = uniqueEmail('limited');
     await new DashboardClient(gateway.url).signUp(email, 'the right password');
-    for (let i = 0; i < 2; i++) expect((await new DashboardClient(gateway.url).signIn(email, `guess ${i}`)).status).toBe(401);
+    for (let i = 0; i < 2; i++)
+      expect((await new DashboardClient(gateway.url).signIn(email, `guess ${i}`)).status).toBe(401);
     const fourth = await new DashboardClient(gateway.url).signIn(email, 'the right password');
     expect(fourth.status).toBe(429);
     expect(fourth.body.error.code).toBe('rate_limit_exceeded');
@@ -86,9 +102,13 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard sign-in on %s', (diale
       await client.request('POST', '/keys', { name: 'x' }, { origin: 'https://evil.example' }),
       await client.request('POST', '/keys', { name: 'x' }, { origin: '', 'sec-fetch-site': 'cross-site' }),
       // What an HTML form on another site can send: no custom header, a simple content type.
-      await client.request('POST', '/keys', 'name=x', { 'content-type': 'application/x-www-form-urlencoded', 'x-csrf-token': '' }),
+      await client.request('POST', '/keys', 'name=x', {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-csrf-token': '',
+      }),
     ];
-    for (const attempt of attempts) expect([attempt.status, attempt.body.error.code]).toEqual([403, 'permission_denied']);
+    for (const attempt of attempts)
+      expect([attempt.status, attempt.body.error.code]).toEqual([403, 'permission_denied']);
     expect((await client.request('GET', '/keys')).body.data.length).toBe(keysBefore);
     expect((await client.request('POST', '/keys', { name: 'ok' })).status).toBe(201);
   });
@@ -115,14 +135,25 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard sign-in on %s', (diale
 
 test('sign-up can be closed by configuration; Secure cookies behind an HTTPS proxy', async () => {
   const gateway = await startGateway({
-    overrides: { dashboard: { enabled: true, signup: false, session_ttl_hours: 1, signin_attempts_per_minute: 10 }, server: { trust_proxy: true } as never },
+    overrides: {
+      dashboard: { enabled: true, signup: false, session_ttl_hours: 1, signin_attempts_per_minute: 10 },
+      server: { trust_proxy: true } as never,
+    },
   });
   try {
     const client = new DashboardClient(gateway.url, 'https://gateway.example');
-    const session = await client.request('GET', '/session', undefined, { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'gateway.example' });
+    const session = await client.request('GET', '/session', undefined, {
+      'x-forwarded-proto': 'https',
+      'x-forwarded-host': 'gateway.example',
+    });
     expect(session.body.signup_enabled).toBe(false);
     expect(client.lastSetCookie[0]).toMatch(/; Secure/);
-    const response = await client.request('POST', '/signup', { email: uniqueEmail('closed'), password: 'long enough 1' }, { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'gateway.example' });
+    const response = await client.request(
+      'POST',
+      '/signup',
+      { email: uniqueEmail('closed'), password: 'long enough 1' },
+      { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'gateway.example' },
+    );
     expect([response.status, response.body.error.code]).toEqual([403, 'permission_denied']);
   } finally {
     await gateway.close();

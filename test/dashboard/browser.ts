@@ -19,7 +19,14 @@ export async function launch(): Promise<Browser> {
   // own, so the only requests are the page's.
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+    ],
   });
 }
 
@@ -42,7 +49,11 @@ export function watchForeignRequests(page: Page, origin: string): string[] {
   const foreign: string[] = [];
   page.on('request', (request) => {
     const url = new URL(request.url());
-    if ((url.protocol === 'http:' || url.protocol === 'https:' || url.protocol === 'ws:' || url.protocol === 'wss:') && url.origin !== origin) foreign.push(request.url());
+    if (
+      (url.protocol === 'http:' || url.protocol === 'https:' || url.protocol === 'ws:' || url.protocol === 'wss:') &&
+      url.origin !== origin
+    )
+      foreign.push(request.url());
   });
   return foreign;
 }

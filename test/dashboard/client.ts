@@ -50,10 +50,12 @@ export class DashboardClient {
   }
 }
 
-export const uniqueEmail = (tag: string) => `${tag}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
+export const uniqueEmail = (tag: string) =>
+  `${tag}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
 
 /** `fetch` over connections from another loopback address, so the gateway sees another client IP. */
 export function fromAddress(localAddress: string): typeof fetch {
   const dispatcher = new Agent({ localAddress });
-  return ((url: string, init: RequestInit = {}) => undiciFetch(url, { ...(init as object), dispatcher })) as unknown as typeof fetch;
+  return ((url: string, init: RequestInit = {}) =>
+    undiciFetch(url, { ...(init as object), dispatcher })) as unknown as typeof fetch;
 }

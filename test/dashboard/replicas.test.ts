@@ -28,7 +28,9 @@ test('a session made on one replica works on the other; a revocation there stops
   const sdkA = new OpenAI({ apiKey: created.body.key, baseURL: `${a}/v1`, maxRetries: 0 });
   await sdkA.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }] });
   expect((await onB.request('POST', `/keys/${created.body.id}/revoke`)).status).toBe(200);
-  const refused = await sdkA.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
+  const refused = await sdkA.chat.completions
+    .create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }] })
+    .catch((e) => e);
   expect(refused).toBeInstanceOf(OpenAI.AuthenticationError);
   expect((await via(onA, b).request('POST', '/signout')).status).toBe(204);
   expect((await onA.request('GET', '/keys')).status).toBe(401);

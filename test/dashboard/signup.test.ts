@@ -37,7 +37,12 @@ describe('without SMTP (the embedded default: the grant at once)', () => {
     const tag = `carol${Date.now()}`;
     const email = `${tag}@example.com`;
     expect((await new DashboardClient(gateway.url).signUp(email)).status).toBe(201);
-    const lookAlikes = [`${tag}@example.com.`, `${tag.replace('c', '\uff43')}@example.com`, ` ${tag.toUpperCase()}@EXAMPLE.COM `, `${tag}@ｅxample.com`];
+    const lookAlikes = [
+      `${tag}@example.com.`,
+      `${tag.replace('c', '\uff43')}@example.com`,
+      ` ${tag.toUpperCase()}@EXAMPLE.COM `,
+      `${tag}@ｅxample.com`,
+    ];
     for (const lookAlike of lookAlikes) {
       const response = await new DashboardClient(gateway.url).signUp(lookAlike);
       expect(response.status, lookAlike).toBe(400);
@@ -50,25 +55,49 @@ describe('without SMTP (the embedded default: the grant at once)', () => {
   });
 
   test('an email with an invisible character is refused', async () => {
-    for (const email of [`carol\u200b${Date.now()}@example.com`, `carol${Date.now()}@exa\u00admple.com`, `ca\u202erol${Date.now()}@example.com`]) {
+    for (const email of [
+      `carol\u200b${Date.now()}@example.com`,
+      `carol${Date.now()}@exa\u00admple.com`,
+      `ca\u202erol${Date.now()}@example.com`,
+    ]) {
       const response = await new DashboardClient(gateway.url).signUp(email);
       expect([response.status, response.body.error.param], JSON.stringify(email)).toEqual([400, 'email']);
     }
   });
 
   test('weak passwords are refused with 400 naming the password and saying why', async () => {
-    const weak = ['12345678', 'aaaaaaaa', '        ', 'aaaaaaaaaaaaaaaa', '123456789012', 'password1234', 'qwertyuiopasdf', '            ', 'abcabcabcabcabc'];
+    const weak = [
+      '12345678',
+      'aaaaaaaa',
+      '        ',
+      'aaaaaaaaaaaaaaaa',
+      '123456789012',
+      'password1234',
+      'qwertyuiopasdf',
+      '            ',
+      'abcabcabcabcabc',
+    ];
     for (const password of weak) {
       const response = await new DashboardClient(gateway.url).signUp(uniqueEmail('weak'), password);
-      expect([response.status, response.body.error.param, response.body.error.type], JSON.stringify(password)).toEqual([400, 'password', 'invalid_request_error']);
+      expect([response.status, response.body.error.param, response.body.error.type], JSON.stringify(password)).toEqual([
+        400,
+        'password',
+        'invalid_request_error',
+      ]);
       expect(response.body.error.message).toMatch(/password/i);
     }
-    expect((await new DashboardClient(gateway.url).signUp(uniqueEmail('strong'), 'purple monkey dishwasher')).status).toBe(201);
+    expect(
+      (await new DashboardClient(gateway.url).signUp(uniqueEmail('strong'), 'purple monkey dishwasher')).status,
+    ).toBe(201);
   });
 });
 
 test('without SMTP and grant_without_verification false, a self-serve account starts at 0 USD', async () => {
-  const gateway = await startGateway({ overrides: { signup: { grant_without_verification: false, per_ip_per_hour: 20, verification_ttl_hours: 24 } } as never });
+  const gateway = await startGateway({
+    overrides: {
+      signup: { grant_without_verification: false, per_ip_per_hour: 20, verification_ttl_hours: 24 },
+    } as never,
+  });
   try {
     const email = uniqueEmail('nogrant');
     const response = await new DashboardClient(gateway.url).signUp(email);
@@ -87,7 +116,10 @@ describe.each(['sqlite', 'postgres'] as const)('with SMTP on %s', (dialect) => {
   let mailbox: Mailbox;
   beforeAll(async () => {
     mailbox = await startMailbox();
-    gateway = await startGateway({ dialect, env: { SMTP_URL: mailbox.url, SMTP_FROM: 'tollgate <noreply@gateway.example>' } });
+    gateway = await startGateway({
+      dialect,
+      env: { SMTP_URL: mailbox.url, SMTP_FROM: 'tollgate <noreply@gateway.example>' },
+    });
   });
   afterAll(async () => {
     await gateway?.close();
@@ -112,13 +144,18 @@ describe.each(['sqlite', 'postgres'] as const)('with SMTP on %s', (dialect) => {
 
     const browser = new DashboardClient(gateway.url);
     await browser.request('GET', '/session');
-    const [first, second] = await Promise.all([browser.request('POST', '/verify', { token }), browser.request('POST', '/verify', { token })]);
+    const [first, second] = await Promise.all([
+      browser.request('POST', '/verify', { token }),
+      browser.request('POST', '/verify', { token }),
+    ]);
     expect([first.status, second.status]).toEqual([200, 200]);
     const winner = first.body.signed_in ? first : second;
     expect(winner.body.email).toBe(email.toLowerCase());
     expect(winner.body.first_key.key).toMatch(/^tg-live-/);
     expect(await balanceOf(gateway, email)).toBe(5_000_000_000n);
-    const again = await new DashboardClient(gateway.url).request('GET', '/session').then(async () => browser.request('POST', '/verify', { token }));
+    const again = await new DashboardClient(gateway.url)
+      .request('GET', '/session')
+      .then(async () => browser.request('POST', '/verify', { token }));
     expect(again.status).toBe(200);
     expect(await balanceOf(gateway, email)).toBe(5_000_000_000n);
     expect(await grantsOf(gateway, email)).toBe(1);
@@ -139,7 +176,9 @@ describe.each(['sqlite', 'postgres'] as const)('with SMTP on %s', (dialect) => {
     await new DashboardClient(gateway.url).signUp(email);
     const browser = new DashboardClient(gateway.url);
     await browser.request('GET', '/session');
-    expect((await browser.request('POST', '/verify', { token: verificationToken((await mailbox.next(email)).text) })).status).toBe(200);
+    expect(
+      (await browser.request('POST', '/verify', { token: verificationToken((await mailbox.next(email)).text) })).status,
+    ).toBe(200);
 
     const fresh = await new DashboardClient(gateway.url).signUp(uniqueEmail('fresh'), 'another strong passphrase');
     const attacker = new DashboardClient(gateway.url);
@@ -172,9 +211,14 @@ describe.each(['sqlite', 'postgres'] as const)('with SMTP on %s', (dialect) => {
 });
 
 test('sign-ups are limited per client address per hour; another address still signs up', async () => {
-  const gateway = await startGateway({ overrides: { signup: { grant_without_verification: true, per_ip_per_hour: 2, verification_ttl_hours: 24 } } as never });
+  const gateway = await startGateway({
+    overrides: {
+      signup: { grant_without_verification: true, per_ip_per_hour: 2, verification_ttl_hours: 24 },
+    } as never,
+  });
   try {
-    for (let i = 0; i < 2; i++) expect((await new DashboardClient(gateway.url).signUp(uniqueEmail('burst'))).status).toBe(201);
+    for (let i = 0; i < 2; i++)
+      expect((await new DashboardClient(gateway.url).signUp(uniqueEmail('burst'))).status).toBe(201);
     const third = await new DashboardClient(gateway.url).signUp(uniqueEmail('burst'));
     expect([third.status, third.body.error.code]).toEqual([429, 'rate_limit_exceeded']);
     expect(Number(third.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);

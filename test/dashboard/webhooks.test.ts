@@ -27,50 +27,76 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard webhooks on %s', (dial
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    gateway = await startGateway({ dialect, overrides: { webhooks: { allow_private_urls: true, poll_interval_ms: 100 } } as never });
+    gateway = await startGateway({
+      dialect,
+      overrides: { webhooks: { allow_private_urls: true, poll_interval_ms: 100 } } as never,
+    });
   });
   afterAll(async () => {
     await gateway?.close();
     receiver?.close();
   });
 
-  test('add an endpoint, see a failed delivery become a dead letter, replay it, delete the endpoint', { timeout: 20_000 }, async () => {
-    const client = new DashboardClient(gateway.url);
-    const { body: account } = await client.signUp(uniqueEmail('hooks'));
-    expect((await client.request('GET', '/webhooks')).body.data).toEqual([]);
+  test(
+    'add an endpoint, see a failed delivery become a dead letter, replay it, delete the endpoint',
+    { timeout: 20_000 },
+    async () => {
+      const client = new DashboardClient(gateway.url);
+      const { body: account } = await client.signUp(uniqueEmail('hooks'));
+      expect((await client.request('GET', '/webhooks')).body.data).toEqual([]);
 
-    const created = await client.request('POST', '/webhooks', { url: receiverUrl, secret: SECRET, events: [{ type: 'llm.completion' }], retryConfig: { maxAttempts: 1 }, description: 'ci' });
-    expect(created.status).toBe(201);
-    expect(created.body.secret).toBe(SECRET);
-    const listed = (await client.request('GET', '/webhooks')).body.data;
-    expect(listed.map((w: { id: string; url: string }) => [w.id, w.url])).toEqual([[created.body.id, receiverUrl]]);
-    expect(JSON.stringify(listed)).not.toContain(SECRET);
+      const created = await client.request('POST', '/webhooks', {
+        url: receiverUrl,
+        secret: SECRET,
+        events: [{ type: 'llm.completion' }],
+        retryConfig: { maxAttempts: 1 },
+        description: 'ci',
+      });
+      expect(created.status).toBe(201);
+      expect(created.body.secret).toBe(SECRET);
+      const listed = (await client.request('GET', '/webhooks')).body.data;
+      expect(listed.map((w: { id: string; url: string }) => [w.id, w.url])).toEqual([[created.body.id, receiverUrl]]);
+      expect(JSON.stringify(listed)).not.toContain(SECRET);
 
-    // The test button: one attempt now, recorded among the deliveries.
-    const tested = await client.request('POST', `/webhooks/${created.body.id}/test`);
-    expect([tested.status, tested.body.success, tested.body.status]).toEqual([200, false, 500]);
+      // The test button: one attempt now, recorded among the deliveries.
+      const tested = await client.request('POST', `/webhooks/${created.body.id}/test`);
+      expect([tested.status, tested.body.success, tested.body.status]).toEqual([200, false, 500]);
 
-    await gateway.client(account.first_key.key).chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hook me' }] });
-    let dead: Array<{ id: string; event: string; attempts: number; last_error: string }> = [];
-    await expect.poll(async () => (dead = (await client.request('GET', '/webhooks/dead-letters')).body.data).length, { timeout: 10_000 }).toBe(1);
-    expect(dead[0]).toMatchObject({ event: 'llm.completion', attempts: 1 });
-    expect(dead[0]!.last_error).toContain('HTTP 500');
-    const recent = (await client.request('GET', '/webhooks/deliveries')).body.data;
-    expect(recent.map((d: { event: string; status: string }) => `${d.event} ${d.status}`)).toEqual(['llm.completion dead', 'webhook.test failed']);
-    expect(recent[0]).not.toHaveProperty('payload');
+      await gateway
+        .client(account.first_key.key)
+        .chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hook me' }] });
+      let dead: Array<{ id: string; event: string; attempts: number; last_error: string }> = [];
+      await expect
+        .poll(async () => (dead = (await client.request('GET', '/webhooks/dead-letters')).body.data).length, {
+          timeout: 10_000,
+        })
+        .toBe(1);
+      expect(dead[0]).toMatchObject({ event: 'llm.completion', attempts: 1 });
+      expect(dead[0]!.last_error).toContain('HTTP 500');
+      const recent = (await client.request('GET', '/webhooks/deliveries')).body.data;
+      expect(recent.map((d: { event: string; status: string }) => `${d.event} ${d.status}`)).toEqual([
+        'llm.completion dead',
+        'webhook.test failed',
+      ]);
+      expect(recent[0]).not.toHaveProperty('payload');
 
-    answer = 200;
-    const replayed = await client.request('POST', `/webhooks/dead-letters/${dead[0]!.id}/replay`);
-    expect(replayed.status).toBe(202);
-    await expect.poll(async () => (await client.request('GET', '/webhooks/deliveries')).body.data[0]?.status, { timeout: 10_000 }).toBe('succeeded');
-    expect((await client.request('GET', '/webhooks/dead-letters')).body.data).toEqual([]);
-    const again = await client.request('POST', `/webhooks/dead-letters/${dead[0]!.id}/replay`);
-    expect([again.status, again.body.error.param]).toEqual([400, 'id']);
-    expect(received.some((body) => body.includes('"llm.completion"'))).toBe(true);
+      answer = 200;
+      const replayed = await client.request('POST', `/webhooks/dead-letters/${dead[0]!.id}/replay`);
+      expect(replayed.status).toBe(202);
+      await expect
+        .poll(async () => (await client.request('GET', '/webhooks/deliveries')).body.data[0]?.status, {
+          timeout: 10_000,
+        })
+        .toBe('succeeded');
+      expect((await client.request('GET', '/webhooks/dead-letters')).body.data).toEqual([]);
+      const again = await client.request('POST', `/webhooks/dead-letters/${dead[0]!.id}/replay`);
+      expect([again.status, again.body.error.param]).toEqual([400, 'id']);
+      expect(received.some((body) => body.includes('"llm.completion"'))).toBe(true);
 
-    expect((await client.request('DELETE', `/webhooks/${created.body.id}`)).status).toBe(200);
-    expect((await client.request('GET', '/webhooks')).body.data).toEqual([]);
-  });
+      expect((await client.request('DELETE', `/webhooks/${created.body.id}`)).status).toBe(200);
+      expect((await client.request('GET', '/webhooks')).body.data).toEqual([]);
+    },
+  );
 
   test('bad registrations are a 400 naming the field', async () => {
     const client = new DashboardClient(gateway.url);
@@ -79,21 +105,34 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard webhooks on %s', (dial
       [{ url: 'ftp://example.com', secret: SECRET, events: [{ type: 'llm.completion' }] }, 'url'],
       [{ url: receiverUrl, secret: 'short', events: [{ type: 'llm.completion' }] }, 'secret'],
       [{ url: receiverUrl, secret: SECRET, events: [{ type: 'llm.telepathy' }] }, 'events[0].type'],
-      [{ url: receiverUrl, secret: SECRET, events: [{ type: 'llm.completion' }], retryConfig: { maxAttempts: 11 } }, 'retryConfig.maxAttempts'],
+      [
+        { url: receiverUrl, secret: SECRET, events: [{ type: 'llm.completion' }], retryConfig: { maxAttempts: 11 } },
+        'retryConfig.maxAttempts',
+      ],
     ] as const) {
       const response = await client.request('POST', '/webhooks', body);
-      expect([response.status, response.body.error.type, response.body.error.param]).toEqual([400, 'invalid_request_error', param]);
+      expect([response.status, response.body.error.type, response.body.error.param]).toEqual([
+        400,
+        'invalid_request_error',
+        param,
+      ]);
     }
   });
 
   test("another account's endpoints and dead letters are unknown to it; every route needs a session and CSRF token", async () => {
     const owner = new DashboardClient(gateway.url);
     await owner.signUp(uniqueEmail('owner'));
-    const hook = (await owner.request('POST', '/webhooks', { url: receiverUrl, secret: SECRET, events: [{ type: '*' }] })).body;
+    const hook = (
+      await owner.request('POST', '/webhooks', { url: receiverUrl, secret: SECRET, events: [{ type: '*' }] })
+    ).body;
     const stranger = new DashboardClient(gateway.url);
     await stranger.signUp(uniqueEmail('stranger'));
     expect((await stranger.request('GET', '/webhooks')).body.data).toEqual([]);
-    for (const [method, path] of [['DELETE', `/webhooks/${hook.id}`], ['POST', `/webhooks/${hook.id}/test`], ['POST', '/webhooks/dead-letters/whd_nothing/replay']] as const) {
+    for (const [method, path] of [
+      ['DELETE', `/webhooks/${hook.id}`],
+      ['POST', `/webhooks/${hook.id}/test`],
+      ['POST', '/webhooks/dead-letters/whd_nothing/replay'],
+    ] as const) {
       const response = await stranger.request(method, path);
       expect([path, response.status, response.body.error.code]).toEqual([path, 404, 'not_found']);
     }

@@ -15,7 +15,11 @@ afterAll(() => gateway?.close());
 
 async function call(path: string, token: string, send: typeof fetch = fetch) {
   const response = await send(`${gateway.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
-  return { status: response.status, retryAfter: response.headers.get('retry-after'), body: (await response.json().catch(() => undefined)) as any };
+  return {
+    status: response.status,
+    retryAfter: response.headers.get('retry-after'),
+    body: (await response.json().catch(() => undefined)) as any,
+  };
 }
 
 test('after 10 wrong admin tokens an address gets 429, even with the right token; another address is not affected', async () => {
@@ -25,7 +29,11 @@ test('after 10 wrong admin tokens an address gets 429, even with the right token
   }
   for (const path of ['/admin/accounts', '/metrics']) {
     const throttled = await call(path, `guess-x-0123456789abcdef`);
-    expect([throttled.status, throttled.body.error.type, throttled.body.error.code], path).toEqual([429, 'rate_limit_error', 'rate_limit_exceeded']);
+    expect([throttled.status, throttled.body.error.type, throttled.body.error.code], path).toEqual([
+      429,
+      'rate_limit_error',
+      'rate_limit_exceeded',
+    ]);
     expect(Number(throttled.retryAfter)).toBeGreaterThanOrEqual(1);
     expect(throttled.body.error.retry_after).toBe(Number(throttled.retryAfter));
   }

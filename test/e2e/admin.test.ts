@@ -10,7 +10,11 @@ async function raw(gw: TestGateway, method: string, path: string, options: { tok
   const headers: Record<string, string> = {};
   if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(`${gw.url}${path}`, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
+  const response = await fetch(`${gw.url}${path}`, {
+    method,
+    headers,
+    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+  });
   return { status: response.status, headers: response.headers, body: (await response.json()) as any };
 }
 
@@ -74,7 +78,11 @@ describe.each(['sqlite', 'postgres'] as const)('admin API core flow (%s)', (dial
     expect(revoked.body.revoked).toBe(true);
     const after = await credits(gw, key);
     expect(after.status).toBe(401);
-    expect(after.body.error).toMatchObject({ type: 'authentication_error', code: 'invalid_api_key', message: 'Invalid API key provided' });
+    expect(after.body.error).toMatchObject({
+      type: 'authentication_error',
+      code: 'invalid_api_key',
+      message: 'Invalid API key provided',
+    });
   });
 
   it('tops up and corrects credits without going below zero; the ledger sums to the balance', async () => {
@@ -186,7 +194,11 @@ describe('admin API (sqlite)', () => {
     expect(readOnly.body).toMatchObject({ environment: 'live', permissions: 'read_only' });
     expect(readOnly.body.key).toMatch(KEY_FORMAT);
 
-    const project = await gw.admin('POST', `/admin/accounts/${id}/keys`, { permissions: 'project', models: ['sandbox/lorem'], spend_limit: 1.25 });
+    const project = await gw.admin('POST', `/admin/accounts/${id}/keys`, {
+      permissions: 'project',
+      models: ['sandbox/lorem'],
+      spend_limit: 1.25,
+    });
     expect(project.status).toBe(201);
     expect(project.body).toMatchObject({ permissions: 'project', models: ['sandbox/lorem'], spend_limit: 1.25 });
     expect(project.body.hint).toBe(`${project.body.key.slice(0, 12)}...${project.body.key.slice(-4)}`);
@@ -205,7 +217,11 @@ describe('admin API (sqlite)', () => {
       expect(key).not.toHaveProperty('key');
       expect(key.hint).toMatch(/^tg-(live|test)-\w{4}\.\.\.\w{4}$/);
     }
-    expect(keys.find((k) => k.id === project.body.id)).toMatchObject({ permissions: 'project', models: ['sandbox/lorem'], spend_limit: 1.25 });
+    expect(keys.find((k) => k.id === project.body.id)).toMatchObject({
+      permissions: 'project',
+      models: ['sandbox/lorem'],
+      spend_limit: 1.25,
+    });
   });
 
   it('refuses bad key requests with 400 naming the field', async () => {
@@ -229,7 +245,11 @@ describe('admin API (sqlite)', () => {
     for (const amount of ['lots', null, true, 0, 0.0000000001, [1]]) {
       const response = await gw.admin('POST', `/admin/accounts/${id}/credits`, { amount });
       expect(response.status, JSON.stringify(amount)).toBe(400);
-      expect(response.body.error, JSON.stringify(amount)).toMatchObject({ type: 'invalid_request_error', code: 'invalid_request', param: 'amount' });
+      expect(response.body.error, JSON.stringify(amount)).toMatchObject({
+        type: 'invalid_request_error',
+        code: 'invalid_request',
+        param: 'amount',
+      });
     }
     const missing = await gw.admin('POST', `/admin/accounts/${id}/credits`, {});
     expect(missing.status).toBe(400);
@@ -271,7 +291,10 @@ describe('admin API (sqlite)', () => {
       rate_limit: { requests_per_minute: 42, tokens_per_minute: 2_000_000 },
       daily_limit: { credits: 3.5, remaining: 3.5 },
     });
-    expect(full.body.billing).toMatchObject({ plan: 'pay_as_you_go', auto_recharge: { enabled: true, threshold: 1.5, amount: 10 } });
+    expect(full.body.billing).toMatchObject({
+      plan: 'pay_as_you_go',
+      auto_recharge: { enabled: true, threshold: 1.5, amount: 10 },
+    });
 
     // Back to the plan's values: null clears overrides; pay_as_you_go has no daily limit.
     const reset = await gw.admin('PATCH', `/admin/accounts/${id}`, { requests_per_minute: null, daily_limit: null });
@@ -339,7 +362,10 @@ describe('admin API (sqlite)', () => {
 
   it('project keys name catalog models only', async () => {
     const { id } = await gw.account();
-    const unknown = await gw.admin('POST', `/admin/accounts/${id}/keys`, { permissions: 'project', models: ['sandbox/echo', 'no-such-model'] });
+    const unknown = await gw.admin('POST', `/admin/accounts/${id}/keys`, {
+      permissions: 'project',
+      models: ['sandbox/echo', 'no-such-model'],
+    });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error).toMatchObject({ code: 'invalid_request', param: 'models' });
     expect(unknown.body.error.message).toContain('no-such-model');
@@ -391,7 +417,10 @@ describe('admin API (sqlite)', () => {
     ] as const) {
       const response = await gw.admin(method, path, body);
       expect(response.status, `${method} ${path}`).toBe(404);
-      expect(response.body.error, `${method} ${path}`).toMatchObject({ type: 'invalid_request_error', code: 'not_found' });
+      expect(response.body.error, `${method} ${path}`).toMatchObject({
+        type: 'invalid_request_error',
+        code: 'not_found',
+      });
     }
   });
 });
@@ -410,11 +439,14 @@ describe.each(['sqlite', 'postgres'] as const)("an account's credit purchases (%
 
   it('GET /admin/accounts/{id}/purchases lists them newest first, paid ones with the receipt, a page at a time', async () => {
     const { id: accountId, key } = await gw.account();
-    const buy = async (amount: number) => (await raw(gw, 'POST', '/v1/credits/purchases', { token: key, body: { amount } })).body;
+    const buy = async (amount: number) =>
+      (await raw(gw, 'POST', '/v1/credits/purchases', { token: key, body: { amount } })).body;
     const first = await buy(20);
     const second = await buy(12.5);
     const session = [...stripe.sessions.values()].find((s) => s.client_reference_id === first.id)!;
-    expect((await stripe.deliver(gw.url, stripe.event('checkout.session.completed', stripe.pay(session.id)))).status).toBe(200);
+    expect(
+      (await stripe.deliver(gw.url, stripe.event('checkout.session.completed', stripe.pay(session.id)))).status,
+    ).toBe(200);
 
     const all = await gw.admin('GET', `/admin/accounts/${accountId}/purchases`);
     expect(all.status).toBe(200);

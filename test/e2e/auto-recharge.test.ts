@@ -23,30 +23,48 @@ afterAll(async () => gateway?.close());
 const patch = (id: string, body: unknown) => gateway.admin('PATCH', `/admin/accounts/${id}`, body);
 
 async function recharges(id: string): Promise<Array<{ amount: number; note: string }>> {
-  const ledger = (await gateway.admin('GET', `/admin/accounts/${id}/ledger`)).body.data as Array<{ kind: string; amount: number; note: string }>;
+  const ledger = (await gateway.admin('GET', `/admin/accounts/${id}/ledger`)).body.data as Array<{
+    kind: string;
+    amount: number;
+    note: string;
+  }>;
   return ledger.filter((e) => e.kind === 'recharge');
 }
 
 const ask = (account: { key: string }) =>
-  gateway.client(account.key).chat.completions.create({ model: 'sandbox/lorem', max_tokens: 5, messages: [{ role: 'user', content: 'spend' }] });
+  gateway
+    .client(account.key)
+    .chat.completions.create({ model: 'sandbox/lorem', max_tokens: 5, messages: [{ role: 'user', content: 'spend' }] });
 
 /** One request that leaves the balance below the threshold, then until its recharge has landed or been held back. */
 async function spendOnce(account: { id: string; key: string }): Promise<void> {
   const before = (await recharges(account.id)).length;
   const heldBefore = heldBack(account.id).length;
   await ask(account);
-  await expect.poll(async () => (await recharges(account.id)).length > before || heldBack(account.id).length > heldBefore, { timeout: 5000 }).toBe(true);
+  await expect
+    .poll(async () => (await recharges(account.id)).length > before || heldBack(account.id).length > heldBefore, {
+      timeout: 5000,
+    })
+    .toBe(true);
 }
 
 const heldBack = (accountId: string) =>
-  logLines.map((line) => JSON.parse(line) as { msg: string; accountId?: string; reason?: string }).filter((l) => l.msg === 'auto-recharge held back by a limit' && l.accountId === accountId);
+  logLines
+    .map((line) => JSON.parse(line) as { msg: string; accountId?: string; reason?: string })
+    .filter((l) => l.msg === 'auto-recharge held back by a limit' && l.accountId === accountId);
 
 describe('invoice billing (operators only)', () => {
   it('recharges up to the monthly ceiling, then stops until the operator raises it', async () => {
     const account = await gateway.account();
-    const invoiced = await patch(account.id, { billing: { processor: 'invoice', monthly_ceiling: 15 }, auto_recharge: { enabled: true, threshold: 1000, amount: 10 } });
+    const invoiced = await patch(account.id, {
+      billing: { processor: 'invoice', monthly_ceiling: 15 },
+      auto_recharge: { enabled: true, threshold: 1000, amount: 10 },
+    });
     expect(invoiced.status).toBe(200);
-    expect(invoiced.body).toMatchObject({ billing: { processor: 'invoice', monthly_ceiling: 15 }, auto_recharge: { enabled: true, threshold: 1000, amount: 10 } });
+    expect(invoiced.body).toMatchObject({
+      billing: { processor: 'invoice', monthly_ceiling: 15 },
+      auto_recharge: { enabled: true, threshold: 1000, amount: 10 },
+    });
 
     await spendOnce(account);
     await spendOnce(account);
@@ -62,7 +80,9 @@ describe('invoice billing (operators only)', () => {
     await spendOnce(account);
     expect((await recharges(account.id)).map((r) => r.amount)).toEqual([10, 10]);
 
-    const credits = await gateway.client(account.key).get('/credits') as { billing: { auto_recharge: Record<string, unknown> } };
+    const credits = (await gateway.client(account.key).get('/credits')) as {
+      billing: { auto_recharge: Record<string, unknown> };
+    };
     expect(credits.billing.auto_recharge).toEqual({
       enabled: true,
       threshold: 1000,
@@ -75,7 +95,10 @@ describe('invoice billing (operators only)', () => {
 
   it('recharges at most credits.auto_recharge.max_per_day times a day', async () => {
     const account = await gateway.account();
-    await patch(account.id, { billing: { processor: 'invoice', monthly_ceiling: 1000 }, auto_recharge: { enabled: true, threshold: 1000, amount: 1 } });
+    await patch(account.id, {
+      billing: { processor: 'invoice', monthly_ceiling: 1000 },
+      auto_recharge: { enabled: true, threshold: 1000, amount: 1 },
+    });
     for (let i = 0; i < 3; i++) await spendOnce(account);
     expect(await recharges(account.id)).toHaveLength(2);
     expect(heldBack(account.id)[0]!.reason).toMatch(/max_per_day/);
@@ -83,10 +106,20 @@ describe('invoice billing (operators only)', () => {
 
   it('an amount over credits.auto_recharge.max_amount is a 400, and auto-recharge needs a processor on the account', async () => {
     const account = await gateway.account();
-    const over = await patch(account.id, { billing: { processor: 'invoice', monthly_ceiling: 500 }, auto_recharge: { enabled: true, threshold: 1, amount: 50.01 } });
-    expect([over.status, over.body.error.code, over.body.error.param]).toEqual([400, 'invalid_request', 'auto_recharge.amount']);
+    const over = await patch(account.id, {
+      billing: { processor: 'invoice', monthly_ceiling: 500 },
+      auto_recharge: { enabled: true, threshold: 1, amount: 50.01 },
+    });
+    expect([over.status, over.body.error.code, over.body.error.param]).toEqual([
+      400,
+      'invalid_request',
+      'auto_recharge.amount',
+    ]);
     expect(over.body.error.message).toContain('50 USD');
-    const atMax = await patch(account.id, { billing: { processor: 'invoice', monthly_ceiling: 500 }, auto_recharge: { enabled: true, threshold: 1, amount: 50 } });
+    const atMax = await patch(account.id, {
+      billing: { processor: 'invoice', monthly_ceiling: 500 },
+      auto_recharge: { enabled: true, threshold: 1, amount: 50 },
+    });
     expect(atMax.status).toBe(200);
 
     const off = await patch(account.id, { billing: null });
@@ -102,7 +135,10 @@ describe('invoice billing (operators only)', () => {
   it("an account's own user can neither enable nor change invoice-billed auto-recharge, only turn it off", async () => {
     const user = new DashboardClient(gateway.url);
     const { body } = await user.signUp(uniqueEmail('invoiced'));
-    await patch(body.account_id, { billing: { processor: 'invoice', monthly_ceiling: 100 }, auto_recharge: { enabled: true, threshold: 1, amount: 10 } });
+    await patch(body.account_id, {
+      billing: { processor: 'invoice', monthly_ceiling: 100 },
+      auto_recharge: { enabled: true, threshold: 1, amount: 10 },
+    });
     const raise = await user.request('PATCH', '/settings', { auto_recharge: { amount: 50 } });
     expect([raise.status, raise.body.error.param]).toEqual([400, 'auto_recharge.amount']);
     expect(raise.body.error.message).toMatch(/operator/);

@@ -12,7 +12,11 @@ beforeAll(async () => {
 afterAll(async () => gateway?.close());
 
 const ask = (key: string) =>
-  gateway.client(key).chat.completions.create({ model: 'sandbox/lorem', max_tokens: 20, messages: [{ role: 'user', content: 'spend a little' }] });
+  gateway.client(key).chat.completions.create({
+    model: 'sandbox/lorem',
+    max_tokens: 20,
+    messages: [{ role: 'user', content: 'spend a little' }],
+  });
 
 describe('credit.low_balance', () => {
   it('fires once per crossing of a threshold and re-arms after a top-up', async () => {
@@ -52,13 +56,21 @@ describe('auto-recharge', () => {
     }
     expect(balance).toBeGreaterThan(10);
     expect(balance).toBeLessThan(11);
-    const ledger = (await gateway.admin('GET', `/admin/accounts/${account.id}/ledger`)).body.data as Array<{ kind: string; amount: number; note: string }>;
+    const ledger = (await gateway.admin('GET', `/admin/accounts/${account.id}/ledger`)).body.data as Array<{
+      kind: string;
+      amount: number;
+      note: string;
+    }>;
     const recharges = ledger.filter((e) => e.kind === 'recharge');
     expect(recharges).toHaveLength(1);
     expect(recharges[0]!.amount).toBe(10);
     expect(recharges[0]!.note).toMatch(/invoice/);
 
     const credits = await fetch(`${gateway.baseURL}/credits`, { headers: { authorization: `Bearer ${account.key}` } });
-    expect(((await credits.json()) as any).billing.auto_recharge).toMatchObject({ enabled: true, threshold: 1, amount: 10 });
+    expect(((await credits.json()) as any).billing.auto_recharge).toMatchObject({
+      enabled: true,
+      threshold: 1,
+      amount: 10,
+    });
   });
 });

@@ -47,11 +47,24 @@ async function startStripeLine(stripeUrl: string): Promise<StripeLine> {
     void (async () => {
       const chunks: Buffer[] = [];
       for await (const chunk of req) chunks.push(chunk as Buffer);
-      const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !hopByHop.has(name))) as Record<string, string>;
-      const answer = await fetch(`${stripeUrl}${req.url}`, { method: req.method!, headers, ...(req.method === 'GET' ? {} : { body: Buffer.concat(chunks) }) });
+      const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !hopByHop.has(name))) as Record<
+        string,
+        string
+      >;
+      const answer = await fetch(`${stripeUrl}${req.url}`, {
+        method: req.method!,
+        headers,
+        ...(req.method === 'GET' ? {} : { body: Buffer.concat(chunks) }),
+      });
       let body = await answer.text();
-      if (req.method === 'POST' && req.url === '/v1/payment_intents' && answer.status === 200 && line.onCharge) body = JSON.stringify(await line.onCharge(JSON.parse(body)));
-      res.writeHead(answer.status, { 'content-type': 'application/json', 'request-id': answer.headers.get('request-id') ?? '' }).end(body);
+      if (req.method === 'POST' && req.url === '/v1/payment_intents' && answer.status === 200 && line.onCharge)
+        body = JSON.stringify(await line.onCharge(JSON.parse(body)));
+      res
+        .writeHead(answer.status, {
+          'content-type': 'application/json',
+          'request-id': answer.headers.get('request-id') ?? '',
+        })
+        .end(body);
     })().catch((error) => res.writeHead(502).end(String(error)));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -82,11 +95,18 @@ async function call(base: string, key: string, method: string, path: string, bod
 
 const credits = async (gw: TestGateway, key: string) => (await call(gw.url, key, 'GET', '/v1/credits')).body;
 const recharges = async (gw: TestGateway, accountId: string) =>
-  ((await gw.admin('GET', `/admin/accounts/${accountId}/ledger`)).body.data as any[]).filter((e) => e.kind === 'recharge');
-const intentCalls = (stripe: MockStripe, accountId: string) => stripe.calls.filter((c) => c.path === '/v1/payment_intents' && c.params.metadata?.account_id === accountId);
+  ((await gw.admin('GET', `/admin/accounts/${accountId}/ledger`)).body.data as any[]).filter(
+    (e) => e.kind === 'recharge',
+  );
+const intentCalls = (stripe: MockStripe, accountId: string) =>
+  stripe.calls.filter((c) => c.path === '/v1/payment_intents' && c.params.metadata?.account_id === accountId);
 
 async function spend(base: string, key: string): Promise<void> {
-  const answer = await call(base, key, 'POST', '/v1/chat/completions', { model: 'sandbox/lorem', max_tokens: 5, messages: [{ role: 'user', content: 'spend' }] });
+  const answer = await call(base, key, 'POST', '/v1/chat/completions', {
+    model: 'sandbox/lorem',
+    max_tokens: 5,
+    messages: [{ role: 'user', content: 'spend' }],
+  });
   expect(answer.status).toBe(200);
 }
 
@@ -95,13 +115,18 @@ async function userWithCard(gw: TestGateway, stripe: MockStripe): Promise<User> 
   const user = await signedUp(gw);
   const purchase = (await call(gw.url, user.key, 'POST', '/v1/credits/purchases', { amount: 20 })).body;
   const session = [...stripe.sessions.values()].find((s) => s.client_reference_id === purchase.id)!;
-  expect((await stripe.deliver(gw.url, stripe.event('checkout.session.completed', stripe.pay(session.id)))).status).toBe(200);
+  expect(
+    (await stripe.deliver(gw.url, stripe.event('checkout.session.completed', stripe.pay(session.id)))).status,
+  ).toBe(200);
   expect((await gw.app.storage.purchases.customer(user.id))?.paymentMethodId).toMatch(/^pm_/);
   return user;
 }
 
 async function enable(user: User, threshold: number, amount: number): Promise<void> {
-  expect((await user.dashboard.request('PATCH', '/settings', { auto_recharge: { enabled: true, threshold, amount } })).status).toBe(200);
+  expect(
+    (await user.dashboard.request('PATCH', '/settings', { auto_recharge: { enabled: true, threshold, amount } }))
+      .status,
+  ).toBe(200);
 }
 
 /** Stripe's event object for a payment intent it holds (without the mock's own `charge`). */
@@ -142,20 +167,37 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
   it('needs a saved card to turn on; then a dip below the threshold is one off-session charge, credited once', async () => {
     stripe.intentOutcome = 'succeeded';
     const bare = await signedUp(gw);
-    const refused = await bare.dashboard.request('PATCH', '/settings', { auto_recharge: { enabled: true, threshold: 25, amount: 10 } });
+    const refused = await bare.dashboard.request('PATCH', '/settings', {
+      auto_recharge: { enabled: true, threshold: 25, amount: 10 },
+    });
     expect([refused.status, refused.body.error.type, refused.body.error.code, refused.body.error.param]).toEqual([
       400,
       'invalid_request_error',
       'payment_method_required',
       'auto_recharge.enabled',
     ]);
-    expect((await credits(gw, bare.key)).billing.auto_recharge).toMatchObject({ enabled: false, available: false, unavailable_reason: expect.stringMatching(/saved payment method/) });
+    expect((await credits(gw, bare.key)).billing.auto_recharge).toMatchObject({
+      enabled: false,
+      available: false,
+      unavailable_reason: expect.stringMatching(/saved payment method/),
+    });
 
     const user = await userWithCard(gw, stripe);
-    expect((await credits(gw, user.key)).billing.auto_recharge).toMatchObject({ available: true, unavailable_reason: null, disabled_reason: null });
-    const enabled = await user.dashboard.request('PATCH', '/settings', { auto_recharge: { enabled: true, threshold: 25, amount: 10 } });
+    expect((await credits(gw, user.key)).billing.auto_recharge).toMatchObject({
+      available: true,
+      unavailable_reason: null,
+      disabled_reason: null,
+    });
+    const enabled = await user.dashboard.request('PATCH', '/settings', {
+      auto_recharge: { enabled: true, threshold: 25, amount: 10 },
+    });
     expect(enabled.status).toBe(200);
-    expect(enabled.body.billing.auto_recharge).toMatchObject({ enabled: true, threshold: 25, amount: 10, available: true });
+    expect(enabled.body.billing.auto_recharge).toMatchObject({
+      enabled: true,
+      threshold: 25,
+      amount: 10,
+      available: true,
+    });
 
     const before = (await credits(gw, user.key)).balance.credits as number;
     expect(before).toBe(25);
@@ -175,7 +217,9 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
       metadata: { recharge_id: expect.stringMatching(/^rch_/) },
     });
     expect(charge!.idempotencyKey).toBe(`recharge-${charge!.params.metadata.recharge_id}`);
-    const intent = [...stripe.intents.values()].find((i) => i.metadata?.recharge_id === charge!.params.metadata.recharge_id)!;
+    const intent = [...stripe.intents.values()].find(
+      (i) => i.metadata?.recharge_id === charge!.params.metadata.recharge_id,
+    )!;
     const [entry] = await recharges(gw, user.id);
     expect(entry.amount).toBe(10);
     expect(entry.note).toContain(intent.id);
@@ -184,7 +228,8 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
 
     // Stripe's event for the same payment, delivered (twice) after the synchronous answer credited it: nothing more.
     const { charge: _charge, ...succeeded } = intent;
-    for (let i = 0; i < 2; i++) expect((await stripe.deliver(gw.url, stripe.event('payment_intent.succeeded', succeeded))).status).toBe(200);
+    for (let i = 0; i < 2; i++)
+      expect((await stripe.deliver(gw.url, stripe.event('payment_intent.succeeded', succeeded))).status).toBe(200);
     expect(await recharges(gw, user.id)).toHaveLength(1);
     expect((await credits(gw, user.key)).balance.credits).toBe(after);
     expect(await gw.app.storage.ledger.sum(user.id)).toBe(BigInt(Math.round(after * 1e9)));
@@ -217,9 +262,19 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
 
   it('three declines in a row: three credit.recharge_failed deliveries, no credit, then auto-recharge is off with the reason', async () => {
     const user = await userWithCard(gw, stripe);
-    const hook = await call(gw.url, user.key, 'POST', '/v1/webhooks', { url: `${receiver.url}/${user.id}`, events: [{ type: 'credit.recharge_failed' }], secret: 'receiver-secret-0123456789abcdef0123456789' });
+    const hook = await call(gw.url, user.key, 'POST', '/v1/webhooks', {
+      url: `${receiver.url}/${user.id}`,
+      events: [{ type: 'credit.recharge_failed' }],
+      secret: 'receiver-secret-0123456789abcdef0123456789',
+    });
     expect(hook.status).toBe(201);
-    expect((await user.dashboard.request('PATCH', '/settings', { auto_recharge: { enabled: true, threshold: 1000, amount: 10 } })).status).toBe(200);
+    expect(
+      (
+        await user.dashboard.request('PATCH', '/settings', {
+          auto_recharge: { enabled: true, threshold: 1000, amount: 10 },
+        })
+      ).status,
+    ).toBe(200);
     const mine = (r: { path: string }) => r.path === `/${user.id}`;
 
     const outcomes = ['card_declined', 'card_declined', 'authentication_required'] as const;
@@ -229,22 +284,40 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
       await receiver.waitFor(i + 1, mine);
     }
     const events = receiver.received.filter(mine).map((r) => JSON.parse(r.body));
-    expect(events.map((e) => e.event)).toEqual(['credit.recharge_failed', 'credit.recharge_failed', 'credit.recharge_failed']);
+    expect(events.map((e) => e.event)).toEqual([
+      'credit.recharge_failed',
+      'credit.recharge_failed',
+      'credit.recharge_failed',
+    ]);
     expect(events.map((e) => [e.data.code, e.data.consecutive_failures, e.data.auto_recharge_disabled])).toEqual([
       ['card_declined', 1, false],
       ['card_declined', 2, false],
       ['authentication_required', 3, true],
     ]);
-    expect(events[0].data).toMatchObject({ account_id: user.id, amount: 10, currency: 'USD', decline_code: 'generic_decline', recharge_id: expect.stringMatching(/^rch_/) });
+    expect(events[0].data).toMatchObject({
+      account_id: user.id,
+      amount: 10,
+      currency: 'USD',
+      decline_code: 'generic_decline',
+      recharge_id: expect.stringMatching(/^rch_/),
+    });
     expect(events[0].data.payment_intent_id).toMatch(/^pi_/);
     // Each failed recharge keeps the reference of the charge Stripe declined.
     const rows = await gw.app.storage.recharges.list(user.id, { limit: 10 });
-    expect(rows.map((r) => [r.id, r.paymentIntentId]).reverse()).toEqual(events.map((e) => [e.data.recharge_id, e.data.payment_intent_id]));
+    expect(rows.map((r) => [r.id, r.paymentIntentId]).reverse()).toEqual(
+      events.map((e) => [e.data.recharge_id, e.data.payment_intent_id]),
+    );
 
     expect(await recharges(gw, user.id)).toEqual([]);
     const shown = (await credits(gw, user.key)).billing.auto_recharge;
-    expect(shown).toMatchObject({ enabled: false, available: true, disabled_reason: expect.stringMatching(/3 failed recharges in a row.*authentication/) });
-    expect((await user.dashboard.request('GET', '/overview')).body.billing.auto_recharge.disabled_reason).toBe(shown.disabled_reason);
+    expect(shown).toMatchObject({
+      enabled: false,
+      available: true,
+      disabled_reason: expect.stringMatching(/3 failed recharges in a row.*authentication/),
+    });
+    expect((await user.dashboard.request('GET', '/overview')).body.billing.auto_recharge.disabled_reason).toBe(
+      shown.disabled_reason,
+    );
 
     // Off: a further debit charges nothing. Turned on again, the reason is gone and the count starts over.
     await spend(gw.url, user.key);
@@ -255,19 +328,27 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
     stripe.intentOutcome = 'card_declined';
     await spend(gw.url, user.key);
     await receiver.waitFor(4, mine);
-    expect(JSON.parse(receiver.received.filter(mine)[3]!.body).data).toMatchObject({ consecutive_failures: 1, auto_recharge_disabled: false });
+    expect(JSON.parse(receiver.received.filter(mine)[3]!.body).data).toMatchObject({
+      consecutive_failures: 1,
+      auto_recharge_disabled: false,
+    });
     // Stripe failing (a 500): no credit either, and the failure counts.
     stripe.intentOutcome = 'api_error';
     await spend(gw.url, user.key);
     await receiver.waitFor(5, mine);
-    expect(JSON.parse(receiver.received.filter(mine)[4]!.body).data).toMatchObject({ code: 'processor_unavailable', consecutive_failures: 2, payment_intent_id: null });
+    expect(JSON.parse(receiver.received.filter(mine)[4]!.body).data).toMatchObject({
+      code: 'processor_unavailable',
+      consecutive_failures: 2,
+      payment_intent_id: null,
+    });
     expect(await recharges(gw, user.id)).toEqual([]);
 
     // The dashboard lists the five failed recharges, newest first, two a page, each with why it failed.
     const listed: any[] = [];
     let before: string | null = null;
     do {
-      const page: any = (await user.dashboard.request('GET', `/recharges?limit=2${before ? `&before=${before}` : ''}`)).body;
+      const page: any = (await user.dashboard.request('GET', `/recharges?limit=2${before ? `&before=${before}` : ''}`))
+        .body;
       expect(page.data.length).toBe(page.has_more ? 2 : 1);
       listed.push(...page.data);
       before = page.next_before;
@@ -279,7 +360,12 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
       ['failed', 'card_declined'],
       ['failed', 'card_declined'],
     ]);
-    expect(listed.map((r) => r.id)).toEqual(receiver.received.filter(mine).map((r) => JSON.parse(r.body).data.recharge_id).reverse());
+    expect(listed.map((r) => r.id)).toEqual(
+      receiver.received
+        .filter(mine)
+        .map((r) => JSON.parse(r.body).data.recharge_id)
+        .reverse(),
+    );
   });
 
   it("Stripe's payment_intent.succeeded arriving before its answer to the charge credits the recharge once", async () => {
@@ -300,7 +386,9 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
       // Stripe has charged the card; its answer is held on the way back while Stripe's event arrives.
       intentId = (await charged.promise).id;
       expect(stripe.intents.get(intentId)!.status).toBe('succeeded');
-      expect((await stripe.deliver(gw.url, stripe.event('payment_intent.succeeded', intentObject(stripe, intentId)))).status).toBe(200);
+      expect(
+        (await stripe.deliver(gw.url, stripe.event('payment_intent.succeeded', intentObject(stripe, intentId)))).status,
+      ).toBe(200);
       const early = await recharges(gw, user.id);
       expect(early).toHaveLength(1);
       expect(early[0].note).toContain(intentId);
@@ -325,9 +413,25 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
     const card = (await gw.app.storage.purchases.customer(user.id))!;
     // A gateway process wrote its recharge and charged the card, then died before Stripe's answer came back.
     const rechargeId = newId('rch');
-    expect(await gw.app.storage.recharges.begin({ id: rechargeId, accountId: user.id, amountNano: 10_000_000_000n, processor: 'stripe', at: Date.now() })).toEqual({ started: true });
+    expect(
+      await gw.app.storage.recharges.begin({
+        id: rechargeId,
+        accountId: user.id,
+        amountNano: 10_000_000_000n,
+        processor: 'stripe',
+        at: Date.now(),
+      }),
+    ).toEqual({ started: true });
     const charged = await stripeClient(MOCK_SECRET_KEY, stripe.url).paymentIntents.create(
-      { amount: 1000, currency: 'usd', customer: card.customerId, payment_method: card.paymentMethodId!, confirm: true, off_session: true, metadata: { recharge_id: rechargeId, account_id: user.id } },
+      {
+        amount: 1000,
+        currency: 'usd',
+        customer: card.customerId,
+        payment_method: card.paymentMethodId!,
+        confirm: true,
+        off_session: true,
+        metadata: { recharge_id: rechargeId, account_id: user.id },
+      },
       { idempotencyKey: `recharge-${rechargeId}` },
     );
     expect(charged.status).toBe('succeeded');
@@ -343,7 +447,11 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
     const { db } = connect({ dataDir: gw.database.dataDir, databaseUrl: gw.database.databaseUrl });
     try {
       const claimedAt = BigInt(Date.now() - RECHARGE_LEASE_MS - 1_000);
-      const moved = await db.updateTable('card_recharges').set({ claimed_at: claimedAt }).where('id', '=', rechargeId).executeTakeFirst();
+      const moved = await db
+        .updateTable('card_recharges')
+        .set({ claimed_at: claimedAt })
+        .where('id', '=', rechargeId)
+        .executeTakeFirst();
       expect(Number(moved.numUpdatedRows)).toBe(1);
     } finally {
       await db.destroy();
@@ -354,12 +462,22 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
     expect(entry.amount).toBe(10);
     expect(entry.note).toContain(charged.id);
     // Stripe saw the one key twice and charged once.
-    expect(intentCalls(stripe, user.id).map((c) => c.idempotencyKey)).toEqual([`recharge-${rechargeId}`, `recharge-${rechargeId}`]);
-    expect([...stripe.intents.values()].filter((i) => i.metadata?.account_id === user.id).map((i) => i.id)).toEqual([charged.id]);
-    expect(await gw.app.storage.recharges.get(rechargeId)).toMatchObject({ status: 'succeeded', paymentIntentId: charged.id });
+    expect(intentCalls(stripe, user.id).map((c) => c.idempotencyKey)).toEqual([
+      `recharge-${rechargeId}`,
+      `recharge-${rechargeId}`,
+    ]);
+    expect([...stripe.intents.values()].filter((i) => i.metadata?.account_id === user.id).map((i) => i.id)).toEqual([
+      charged.id,
+    ]);
+    expect(await gw.app.storage.recharges.get(rechargeId)).toMatchObject({
+      status: 'succeeded',
+      paymentIntentId: charged.id,
+    });
 
     // Stripe's event for that charge comes too: nothing more.
-    expect((await stripe.deliver(gw.url, stripe.event('payment_intent.succeeded', intentObject(stripe, charged.id)))).status).toBe(200);
+    expect(
+      (await stripe.deliver(gw.url, stripe.event('payment_intent.succeeded', intentObject(stripe, charged.id)))).status,
+    ).toBe(200);
     expect(await recharges(gw, user.id)).toHaveLength(1);
 
     // The account's next recharge is a new one.
@@ -384,7 +502,11 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
     };
     try {
       await spend(gw.url, user.key);
-      await expect.poll(async () => (await gw.app.storage.recharges.list(user.id, { limit: 10 }))[0]?.paymentIntentId ?? null, { timeout: 5000 }).not.toBeNull();
+      await expect
+        .poll(async () => (await gw.app.storage.recharges.list(user.id, { limit: 10 }))[0]?.paymentIntentId ?? null, {
+          timeout: 5000,
+        })
+        .not.toBeNull();
     } finally {
       line.onCharge = undefined;
     }
@@ -401,10 +523,23 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
     const intent = stripe.intents.get(pending!.paymentIntentId!)!;
     Object.assign(intent, {
       status: 'requires_payment_method',
-      last_payment_error: { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card has insufficient funds.' },
+      last_payment_error: {
+        type: 'card_error',
+        code: 'card_declined',
+        decline_code: 'insufficient_funds',
+        message: 'Your card has insufficient funds.',
+      },
     });
-    for (let i = 0; i < 2; i++) expect((await stripe.deliver(gw.url, stripe.event('payment_intent.payment_failed', intentObject(stripe, intent.id)))).status).toBe(200);
-    expect(await gw.app.storage.recharges.get(pending!.id)).toMatchObject({ status: 'failed', failure: 'card_declined: Your card has insufficient funds.', settledAt: expect.any(Number) });
+    for (let i = 0; i < 2; i++)
+      expect(
+        (await stripe.deliver(gw.url, stripe.event('payment_intent.payment_failed', intentObject(stripe, intent.id))))
+          .status,
+      ).toBe(200);
+    expect(await gw.app.storage.recharges.get(pending!.id)).toMatchObject({
+      status: 'failed',
+      failure: 'card_declined: Your card has insufficient funds.',
+      settledAt: expect.any(Number),
+    });
     expect(await recharges(gw, user.id)).toEqual([]);
     // It counts as a failure in a row, as a declined charge does (once, however often Stripe reports it).
     expect((await gw.app.storage.accounts.get(user.id))!.settings.autoRecharge.failures).toBe(1);
@@ -437,7 +572,15 @@ describe('two gateways on one PostgreSQL database (and Redis)', () => {
     const env = { ...stripe.env, REDIS_URL: REDIS_TEST_URL, TOLLGATE_REDIS_PREFIX: `tg-card-${Date.now()}:` };
     gw = await startGateway({ dialect: 'postgres', env });
     const config = loadConfig({
-      env: { ...env, TOLLGATE_DATA_DIR: tempDir(), DATABASE_URL: gw.database.databaseUrl!, TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, TOLLGATE_LOG_LEVEL: 'silent', PORT: '0', HOST: '127.0.0.1' },
+      env: {
+        ...env,
+        TOLLGATE_DATA_DIR: tempDir(),
+        DATABASE_URL: gw.database.databaseUrl!,
+        TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
+        TOLLGATE_LOG_LEVEL: 'silent',
+        PORT: '0',
+        HOST: '127.0.0.1',
+      },
       file: undefined,
     });
     second = await createApp(config);
@@ -450,7 +593,13 @@ describe('two gateways on one PostgreSQL database (and Redis)', () => {
 
   it('debiting one account on both at once charges its card once', async () => {
     const user = await userWithCard(gw, stripe);
-    expect((await user.dashboard.request('PATCH', '/settings', { auto_recharge: { enabled: true, threshold: 25, amount: 10 } })).status).toBe(200);
+    expect(
+      (
+        await user.dashboard.request('PATCH', '/settings', {
+          auto_recharge: { enabled: true, threshold: 25, amount: 10 },
+        })
+      ).status,
+    ).toBe(200);
     const secondUrl = await second.listen();
     // Both charges overlap at Stripe if both replicas start one.
     stripe.intentDelayMs = 300;

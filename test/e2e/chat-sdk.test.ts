@@ -71,7 +71,11 @@ describe('chat completions with the openai SDK', () => {
         type: 'function',
         function: {
           name: 'get_weather',
-          parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] },
+          parameters: {
+            type: 'object',
+            properties: { city: { type: 'string' }, days: { type: 'integer' } },
+            required: ['city'],
+          },
         },
       },
     ];
@@ -98,7 +102,11 @@ describe('chat completions with the openai SDK', () => {
   });
 
   it('honours n, stop, max_tokens and JSON mode', async () => {
-    const two = await client.chat.completions.create({ model: 'sandbox/lorem', n: 2, messages: [{ role: 'user', content: 'two' }] });
+    const two = await client.chat.completions.create({
+      model: 'sandbox/lorem',
+      n: 2,
+      messages: [{ role: 'user', content: 'two' }],
+    });
     expect(two.choices.map((c) => c.index)).toEqual([0, 1]);
 
     const stopped = await client.chat.completions.create({
@@ -108,14 +116,21 @@ describe('chat completions with the openai SDK', () => {
     });
     expect(stopped.choices[0]!.message.content).toBe('keep this ');
 
-    const short = await client.chat.completions.create({ model: 'sandbox/lorem', max_tokens: 3, messages: [{ role: 'user', content: 'x' }] });
+    const short = await client.chat.completions.create({
+      model: 'sandbox/lorem',
+      max_tokens: 3,
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(short.choices[0]!.finish_reason).toBe('length');
     expect(short.usage!.completion_tokens).toBeLessThanOrEqual(3);
 
     const json = await client.chat.completions.create({
       model: 'sandbox/echo',
       response_format: { type: 'json_object' },
-      messages: [{ role: 'system', content: 'Answer in JSON' }, { role: 'user', content: 'hi' }],
+      messages: [
+        { role: 'system', content: 'Answer in JSON' },
+        { role: 'user', content: 'hi' },
+      ],
     });
     expect(typeof JSON.parse(json.choices[0]!.message.content!)).toBe('object');
   });
@@ -125,7 +140,13 @@ describe('chat completions with the openai SDK', () => {
       model: 'sandbox/echo',
       messages: [
         { role: 'developer', content: 'Be brief.' },
-        { role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is this?' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+          ],
+        },
       ],
     });
     expect(completion.choices[0]!.message.content).toBe('What is this?');
@@ -136,17 +157,28 @@ describe('chat completions with the openai SDK', () => {
 
 describe('errors as the SDK sees them', () => {
   it('raises AuthenticationError for a missing or unknown key', async () => {
-    await expect(gateway.client('tg-live-' + 'x'.repeat(32)).models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
-    const response = await fetch(`${gateway.baseURL}/chat/completions`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    await expect(gateway.client('tg-live-' + 'x'.repeat(32)).models.list()).rejects.toBeInstanceOf(
+      OpenAI.AuthenticationError,
+    );
+    const response = await fetch(`${gateway.baseURL}/chat/completions`, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(response.status).toBe(401);
-    expect(((await response.json()) as any).error).toMatchObject({ code: 'missing_api_key', type: 'authentication_error', message: 'No API key provided' });
+    expect(((await response.json()) as any).error).toMatchObject({
+      code: 'missing_api_key',
+      type: 'authentication_error',
+      message: 'No API key provided',
+    });
   });
 
   it('raises RateLimitError with Retry-After once the requests-per-minute limit is used', async () => {
     const account = await gateway.account();
     await gateway.admin('PATCH', `/admin/accounts/${account.id}`, { requests_per_minute: 2 });
     const limited = gateway.client(account.key);
-    const ask = () => limited.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }] });
+    const ask = () =>
+      limited.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }] });
     await ask();
     await ask();
     const error = await ask().catch((e: unknown) => e);
@@ -162,7 +194,8 @@ describe('errors as the SDK sees them', () => {
   it('counts GET /v1/credits and /v1/models against the same requests-per-minute limit', async () => {
     const account = await gateway.account();
     await gateway.admin('PATCH', `/admin/accounts/${account.id}`, { requests_per_minute: 2 });
-    const get = (path: string) => fetch(`${gateway.baseURL}${path}`, { headers: { authorization: `Bearer ${account.key}` } });
+    const get = (path: string) =>
+      fetch(`${gateway.baseURL}${path}`, { headers: { authorization: `Bearer ${account.key}` } });
     const first = await get('/credits');
     expect(first.status).toBe(200);
     expect(first.headers.get('x-ratelimit-remaining-requests')).toBe('1');
@@ -199,9 +232,11 @@ describe('errors as the SDK sees them', () => {
     const account = await gateway.account();
     // 0.00001 USD pays the prompt and about 14 completion tokens of sandbox/lorem.
     await gateway.setBalance(account.id, 0.00001);
-    const completion = await gateway
-      .client(account.key)
-      .chat.completions.create({ model: 'sandbox/lorem', max_tokens: 500, messages: [{ role: 'user', content: 'write a lot' }] });
+    const completion = await gateway.client(account.key).chat.completions.create({
+      model: 'sandbox/lorem',
+      max_tokens: 500,
+      messages: [{ role: 'user', content: 'write a lot' }],
+    });
     expect(completion.choices[0]!.finish_reason).toBe('length');
     expect(completion.usage!.completion_tokens).toBeLessThan(20);
     const { body } = await gateway.admin('GET', `/admin/accounts/${account.id}`);
@@ -215,7 +250,10 @@ describe('errors as the SDK sees them', () => {
     const response = await fetch(`${gateway.baseURL}/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'a fairly long prompt to exceed the tiny daily limit' }] }),
+      body: JSON.stringify({
+        model: 'sandbox/echo',
+        messages: [{ role: 'user', content: 'a fairly long prompt to exceed the tiny daily limit' }],
+      }),
     });
     expect(response.status).toBe(429);
     const body = (await response.json()) as any;
@@ -234,7 +272,9 @@ describe('test keys', () => {
     expect(testKey.key).toMatch(/^tg-test-[0-9A-Za-z]{32}$/);
     const { body: models } = await gateway.admin('GET', '/admin/accounts/' + account.id);
     const before = models.balance.credits;
-    const listed = await fetch(`${gateway.baseURL}/models?active_only=false&provider=openai`, { headers: { authorization: `Bearer ${testKey.key}` } });
+    const listed = await fetch(`${gateway.baseURL}/models?active_only=false&provider=openai`, {
+      headers: { authorization: `Bearer ${testKey.key}` },
+    });
     const openaiModel = ((await listed.json()) as any).data[0];
     expect(openaiModel.status.active).toBe(false);
     const completion = await gateway.client(testKey.key).chat.completions.create({
@@ -251,11 +291,19 @@ describe('test keys', () => {
 
 describe('metrics', () => {
   it('counts requests by route and status, streamed ones included', async () => {
-    const stream = await client.chat.completions.create({ model: 'sandbox/echo', stream: true, messages: [{ role: 'user', content: 'count me' }] });
+    const stream = await client.chat.completions.create({
+      model: 'sandbox/echo',
+      stream: true,
+      messages: [{ role: 'user', content: 'count me' }],
+    });
     for await (const _ of stream) void _;
-    const response = await fetch(`${gateway.url}/metrics`, { headers: { authorization: 'Bearer test-admin-token-0123456789' } });
+    const response = await fetch(`${gateway.url}/metrics`, {
+      headers: { authorization: 'Bearer test-admin-token-0123456789' },
+    });
     const text = await response.text();
-    const line = text.split('\n').find((l) => l.startsWith('tollgate_requests_total{route="/v1/chat/completions",status="200"}'));
+    const line = text
+      .split('\n')
+      .find((l) => l.startsWith('tollgate_requests_total{route="/v1/chat/completions",status="200"}'));
     expect(Number(line?.split(' ')[1])).toBeGreaterThan(5);
     expect(text).toMatch(/tollgate_request_duration_seconds_bucket\{le="0.005",route="\/v1\/chat\/completions"\}/);
   });

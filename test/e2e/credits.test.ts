@@ -47,7 +47,11 @@ describe('GET /v1/credits', () => {
     expectUsageShape(body.usage.daily);
     expectUsageShape(body.usage.monthly);
     expect(body.usage.daily).toEqual({ credits_used: 0, requests: 0, tokens: { prompt: 0, completion: 0, total: 0 } });
-    expect(body.usage.monthly).toEqual({ credits_used: 0, requests: 0, tokens: { prompt: 0, completion: 0, total: 0 } });
+    expect(body.usage.monthly).toEqual({
+      credits_used: 0,
+      requests: 0,
+      tokens: { prompt: 0, completion: 0, total: 0 },
+    });
 
     expect(Number.isInteger(body.limits.rate_limit.requests_per_minute)).toBe(true);
     expect(Number.isInteger(body.limits.rate_limit.tokens_per_minute)).toBe(true);
@@ -80,7 +84,10 @@ describe('GET /v1/credits', () => {
     let completion = 0;
     const prompts = ['Hello there', 'A somewhat longer question about the weather in Lisbon next week', 'Third one'];
     for (const content of prompts) {
-      const response = await client.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content }] });
+      const response = await client.chat.completions.create({
+        model: 'sandbox/echo',
+        messages: [{ role: 'user', content }],
+      });
       const usage = response.usage as typeof response.usage & { cost: number };
       expect(typeof usage.cost).toBe('number');
       expect(usage.cost).toBeGreaterThan(0);
@@ -121,11 +128,18 @@ describe('GET /v1/credits', () => {
 
   it('read_only and project keys get the simplified form {object, balance} only', async () => {
     const { id } = await gw.account();
-    for (const options of [{ permissions: 'read_only' }, { permissions: 'project' }, { permissions: 'project', models: ['sandbox/echo'], spend_limit: 1 }]) {
+    for (const options of [
+      { permissions: 'read_only' },
+      { permissions: 'project' },
+      { permissions: 'project', models: ['sandbox/echo'], spend_limit: 1 },
+    ]) {
       const { key } = await gw.key(id, options);
       const { status, body } = await credits(gw, key);
       expect(status, JSON.stringify(options)).toBe(200);
-      expect(body, JSON.stringify(options)).toEqual({ object: 'credit_balance', balance: { credits: 5, currency: 'USD' } });
+      expect(body, JSON.stringify(options)).toEqual({
+        object: 'credit_balance',
+        balance: { credits: 5, currency: 'USD' },
+      });
     }
   });
 
@@ -136,7 +150,9 @@ describe('GET /v1/credits', () => {
     const testBefore = (await credits(gw, testKey)).body;
     expect(testBefore.usage.daily.requests).toBe(0);
 
-    const response = await gw.client(testKey).chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'free of charge' }] });
+    const response = await gw
+      .client(testKey)
+      .chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'free of charge' }] });
     const usage = response.usage as typeof response.usage & { cost: number };
     expect(usage.cost).toBe(0);
     expect(usage.total_tokens).toBeGreaterThan(0);
@@ -150,12 +166,18 @@ describe('GET /v1/credits', () => {
     expect(testAfter.balance).toEqual(liveBefore.balance);
     for (const period of ['daily', 'monthly'] as const) {
       expect(testAfter.usage[period].requests).toBe(1);
-      expect(testAfter.usage[period].tokens).toEqual({ prompt: usage.prompt_tokens, completion: usage.completion_tokens, total: usage.total_tokens });
+      expect(testAfter.usage[period].tokens).toEqual({
+        prompt: usage.prompt_tokens,
+        completion: usage.completion_tokens,
+        total: usage.total_tokens,
+      });
       expect(testAfter.usage[period].credits_used).toBe(0);
     }
 
     // Live traffic afterwards does not show under the test key.
-    await gw.client(liveKey).chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'paid' }] });
+    await gw
+      .client(liveKey)
+      .chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'paid' }] });
     expect((await credits(gw, testKey)).body.usage.daily.requests).toBe(1);
     expect((await credits(gw, liveKey)).body.usage.daily.requests).toBe(liveBefore.usage.daily.requests + 1);
   });
@@ -176,7 +198,10 @@ describe('GET /v1/credits', () => {
   it('refuses without a key, and with an unknown key', async () => {
     const none = await fetch(`${gw.url}/v1/credits`);
     expect(none.status).toBe(401);
-    expect(((await none.json()) as any).error).toMatchObject({ code: 'missing_api_key', message: 'No API key provided' });
+    expect(((await none.json()) as any).error).toMatchObject({
+      code: 'missing_api_key',
+      message: 'No API key provided',
+    });
     const unknown = await credits(gw, 'tg-live-abcdefghijklmnopqrstuvwxyzABCDEF');
     expect(unknown.status).toBe(401);
     expect(unknown.body.error).toMatchObject({ code: 'invalid_api_key', message: 'Invalid API key provided' });

@@ -15,7 +15,11 @@ afterAll(async () => {
 });
 
 async function send(method: string, path: string, token: string) {
-  const response = await fetch(`${gw.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '' });
+  const response = await fetch(`${gw.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: '',
+  });
   return { status: response.status, body: (await response.json()) as any };
 }
 
@@ -41,7 +45,10 @@ describe('an empty JSON body', () => {
   it('a route that needs a body still answers 400', async () => {
     const sent = await send('POST', '/admin/accounts', ADMIN_TOKEN);
     expect(sent.status).toBe(400);
-    expect(sent.body.error).toMatchObject({ code: 'invalid_request', message: 'The request body must be a JSON object' });
+    expect(sent.body.error).toMatchObject({
+      code: 'invalid_request',
+      message: 'The request body must be a JSON object',
+    });
     const webhook = await send('POST', '/v1/webhooks', (await gw.account()).key);
     expect(webhook.status).toBe(400);
     expect(webhook.body.error.code).toBe('invalid_request');

@@ -17,13 +17,25 @@ const TINY: ModelConfig = {
   pricing: { prompt: 0.001, completion: 0.002 },
   context_length: 50,
   max_tokens: 20,
-  capabilities: { chat: true, completion: false, function_calling: true, vision: false, embeddings: false, json_mode: true },
+  capabilities: {
+    chat: true,
+    completion: false,
+    function_calling: true,
+    vision: false,
+    embeddings: false,
+    json_mode: true,
+  },
   created: 1700000000,
 };
 
 const statuses: number[] = [];
 
-async function send(gw: TestGateway, method: string, path: string, options: { key?: string; body?: unknown; rawBody?: string | Uint8Array; headers?: Record<string, string> } = {}): Promise<Sent> {
+async function send(
+  gw: TestGateway,
+  method: string,
+  path: string,
+  options: { key?: string; body?: unknown; rawBody?: string | Uint8Array; headers?: Record<string, string> } = {},
+): Promise<Sent> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`;
   let body: string | Uint8Array | undefined;
@@ -44,7 +56,11 @@ async function send(gw: TestGateway, method: string, path: string, options: { ke
 }
 
 /** The envelope of spec 7 with the contract's `param`. */
-function expectEnvelope(sent: Sent, status: number, fields: { type: string; code: string; param?: string | null; message?: string }): void {
+function expectEnvelope(
+  sent: Sent,
+  status: number,
+  fields: { type: string; code: string; param?: string | null; message?: string },
+): void {
   expect(sent.status, sent.text).toBe(status);
   expect(Object.keys(sent.body)).toEqual(['error']);
   const error = sent.body.error;
@@ -98,7 +114,11 @@ describe('errors over raw HTTP', () => {
     const echoedError = await send(gw, 'GET', '/v1/credits', { headers: { 'x-request-id': 'err-trace-1' } });
     expect(echoedError.status).toBe(401);
     expect(echoedError.headers.get('x-request-id')).toBe('err-trace-1');
-    const echoedChat = await send(gw, 'POST', '/v1/chat/completions', { key: liveKey, body: { model: 'sandbox/echo', messages: hello }, headers: { 'x-request-id': 'chat-trace-1' } });
+    const echoedChat = await send(gw, 'POST', '/v1/chat/completions', {
+      key: liveKey,
+      body: { model: 'sandbox/echo', messages: hello },
+      headers: { 'x-request-id': 'chat-trace-1' },
+    });
     expect(echoedChat.status).toBe(200);
     expect(echoedChat.headers.get('x-request-id')).toBe('chat-trace-1');
     // An invalid incoming id (spaces, too long) is replaced, not echoed.
@@ -134,7 +154,10 @@ describe('errors over raw HTTP', () => {
   });
 
   it('malformed bodies and fields are 400 invalid_request naming the field', async () => {
-    const malformed = await send(gw, 'POST', '/v1/chat/completions', { key: liveKey, rawBody: '{"model": "sandbox/echo", "messages": [' });
+    const malformed = await send(gw, 'POST', '/v1/chat/completions', {
+      key: liveKey,
+      rawBody: '{"model": "sandbox/echo", "messages": [',
+    });
     expectEnvelope(malformed, 400, { type: 'invalid_request_error', code: 'invalid_request' });
 
     const cases: Array<[unknown, string]> = [
@@ -156,7 +179,10 @@ describe('errors over raw HTTP', () => {
   });
 
   it('a body over 4 MiB is 413 request_too_large', async () => {
-    const big = JSON.stringify({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'x'.repeat(4 * 1024 * 1024 + 10) }] });
+    const big = JSON.stringify({
+      model: 'sandbox/echo',
+      messages: [{ role: 'user', content: 'x'.repeat(4 * 1024 * 1024 + 10) }],
+    });
     const sent = await send(gw, 'POST', '/v1/chat/completions', { key: liveKey, rawBody: big });
     expectEnvelope(sent, 413, { type: 'invalid_request_error', code: 'request_too_large' });
   });
@@ -168,8 +194,17 @@ describe('errors over raw HTTP', () => {
       message: 'No API key provided',
     });
     // A keyless request is refused before its body is looked at.
-    expectEnvelope(await chat(gw, undefined, { messages: 'nonsense' }), 401, { type: 'authentication_error', code: 'missing_api_key' });
-    for (const key of ['not-a-key', 'tg-live-short', 'sk-0123456789abcdef0123456789abcdef', 'tg-live-0123456789abcdefghijABCDEFGHIJ01', `${liveKey}x`]) {
+    expectEnvelope(await chat(gw, undefined, { messages: 'nonsense' }), 401, {
+      type: 'authentication_error',
+      code: 'missing_api_key',
+    });
+    for (const key of [
+      'not-a-key',
+      'tg-live-short',
+      'sk-0123456789abcdef0123456789abcdef',
+      'tg-live-0123456789abcdefghijABCDEFGHIJ01',
+      `${liveKey}x`,
+    ]) {
       expectEnvelope(await chat(gw, key, { model: 'sandbox/echo', messages: hello }), 401, {
         type: 'authentication_error',
         code: 'invalid_api_key',
@@ -183,10 +218,16 @@ describe('errors over raw HTTP', () => {
 
   it('permissions: read_only keys cannot chat; project keys only their models', async () => {
     const { key: readOnly } = await gw.key(accountId, { permissions: 'read_only' });
-    expectEnvelope(await chat(gw, readOnly, { model: 'sandbox/echo', messages: hello }), 403, { type: 'permission_error', code: 'permission_denied' });
+    expectEnvelope(await chat(gw, readOnly, { model: 'sandbox/echo', messages: hello }), 403, {
+      type: 'permission_error',
+      code: 'permission_denied',
+    });
 
     const { key: project } = await gw.key(accountId, { permissions: 'project', models: ['sandbox/lorem'] });
-    expectEnvelope(await chat(gw, project, { model: 'sandbox/echo', messages: hello }), 403, { type: 'permission_error', code: 'permission_denied' });
+    expectEnvelope(await chat(gw, project, { model: 'sandbox/echo', messages: hello }), 403, {
+      type: 'permission_error',
+      code: 'permission_denied',
+    });
     const allowed = await chat(gw, project, { model: 'sandbox/lorem', messages: hello });
     expect(allowed.status, allowed.text).toBe(200);
   });

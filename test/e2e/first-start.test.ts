@@ -18,7 +18,11 @@ afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-function start(env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+function start(env: Record<string, string>): {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+} {
   const child = spawn(process.execPath, ['dist/main.js'], {
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', TOLLGATE_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -53,10 +57,15 @@ describe('first start', { timeout: 120_000 }, () => {
     const key = (await waitFor(first.output, /API key:\s+(tg-live-[0-9A-Za-z]{32})/))[1]!;
 
     const client = new OpenAI({ apiKey: key, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
-    const completion = await client.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'Hello' }] });
+    const completion = await client.chat.completions.create({
+      model: 'sandbox/echo',
+      messages: [{ role: 'user', content: 'Hello' }],
+    });
     expect(completion.choices[0]!.message.content).toBe('Hello');
 
-    const account = await fetch(`http://127.0.0.1:${port}/admin/accounts`, { headers: { authorization: `Bearer ${token}` } });
+    const account = await fetch(`http://127.0.0.1:${port}/admin/accounts`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(account.status).toBe(200);
     expect(((await account.json()) as any).data[0].balance.credits).toBeLessThan(5);
 
@@ -66,7 +75,10 @@ describe('first start', { timeout: 120_000 }, () => {
     const second = start({ TOLLGATE_DATA_DIR: dataDir, PORT: port });
     await waitFor(second.output, /listening on/);
     expect(second.output()).not.toMatch(/Admin token|tg-live-/);
-    const again = await client.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'Again' }] });
+    const again = await client.chat.completions.create({
+      model: 'sandbox/echo',
+      messages: [{ role: 'user', content: 'Again' }],
+    });
     expect(again.choices[0]!.message.content).toBe('Again');
     second.child.kill('SIGTERM');
     await second.exited;

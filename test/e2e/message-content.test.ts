@@ -29,7 +29,12 @@ describe('messages[].content', () => {
     const message = role === 'tool' ? { role, tool_call_id: 'call_1' } : { role };
     const sent = await chat([{ role: 'user', content: 'Hi' }, message]);
     expect(sent.status, JSON.stringify(sent.body)).toBe(400);
-    expect(sent.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_request', param: 'messages[1].content', message: "Missing required parameter: 'messages[1].content'." });
+    expect(sent.body.error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'invalid_request',
+      param: 'messages[1].content',
+      message: "Missing required parameter: 'messages[1].content'.",
+    });
   });
 
   it('a user message with null content is 400 with param', async () => {
@@ -40,14 +45,25 @@ describe('messages[].content', () => {
   });
 
   it('an assistant message without content and without tool_calls is 400', async () => {
-    const sent = await chat([{ role: 'user', content: 'Hi' }, { role: 'assistant' }, { role: 'user', content: 'Again' }]);
+    const sent = await chat([
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant' },
+      { role: 'user', content: 'Again' },
+    ]);
     expect(sent.status, JSON.stringify(sent.body)).toBe(400);
     expect(sent.body.error.param).toBe('messages[1].content');
   });
 
   it('an assistant message with tool_calls may omit content or send null', async () => {
-    for (const assistant of [{ role: 'assistant', tool_calls: [call] }, { role: 'assistant', content: null, tool_calls: [call] }]) {
-      const sent = await chat([{ role: 'user', content: 'Hi' }, assistant, { role: 'tool', tool_call_id: 'call_1', content: '{"ok":true}' }]);
+    for (const assistant of [
+      { role: 'assistant', tool_calls: [call] },
+      { role: 'assistant', content: null, tool_calls: [call] },
+    ]) {
+      const sent = await chat([
+        { role: 'user', content: 'Hi' },
+        assistant,
+        { role: 'tool', tool_call_id: 'call_1', content: '{"ok":true}' },
+      ]);
       expect(sent.status, JSON.stringify(sent.body)).toBe(200);
     }
   });

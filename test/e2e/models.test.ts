@@ -28,13 +28,19 @@ function expectModelShape(model: any): void {
   expect(model.owned_by).toBe(model.provider.id);
   expect(Object.keys(model.capabilities).sort()).toEqual([...CAPABILITY_KEYS].sort());
   for (const k of CAPABILITY_KEYS) expect(typeof model.capabilities[k]).toBe('boolean');
-  expect(Object.keys(model.performance).sort()).toEqual(['avg_response_time', 'avg_tokens_per_second', 'uptime_percentage']);
+  expect(Object.keys(model.performance).sort()).toEqual([
+    'avg_response_time',
+    'avg_tokens_per_second',
+    'uptime_percentage',
+  ]);
   for (const value of Object.values(model.performance)) expect(value === null || typeof value === 'number').toBe(true);
 }
 
 function expectOrdered(models: any[]): void {
   const pairs = models.map((m) => [m.provider.id as string, m.id as string] as const);
-  const sorted = [...pairs].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+  const sorted = [...pairs].sort((a, b) =>
+    a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0,
+  );
   expect(pairs).toEqual(sorted);
 }
 
@@ -65,9 +71,16 @@ describe('GET /v1/models (no providers configured)', () => {
 
     const raw = await get(gw, '/v1/models', undefined);
     expect(raw.status).toBe(401);
-    expect(raw.body.error).toMatchObject({ code: 'missing_api_key', message: 'No API key provided', type: 'authentication_error' });
+    expect(raw.body.error).toMatchObject({
+      code: 'missing_api_key',
+      message: 'No API key provided',
+      type: 'authentication_error',
+    });
 
-    const bad = await gw.client('tg-live-00000000000000000000000000000000').models.list().catch((e: unknown) => e);
+    const bad = await gw
+      .client('tg-live-00000000000000000000000000000000')
+      .models.list()
+      .catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(OpenAI.AuthenticationError);
     expect((bad as InstanceType<typeof OpenAI.AuthenticationError>).code).toBe('invalid_api_key');
   });
@@ -145,7 +158,10 @@ describe('GET /v1/models (no providers configured)', () => {
     for (const [value, key] of cases) {
       const response = await get(gw, `/v1/models?active_only=false&capability=${value}`, gw.firstKey);
       expect(response.status, value).toBe(200);
-      expect(response.body.data.map((m: any) => m.id), value).toEqual(all.filter((m) => m.capabilities[key]).map((m) => m.id));
+      expect(
+        response.body.data.map((m: any) => m.id),
+        value,
+      ).toEqual(all.filter((m) => m.capabilities[key]).map((m) => m.id));
     }
     // The filter actually filters: some model lacks vision.
     expect(all.some((m) => !m.capabilities.vision)).toBe(true);
@@ -153,7 +169,11 @@ describe('GET /v1/models (no providers configured)', () => {
     for (const value of ['images', 'CHAT', 'audio', '']) {
       const response = await get(gw, `/v1/models?capability=${encodeURIComponent(value)}`, gw.firstKey);
       expect(response.status, value).toBe(400);
-      expect(response.body.error, value).toMatchObject({ type: 'invalid_request_error', code: 'invalid_request', param: 'capability' });
+      expect(response.body.error, value).toMatchObject({
+        type: 'invalid_request_error',
+        code: 'invalid_request',
+        param: 'capability',
+      });
     }
   });
 
@@ -162,9 +182,14 @@ describe('GET /v1/models (no providers configured)', () => {
     expect(response.status).toBe(200);
     for (const model of response.body.data) {
       expectModelShape(model);
-      expect(model.modalities).toEqual({ input: expect.arrayContaining(['text']), output: expect.arrayContaining(['text']) });
+      expect(model.modalities).toEqual({
+        input: expect.arrayContaining(['text']),
+        output: expect.arrayContaining(['text']),
+      });
       expect(Array.isArray(model.supported_parameters)).toBe(true);
-      expect(model.supported_parameters).toEqual(expect.arrayContaining(['messages', 'model', 'max_tokens', 'temperature', 'stream']));
+      expect(model.supported_parameters).toEqual(
+        expect.arrayContaining(['messages', 'model', 'max_tokens', 'temperature', 'stream']),
+      );
       if (model.capabilities.vision) expect(model.modalities.input).toContain('image');
       if (model.capabilities.function_calling) expect(model.supported_parameters).toContain('tools');
       if (model.capabilities.json_mode) expect(model.supported_parameters).toContain('response_format');
@@ -219,10 +244,17 @@ describe('GET /v1/models (no providers configured)', () => {
 
   it('read_only and project keys can list models', async () => {
     const { id } = await gw.account();
-    for (const options of [{ permissions: 'read_only' }, { permissions: 'project', models: ['sandbox/lorem'] }, { environment: 'test' }]) {
+    for (const options of [
+      { permissions: 'read_only' },
+      { permissions: 'project', models: ['sandbox/lorem'] },
+      { environment: 'test' },
+    ]) {
       const { key } = await gw.key(id, options);
       const page = await gw.client(key).models.list();
-      expect(page.data.map((m) => m.id), JSON.stringify(options)).toContain('sandbox/echo');
+      expect(
+        page.data.map((m) => m.id),
+        JSON.stringify(options),
+      ).toContain('sandbox/echo');
       const one = await gw.client(key).models.retrieve('sandbox/lorem');
       expect(one.id).toBe('sandbox/lorem');
     }
@@ -230,9 +262,16 @@ describe('GET /v1/models (no providers configured)', () => {
 
   it('performance is null before traffic and measured after a chat completion', async () => {
     const before = (await get(gw, '/v1/models', gw.firstKey)).body.data.find((m: any) => m.id === 'sandbox/echo');
-    expect(before.performance).toEqual({ avg_response_time: null, avg_tokens_per_second: null, uptime_percentage: null });
+    expect(before.performance).toEqual({
+      avg_response_time: null,
+      avg_tokens_per_second: null,
+      uptime_percentage: null,
+    });
 
-    const completion = await client.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'measure me please' }] });
+    const completion = await client.chat.completions.create({
+      model: 'sandbox/echo',
+      messages: [{ role: 'user', content: 'measure me please' }],
+    });
     expect(completion.choices[0]!.message.content).toBeTruthy();
 
     const after = (await get(gw, '/v1/models', gw.firstKey)).body.data.find((m: any) => m.id === 'sandbox/echo');

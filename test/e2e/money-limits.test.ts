@@ -37,20 +37,32 @@ function answerWithUsage(promptTokens: number, completionTokens: number) {
       created: 1_790_000_000,
       model: 'pricey-upstream',
       choices: [{ index: 0, message: { role: 'assistant', content: 'Hello.' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+      usage: {
+        prompt_tokens: promptTokens,
+        completion_tokens: completionTokens,
+        total_tokens: promptTokens + completionTokens,
+      },
     }),
   };
 }
 
 function streamWithUsage(promptTokens: number, completionTokens: number) {
-  const chunk = (fields: object) => `data: ${JSON.stringify({ id: 'chatcmpl-s', object: 'chat.completion.chunk', created: 1_790_000_000, model: 'pricey-upstream', ...fields })}\n\n`;
+  const chunk = (fields: object) =>
+    `data: ${JSON.stringify({ id: 'chatcmpl-s', object: 'chat.completion.chunk', created: 1_790_000_000, model: 'pricey-upstream', ...fields })}\n\n`;
   return {
     kind: 'raw' as const,
     headers: { 'content-type': 'text/event-stream' },
     body:
       chunk({ choices: [{ index: 0, delta: { role: 'assistant', content: 'Hello.' }, finish_reason: null }] }) +
       chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }) +
-      chunk({ choices: [], usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens } }) +
+      chunk({
+        choices: [],
+        usage: {
+          prompt_tokens: promptTokens,
+          completion_tokens: completionTokens,
+          total_tokens: promptTokens + completionTokens,
+        },
+      }) +
       'data: [DONE]\n\n',
   };
 }
@@ -87,7 +99,11 @@ function prose(chars: number): string {
 function functionsOf(bytes: number) {
   const functions = [];
   for (let i = 0, size = 0; size < bytes; i++) {
-    const fn = { name: `tool_${i}`, description: prose(400), parameters: { type: 'object', properties: { value: { type: 'string', description: prose(200) } } } };
+    const fn = {
+      name: `tool_${i}`,
+      description: prose(400),
+      parameters: { type: 'object', properties: { value: { type: 'string', description: prose(200) } } },
+    };
     functions.push(fn);
     size += JSON.stringify(fn).length + 1;
   }
@@ -106,7 +122,11 @@ const CONFIGURATIONS = [
 describe.each(CONFIGURATIONS)('on $name', ({ dialect, env }) => {
   beforeAll(async () => {
     mock = await startMockOpenAI({ apiKey: UPSTREAM_KEY });
-    gw = await startGateway({ dialect, env: { ...env, OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: mock.url }, overrides: { models: [PRICEY] } });
+    gw = await startGateway({
+      dialect,
+      env: { ...env, OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: mock.url },
+      overrides: { models: [PRICEY] },
+    });
   });
 
   afterAll(async () => {
@@ -124,7 +144,12 @@ describe.each(CONFIGURATIONS)('on $name', ({ dialect, env }) => {
       // An honest upstream counts the functions it was sent.
       mock.setBehavior(answerWithUsage(Math.ceil(JSON.stringify(functions).length / 4), 5));
       const before = mock.requests.length;
-      const res = await chat(key.key, { model: CHEAP.id, max_tokens: 5, functions, messages: [{ role: 'user', content: 'Hi' }] });
+      const res = await chat(key.key, {
+        model: CHEAP.id,
+        max_tokens: 5,
+        functions,
+        messages: [{ role: 'user', content: 'Hi' }],
+      });
       expect(res.status).toBe(403);
       expect(((await res.json()) as any).error.code).toBe('permission_denied');
       expect(mock.requests.length).toBe(before);
@@ -134,7 +159,12 @@ describe.each(CONFIGURATIONS)('on $name', ({ dialect, env }) => {
     it('counts `functions` against the tokens-per-minute limit (3.5 MB on a 100k TPM plan is refused)', async () => {
       const account = await gw.account({ plan: 'free' });
       const before = mock.requests.length;
-      const res = await chat(account.key, { model: CHEAP.id, max_tokens: 5, functions: functionsOf(3.5 * 1024 * 1024), messages: [{ role: 'user', content: 'Hi' }] });
+      const res = await chat(account.key, {
+        model: CHEAP.id,
+        max_tokens: 5,
+        functions: functionsOf(3.5 * 1024 * 1024),
+        messages: [{ role: 'user', content: 'Hi' }],
+      });
       expect(res.status).toBe(429);
       expect(((await res.json()) as any).error.code).toBe('rate_limit_exceeded');
       expect(mock.requests.length).toBe(before);
@@ -165,7 +195,11 @@ describe.each(CONFIGURATIONS)('on $name', ({ dialect, env }) => {
       await gw.setBalance(account.id, 10);
       const before = await cappedMetric();
       mock.setBehavior(answerWithUsage(20, 1_000_000));
-      const res = await chat(account.key, { model: PRICEY.id, max_tokens: 5, messages: [{ role: 'user', content: 'Hi' }] });
+      const res = await chat(account.key, {
+        model: PRICEY.id,
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'Hi' }],
+      });
       expect(res.status).toBe(200);
       const body = (await res.json()) as any;
       expect(body.usage.completion_tokens).toBe(5);
@@ -179,7 +213,13 @@ describe.each(CONFIGURATIONS)('on $name', ({ dialect, env }) => {
       const account = await gw.account({ plan: 'pay_as_you_go' });
       await gw.setBalance(account.id, 10);
       mock.setBehavior(streamWithUsage(20, 1_000_000));
-      const res = await chat(account.key, { model: PRICEY.id, max_tokens: 5, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Hi' }] });
+      const res = await chat(account.key, {
+        model: PRICEY.id,
+        max_tokens: 5,
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: 'Hi' }],
+      });
       expect(res.status).toBe(200);
       const events = (await res.text()).split('\n\n').filter((e) => e.startsWith('data: {'));
       const usage = JSON.parse(events.at(-1)!.slice(6)).usage;
@@ -197,10 +237,18 @@ describe.each(CONFIGURATIONS)('on $name', ({ dialect, env }) => {
       expect(estimate).toBeLessThan(4_000);
       // Another tokenizer may count up to a token a byte: 12,000 tokens = 12 USD at this price.
       mock.setBehavior(answerWithUsage(12_000, 5));
-      const res = await chat(account.key, { model: PRICEY.id, max_tokens: 5, messages: [{ role: 'user', content: text }] });
+      const res = await chat(account.key, {
+        model: PRICEY.id,
+        max_tokens: 5,
+        messages: [{ role: 'user', content: text }],
+      });
       expect(res.status).toBe(200);
       expect(await ledgerDebits(account.id)).toBeLessThanOrEqual(toNano(5));
-      const next = await chat(account.key, { model: PRICEY.id, max_tokens: 5, messages: [{ role: 'user', content: 'Hi' }] });
+      const next = await chat(account.key, {
+        model: PRICEY.id,
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'Hi' }],
+      });
       expect(next.status).toBe(429);
       expect(((await next.json()) as any).error.code).toBe('daily_limit_exceeded');
     });
@@ -210,7 +258,11 @@ describe.each(CONFIGURATIONS)('on $name', ({ dialect, env }) => {
       await gw.setBalance(account.id, 100);
       const key = await gw.key(account.id, { permissions: 'project', spend_limit: 1 });
       mock.setBehavior(answerWithUsage(3_000, 5));
-      const res = await chat(key.key, { model: PRICEY.id, max_tokens: 5, messages: [{ role: 'user', content: prose(2_400) }] });
+      const res = await chat(key.key, {
+        model: PRICEY.id,
+        max_tokens: 5,
+        messages: [{ role: 'user', content: prose(2_400) }],
+      });
       expect(res.status).toBe(200);
       expect(await ledgerDebits(account.id)).toBeLessThanOrEqual(toNano(1));
     });
@@ -221,7 +273,12 @@ describe.each(CONFIGURATIONS)('on $name', ({ dialect, env }) => {
       const account = await gw.account({ plan: 'pay_as_you_go' });
       // 0.2 USD pays for about 200 tokens at this price.
       await gw.setBalance(account.id, 0.2);
-      const res = await chat(account.key, { model: PRICEY.id, max_tokens: 50_000, max_completion_tokens: 10, messages: [{ role: 'user', content: 'Hi' }] });
+      const res = await chat(account.key, {
+        model: PRICEY.id,
+        max_tokens: 50_000,
+        max_completion_tokens: 10,
+        messages: [{ role: 'user', content: 'Hi' }],
+      });
       expect(res.status).toBe(200);
       const lowered = Number(res.headers.get('x-tollgate-max-tokens-lowered'));
       expect(lowered).toBeGreaterThan(0);
@@ -233,7 +290,11 @@ describe.each(CONFIGURATIONS)('on $name', ({ dialect, env }) => {
 
     it('sends no header when nothing was lowered', async () => {
       const account = await gw.account({ plan: 'pay_as_you_go' });
-      const res = await chat(account.key, { model: CHEAP.id, max_tokens: 5, messages: [{ role: 'user', content: 'Hi' }] });
+      const res = await chat(account.key, {
+        model: CHEAP.id,
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'Hi' }],
+      });
       expect(res.status).toBe(200);
       expect(res.headers.get('x-tollgate-max-tokens-lowered')).toBeNull();
     });

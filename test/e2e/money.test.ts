@@ -60,7 +60,9 @@ describe.each(CONFIGURATIONS)('100 concurrent requests on $name', ({ dialect, en
     const startNano = toNano(0.0004);
     await gateway.setBalance(account.id, startNano / NANO);
 
-    const outcomes = await Promise.all(Array.from({ length: 100 }, (_, i) => chat(gateway, account.key, i % 2 === 0, i)));
+    const outcomes = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => chat(gateway, account.key, i % 2 === 0, i)),
+    );
 
     const ok = outcomes.filter((o) => o.status === 200);
     const refused = outcomes.filter((o) => o.status !== 200);

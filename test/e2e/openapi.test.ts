@@ -21,7 +21,12 @@ function expectMatches(name: string, value: unknown): void {
   expect(ok, `${name}: ${JSON.stringify(check.errors)}\n${JSON.stringify(value)}`).toBe(true);
 }
 
-async function call(method: string, path: string, body?: unknown, auth = key): Promise<{ status: number; body: any; text: string }> {
+async function call(
+  method: string,
+  path: string,
+  body?: unknown,
+  auth = key,
+): Promise<{ status: number; body: any; text: string }> {
   const response = await fetch(`${gateway.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${auth}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
@@ -57,7 +62,12 @@ describe('GET /v1/openapi.json', () => {
   });
 
   it('documents the request schema the gateway validates: a request it accepts matches, one it refuses does not', async () => {
-    const request = { model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }], temperature: 0.5, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] };
+    const request = {
+      model: 'sandbox/echo',
+      messages: [{ role: 'user', content: 'hi' }],
+      temperature: 0.5,
+      tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+    };
     expectMatches('ChatRequest', request);
     expect((await call('POST', '/v1/chat/completions', request)).status).toBe(200);
     const bad = { model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }], temperature: 3 };
@@ -66,20 +76,39 @@ describe('GET /v1/openapi.json', () => {
   });
 
   it('matches real chat answers, streamed chunks, credits, models and errors', async () => {
-    const chat = await call('POST', '/v1/chat/completions', { model: 'sandbox/echo', messages: [{ role: 'user', content: 'hello there' }] });
+    const chat = await call('POST', '/v1/chat/completions', {
+      model: 'sandbox/echo',
+      messages: [{ role: 'user', content: 'hello there' }],
+    });
     expectMatches('ChatCompletion', chat.body);
     const { cost: _cost, ...usageWithoutCost } = chat.body.usage;
-    expect(ajv.getSchema('openapi.json#/components/schemas/ChatCompletion')!({ ...chat.body, usage: usageWithoutCost })).toBe(false);
+    expect(
+      ajv.getSchema('openapi.json#/components/schemas/ChatCompletion')!({ ...chat.body, usage: usageWithoutCost }),
+    ).toBe(false);
     const tools = await call('POST', '/v1/chat/completions', {
       model: 'sandbox/echo',
       messages: [{ role: 'user', content: 'weather?' }],
-      tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+        },
+      ],
       tool_choice: 'required',
     });
     expectMatches('ChatCompletion', tools.body);
 
-    const stream = await call('POST', '/v1/chat/completions', { model: 'sandbox/lorem', stream: true, stream_options: { include_usage: true }, max_tokens: 20, messages: [{ role: 'user', content: 'x' }] });
-    const events = stream.text.split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice(6));
+    const stream = await call('POST', '/v1/chat/completions', {
+      model: 'sandbox/lorem',
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 20,
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    const events = stream.text
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => line.slice(6));
     expect(events.at(-1)).toBe('[DONE]');
     for (const event of events.slice(0, -1)) expectMatches('ChatCompletionChunk', JSON.parse(event));
 
@@ -102,7 +131,11 @@ describe('GET /v1/openapi.json', () => {
   });
 
   it('matches real webhook records and deliveries', async () => {
-    const created = await call('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook', secret: 's'.repeat(32), events: [{ type: 'credit.low_balance' }] });
+    const created = await call('POST', '/v1/webhooks', {
+      url: 'http://127.0.0.1:9/hook',
+      secret: 's'.repeat(32),
+      events: [{ type: 'credit.low_balance' }],
+    });
     expect(created.status).toBe(201);
     expectMatches('Webhook', created.body);
     const list = await call('GET', '/v1/webhooks');
@@ -125,11 +158,19 @@ describe('GET /v1/openapi.json', () => {
 
   it('names only routes that exist', async () => {
     const operations = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, methods]) =>
-      Object.keys(methods).map((method) => ({ method: method.toUpperCase(), path: path.replace(/\{[^}]+\}/g, 'x_unknown') })),
+      Object.keys(methods).map((method) => ({
+        method: method.toUpperCase(),
+        path: path.replace(/\{[^}]+\}/g, 'x_unknown'),
+      })),
     );
     expect(operations.length).toBeGreaterThanOrEqual(20);
     for (const { method, path } of operations) {
-      const response = await call(method, path, method === 'GET' || method === 'DELETE' ? undefined : {}, 'tg-live-00000000000000000000000000000000');
+      const response = await call(
+        method,
+        path,
+        method === 'GET' || method === 'DELETE' ? undefined : {},
+        'tg-live-00000000000000000000000000000000',
+      );
       expect(response.body?.error?.code, `${method} ${path}`).not.toBe('not_found');
     }
   });

@@ -17,10 +17,21 @@ describe('logs', () => {
     const account = await gateway.account();
     const client = gateway.client(account.key);
     await client.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'log me' }] });
-    const stream = await client.chat.completions.create({ model: 'sandbox/echo', stream: true, messages: [{ role: 'user', content: 'and me' }] });
+    const stream = await client.chat.completions.create({
+      model: 'sandbox/echo',
+      stream: true,
+      messages: [{ role: 'user', content: 'and me' }],
+    });
     for await (const _ of stream) void _;
-    await gateway.client(account.key.slice(0, -1) + 'X').models.list().catch(() => undefined);
-    await fetch(`${gateway.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: account.key }, body: '{' });
+    await gateway
+      .client(account.key.slice(0, -1) + 'X')
+      .models.list()
+      .catch(() => undefined);
+    await fetch(`${gateway.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: account.key },
+      body: '{',
+    });
 
     const access = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'chat completion');
     expect(access).toHaveLength(2);
@@ -41,7 +52,11 @@ describe('CORS', () => {
     const closed = await startGateway();
     const open = await startGateway({ overrides: { server: { cors_origins: ['https://app.example.com'] } } as never });
     try {
-      const ask = (g: TestGateway, origin: string) => fetch(`${g.baseURL}/models`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'GET' } });
+      const ask = (g: TestGateway, origin: string) =>
+        fetch(`${g.baseURL}/models`, {
+          method: 'OPTIONS',
+          headers: { origin, 'access-control-request-method': 'GET' },
+        });
       expect((await ask(closed, 'https://app.example.com')).headers.get('access-control-allow-origin')).toBeNull();
       const allowed = await ask(open, 'https://app.example.com');
       expect(allowed.status).toBe(204);

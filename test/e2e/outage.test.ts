@@ -48,32 +48,35 @@ describe('PostgreSQL outage', () => {
     expect(sum).toBe(toNano(account.balance.credits));
   }
 
-  it.each<Outage>(['refuse', 'blackhole', 'freeze'])('answers 503 while the database is down (%s) and recovers by itself', async (outage) => {
-    const used = await gateway.account();
-    expect((await chat(used.key)).status).toBe(200);
-    // Never used before the outage, so its lookup has to reach the database.
-    const fresh = await gateway.account();
+  it.each<Outage>(['refuse', 'blackhole', 'freeze'])(
+    'answers 503 while the database is down (%s) and recovers by itself',
+    async (outage) => {
+      const used = await gateway.account();
+      expect((await chat(used.key)).status).toBe(200);
+      // Never used before the outage, so its lookup has to reach the database.
+      const fresh = await gateway.account();
 
-    proxy.down(outage);
-    const notReady = await ready();
-    expect(notReady.status).toBe(503);
-    expect(notReady.body.error.code).toBe('service_unavailable');
-    expect(notReady.ms).toBeLessThan(4_000);
+      proxy.down(outage);
+      const notReady = await ready();
+      expect(notReady.status).toBe(503);
+      expect(notReady.body.error.code).toBe('service_unavailable');
+      expect(notReady.ms).toBeLessThan(4_000);
 
-    const refused = await chat(fresh.key);
-    expect(refused.status).toBe(503);
-    expect(refused.body.error).toMatchObject({ code: 'service_unavailable', type: 'service_unavailable' });
-    expect(refused.ms).toBeLessThan(6_000);
+      const refused = await chat(fresh.key);
+      expect(refused.status).toBe(503);
+      expect(refused.body.error).toMatchObject({ code: 'service_unavailable', type: 'service_unavailable' });
+      expect(refused.ms).toBeLessThan(6_000);
 
-    proxy.up();
-    const deadline = Date.now() + 10_000;
-    while ((await ready()).status !== 200) {
-      expect(Date.now()).toBeLessThan(deadline);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    expect((await chat(fresh.key)).status).toBe(200);
-    expect((await chat(used.key)).status).toBe(200);
-    await expectLedgerMatchesBalance(used.id);
-    await expectLedgerMatchesBalance(fresh.id);
-  });
+      proxy.up();
+      const deadline = Date.now() + 10_000;
+      while ((await ready()).status !== 200) {
+        expect(Date.now()).toBeLessThan(deadline);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect((await chat(fresh.key)).status).toBe(200);
+      expect((await chat(used.key)).status).toBe(200);
+      await expectLedgerMatchesBalance(used.id);
+      await expectLedgerMatchesBalance(fresh.id);
+    },
+  );
 });

@@ -5,7 +5,12 @@ import { SANDBOX_MODELS } from '../../src/config/default-catalog.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
 
 // One nano-USD per token: a short request costs a few dozen nano-USD.
-const PENNY: ModelConfig = { ...SANDBOX_MODELS[0]!, id: 'penny', name: 'Penny', pricing: { prompt: 0.000001, completion: 0.000001 } };
+const PENNY: ModelConfig = {
+  ...SANDBOX_MODELS[0]!,
+  id: 'penny',
+  name: 'Penny',
+  pricing: { prompt: 0.000001, completion: 0.000001 },
+};
 
 let gw: TestGateway;
 
@@ -19,7 +24,10 @@ afterAll(async () => {
 async function raw(path: string, token: string, body?: unknown): Promise<{ status: number; text: string }> {
   const response = await fetch(`${gw.url}${path}`, {
     method: body === undefined ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: response.status, text: await response.text() };
@@ -49,7 +57,11 @@ describe('small USD amounts', () => {
     expect(json.text).toMatch(/"cost":0\.0000000\d+[,}]/);
     expect(json.text).not.toMatch(EXPONENT);
 
-    const streamed = await raw('/v1/chat/completions', key, { ...request, stream: true, stream_options: { include_usage: true } });
+    const streamed = await raw('/v1/chat/completions', key, {
+      ...request,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(streamed.status, streamed.text).toBe(200);
     expect(streamed.text).toMatch(/"cost":0\.0000000\d+[,}]/);
     expect(streamed.text).not.toMatch(EXPONENT);
@@ -57,7 +69,11 @@ describe('small USD amounts', () => {
 
   it('text that looks like an exponent inside a string is left as it is', async () => {
     const { key } = await gw.account();
-    const json = await raw('/v1/chat/completions', key, { model: 'penny', messages: [{ role: 'user', content: 'x 2e-7 y' }], max_tokens: 20 });
+    const json = await raw('/v1/chat/completions', key, {
+      model: 'penny',
+      messages: [{ role: 'user', content: 'x 2e-7 y' }],
+      max_tokens: 20,
+    });
     expect(json.status, json.text).toBe(200);
     expect(json.text).toContain('x 2e-7 y');
     expect(json.text).toMatch(/"cost":0\.0000000\d+[,}]/);

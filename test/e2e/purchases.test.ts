@@ -17,10 +17,13 @@ async function call(gw: TestGateway, key: string, method: string, path: string, 
   return { status: response.status, body: (await response.json()) as any };
 }
 
-const deliver = (gw: TestGateway, stripe: MockStripe, event: unknown, signature?: string | null) => stripe.deliver(gw.url, event, signature);
+const deliver = (gw: TestGateway, stripe: MockStripe, event: unknown, signature?: string | null) =>
+  stripe.deliver(gw.url, event, signature);
 
-const balance = async (gw: TestGateway, key: string) => (await call(gw, key, 'GET', '/v1/credits')).body.balance.credits as number;
-const ledger = async (gw: TestGateway, accountId: string) => (await gw.admin('GET', `/admin/accounts/${accountId}/ledger`)).body.data as any[];
+const balance = async (gw: TestGateway, key: string) =>
+  (await call(gw, key, 'GET', '/v1/credits')).body.balance.credits as number;
+const ledger = async (gw: TestGateway, accountId: string) =>
+  (await gw.admin('GET', `/admin/accounts/${accountId}/ledger`)).body.data as any[];
 
 function shuffled<T>(items: T[]): T[] {
   return items
@@ -51,8 +54,12 @@ describe.each(DIALECTS)('credit purchases through Stripe (%s)', (dialect) => {
     expect(purchase.id).toMatch(/^cp_/);
     expect(Number.isInteger(purchase.created)).toBe(true);
 
-    const sessionCall = stripe.calls.find((c) => c.path === '/v1/checkout/sessions' && c.params.client_reference_id === purchase.id)!;
-    const session = stripe.sessions.get([...stripe.sessions.values()].find((s) => s.client_reference_id === purchase.id)!.id)!;
+    const sessionCall = stripe.calls.find(
+      (c) => c.path === '/v1/checkout/sessions' && c.params.client_reference_id === purchase.id,
+    )!;
+    const session = stripe.sessions.get(
+      [...stripe.sessions.values()].find((s) => s.client_reference_id === purchase.id)!.id,
+    )!;
     expect(purchase.checkout_url).toBe(session.url);
     expect(sessionCall.params).toMatchObject({
       mode: 'payment',
@@ -67,7 +74,9 @@ describe.each(DIALECTS)('credit purchases through Stripe (%s)', (dialect) => {
     const paid = stripe.pay(session.id);
     const completed = stripe.event('checkout.session.completed', paid);
     const succeeded = stripe.event('checkout.session.async_payment_succeeded', paid);
-    const answers = await Promise.all(shuffled([completed, completed, completed, succeeded]).map((event) => deliver(gw, stripe, event)));
+    const answers = await Promise.all(
+      shuffled([completed, completed, completed, succeeded]).map((event) => deliver(gw, stripe, event)),
+    );
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
     // Stripe delivers again later: still nothing more.
     expect((await deliver(gw, stripe, completed)).status).toBe(200);
@@ -86,8 +95,13 @@ describe.each(DIALECTS)('credit purchases through Stripe (%s)', (dialect) => {
     const ajv = new Ajv2020({ strict: false, validateFormats: false });
     ajv.addSchema((await (await fetch(`${gw.url}/v1/openapi.json`)).json()) as object, 'openapi.json');
     const matches = ajv.getSchema('openapi.json#/components/schemas/CreditPurchase')!;
-    for (const shape of [purchase, shown.body, ...(await call(gw, key, 'GET', '/v1/credits/purchases')).body.data]) expect(matches(shape), JSON.stringify(matches.errors)).toBe(true);
-    expect(await gw.app.storage.purchases.customer(accountId)).toEqual({ processor: 'stripe', customerId: paid.customer, paymentMethodId: expect.stringMatching(/^pm_/) });
+    for (const shape of [purchase, shown.body, ...(await call(gw, key, 'GET', '/v1/credits/purchases')).body.data])
+      expect(matches(shape), JSON.stringify(matches.errors)).toBe(true);
+    expect(await gw.app.storage.purchases.customer(accountId)).toEqual({
+      processor: 'stripe',
+      customerId: paid.customer,
+      paymentMethodId: expect.stringMatching(/^pm_/),
+    });
   });
 
   it('a forged or missing signature is refused with 400 and changes nothing', async () => {
@@ -113,12 +127,16 @@ describe.each(DIALECTS)('credit purchases through Stripe (%s)', (dialect) => {
     const { key } = await gw.account();
     const purchase = (await call(gw, key, 'POST', '/v1/credits/purchases', { amount: 5 })).body;
     const session = [...stripe.sessions.values()].find((s) => s.client_reference_id === purchase.id)!;
-    expect((await deliver(gw, stripe, stripe.event('customer.created', { id: 'cus_x', object: 'customer' }))).status).toBe(200);
+    expect(
+      (await deliver(gw, stripe, stripe.event('customer.created', { id: 'cus_x', object: 'customer' }))).status,
+    ).toBe(200);
     const unpaid = { ...session, status: 'complete', payment_status: 'unpaid' };
     expect((await deliver(gw, stripe, stripe.event('checkout.session.completed', unpaid))).status).toBe(200);
     expect((await call(gw, key, 'GET', `/v1/credits/purchases/${purchase.id}`)).body.status).toBe('pending');
     expect(await balance(gw, key)).toBe(5);
-    expect((await deliver(gw, stripe, stripe.event('checkout.session.expired', { ...session, status: 'expired' }))).status).toBe(200);
+    expect(
+      (await deliver(gw, stripe, stripe.event('checkout.session.expired', { ...session, status: 'expired' }))).status,
+    ).toBe(200);
     expect((await call(gw, key, 'GET', `/v1/credits/purchases/${purchase.id}`)).body.status).toBe('expired');
   });
 
@@ -136,7 +154,8 @@ describe.each(DIALECTS)('credit purchases through Stripe (%s)', (dialect) => {
   it('lists an account own purchases newest first, page by page; another account sees none of them', async () => {
     const { key } = await gw.account();
     const ids: string[] = [];
-    for (const amount of [5, 6, 7]) ids.push((await call(gw, key, 'POST', '/v1/credits/purchases', { amount })).body.id);
+    for (const amount of [5, 6, 7])
+      ids.push((await call(gw, key, 'POST', '/v1/credits/purchases', { amount })).body.id);
     const all = await call(gw, key, 'GET', '/v1/credits/purchases');
     expect(all.body.object).toBe('list');
     expect(all.body.data.map((p: any) => p.id)).toEqual([...ids].reverse());
@@ -180,9 +199,17 @@ describe('credit purchases without STRIPE_SECRET_KEY', () => {
     expect(bought.status).toBe(400);
     expect(bought.body.error).toMatchObject({ code: 'invalid_request', type: 'invalid_request_error' });
     expect(bought.body.error.message).toContain('STRIPE_SECRET_KEY');
-    expect((await call(gw, key, 'GET', '/v1/credits/purchases')).body).toEqual({ object: 'list', data: [], has_more: false });
+    expect((await call(gw, key, 'GET', '/v1/credits/purchases')).body).toEqual({
+      object: 'list',
+      data: [],
+      has_more: false,
+    });
     expect((await call(gw, key, 'GET', '/v1/credits')).status).toBe(200);
-    const hook = await fetch(`${gw.url}/webhooks/stripe`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const hook = await fetch(`${gw.url}/webhooks/stripe`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(hook.status).toBe(400);
   });
 });
@@ -192,7 +219,13 @@ describe('credit purchases when Stripe refuses the call', () => {
   let gw: TestGateway;
   beforeAll(async () => {
     stripe = await startMockStripe();
-    gw = await startGateway({ env: { STRIPE_SECRET_KEY: 'sk_test_revoked_key', STRIPE_WEBHOOK_SECRET: MOCK_WEBHOOK_SECRET, STRIPE_API_BASE: stripe.url } });
+    gw = await startGateway({
+      env: {
+        STRIPE_SECRET_KEY: 'sk_test_revoked_key',
+        STRIPE_WEBHOOK_SECRET: MOCK_WEBHOOK_SECRET,
+        STRIPE_API_BASE: stripe.url,
+      },
+    });
   });
   afterAll(async () => {
     await gw?.close();

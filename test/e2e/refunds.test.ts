@@ -18,8 +18,14 @@ async function call(gw: TestGateway, key: string, method: string, path: string, 
 }
 
 const credits = async (gw: TestGateway, key: string) => (await call(gw, key, 'GET', '/v1/credits')).body;
-const ledger = async (gw: TestGateway, accountId: string) => (await gw.admin('GET', `/admin/accounts/${accountId}/ledger?limit=500`)).body.data as any[];
-const chat = (gw: TestGateway, key: string) => call(gw, key, 'POST', '/v1/chat/completions', { model: 'sandbox/lorem', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] });
+const ledger = async (gw: TestGateway, accountId: string) =>
+  (await gw.admin('GET', `/admin/accounts/${accountId}/ledger?limit=500`)).body.data as any[];
+const chat = (gw: TestGateway, key: string) =>
+  call(gw, key, 'POST', '/v1/chat/completions', {
+    model: 'sandbox/lorem',
+    max_tokens: 5,
+    messages: [{ role: 'user', content: 'hi' }],
+  });
 
 /** The sum of the ledger equals the balance, in nano-USD (the ledger renders USD with 9 decimals at most). */
 async function expectLedgerMatches(gw: TestGateway, accountId: string, key: string) {
@@ -59,7 +65,14 @@ describe.each(DIALECTS)('refunds and disputes through Stripe (%s)', (dialect) =>
 
     const refunded = await gw.admin('POST', `/admin/accounts/${id}/purchases/${purchaseId}/refund`);
     expect(refunded.status).toBe(200);
-    expect(refunded.body).toMatchObject({ object: 'credit_refund', status: 'succeeded', purchase_id: purchaseId, amount_refunded: 20, debited: 20, balance: { credits: -5 } });
+    expect(refunded.body).toMatchObject({
+      object: 'credit_refund',
+      status: 'succeeded',
+      purchase_id: purchaseId,
+      amount_refunded: 20,
+      debited: 20,
+      balance: { credits: -5 },
+    });
     expect(refunded.body.id).toMatch(/^re_/);
     const refundCall = stripe.calls.find((c) => c.path === '/v1/refunds' && c.params.payment_intent === intentId)!;
     expect(refundCall.params.amount).toBe('2000');
@@ -133,7 +146,15 @@ describe.each(DIALECTS)('refunds and disputes through Stripe (%s)', (dialect) =>
 
   it('ignores refunds and disputes of payments that are not its own, and refuses refunds it cannot make', async () => {
     const { id, key, purchaseId } = await paidPurchase(20);
-    const stranger = { id: 'ch_stranger', object: 'charge', amount: 2000, amount_refunded: 2000, currency: 'usd', payment_intent: 'pi_not_ours', refunded: true };
+    const stranger = {
+      id: 'ch_stranger',
+      object: 'charge',
+      amount: 2000,
+      amount_refunded: 2000,
+      currency: 'usd',
+      payment_intent: 'pi_not_ours',
+      refunded: true,
+    };
     expect((await stripe.deliver(gw.url, stripe.event('charge.refunded', stranger))).status).toBe(200);
     expect((await credits(gw, key)).balance.credits).toBe(25);
 
@@ -142,7 +163,9 @@ describe.each(DIALECTS)('refunds and disputes through Stripe (%s)', (dialect) =>
     const tooMuch = await gw.admin('POST', `/admin/accounts/${id}/purchases/${purchaseId}/refund`, { amount: 25 });
     expect(tooMuch.status).toBe(400);
     expect(tooMuch.body.error.param).toBe('amount');
-    expect((await gw.admin('POST', `/admin/accounts/${id}/purchases/${purchaseId}/refund`, { amount: 0.001 })).status).toBe(400);
+    expect(
+      (await gw.admin('POST', `/admin/accounts/${id}/purchases/${purchaseId}/refund`, { amount: 0.001 })).status,
+    ).toBe(400);
     const pending = (await call(gw, key, 'POST', '/v1/credits/purchases', { amount: 10 })).body;
     expect((await gw.admin('POST', `/admin/accounts/${id}/purchases/${pending.id}/refund`)).status).toBe(400);
 

@@ -21,15 +21,43 @@ let gw: TestGateway;
 let heavy: string;
 
 const base = DEFAULT_MODELS.find((m) => m.id === 'claude-haiku-5-5')!;
-const routed = (id: string, deployments: ModelConfig['deployments'], extra: Partial<ModelConfig> = {}): ModelConfig => ({ ...base, id, name: id, deployments, ...extra });
-const AG = [{ provider: 'anthropic', upstream_model: 'claude-test' }, { provider: 'gemini', upstream_model: 'gemini-test' }];
+const routed = (
+  id: string,
+  deployments: ModelConfig['deployments'],
+  extra: Partial<ModelConfig> = {},
+): ModelConfig => ({ ...base, id, name: id, deployments, ...extra });
+const AG = [
+  { provider: 'anthropic', upstream_model: 'claude-test' },
+  { provider: 'gemini', upstream_model: 'gemini-test' },
+];
 /** One model per scenario, so that their circuit breakers do not meet. */
-const MODELS = ['m-500', 'm-timeout', 'm-stream', 'm-stream-open', 'm-400', 'm-breaker', 'm-all-down', 'm-single', 'm-deadline'].map((id) => routed(id, AG));
-const DEAD = routed('m-refused', [{ provider: 'dead', upstream_model: 'claude-test' }, { provider: 'gemini', upstream_model: 'gemini-test' }]);
+const MODELS = [
+  'm-500',
+  'm-timeout',
+  'm-stream',
+  'm-stream-open',
+  'm-400',
+  'm-breaker',
+  'm-all-down',
+  'm-single',
+  'm-deadline',
+].map((id) => routed(id, AG));
+const DEAD = routed('m-refused', [
+  { provider: 'dead', upstream_model: 'claude-test' },
+  { provider: 'gemini', upstream_model: 'gemini-test' },
+]);
 /** Only weighted deployments are drawn for the first attempt: Gemini always goes first here. */
-const WEIGHTED = routed('m-weighted', [{ provider: 'anthropic', upstream_model: 'claude-test' }, { provider: 'gemini', upstream_model: 'gemini-test', weight: 1 }]);
-const SPLIT = routed('m-split', [{ provider: 'anthropic', upstream_model: 'claude-test', weight: 1 }, { provider: 'gemini', upstream_model: 'gemini-test', weight: 3 }]);
-const CHEAP = routed('m-cheap', [{ provider: 'gemini', upstream_model: 'gemini-test' }], { pricing: { prompt: 0.00001, completion: 0.00002 } });
+const WEIGHTED = routed('m-weighted', [
+  { provider: 'anthropic', upstream_model: 'claude-test' },
+  { provider: 'gemini', upstream_model: 'gemini-test', weight: 1 },
+]);
+const SPLIT = routed('m-split', [
+  { provider: 'anthropic', upstream_model: 'claude-test', weight: 1 },
+  { provider: 'gemini', upstream_model: 'gemini-test', weight: 3 },
+]);
+const CHEAP = routed('m-cheap', [{ provider: 'gemini', upstream_model: 'gemini-test' }], {
+  pricing: { prompt: 0.00001, completion: 0.00002 },
+});
 const ONLY_A = routed('m-only-anthropic', [{ provider: 'anthropic', upstream_model: 'claude-test' }]);
 
 const nano = (usd: number) => BigInt(Math.round(usd * 1e9));
@@ -45,7 +73,10 @@ async function until(condition: () => Promise<boolean>, timeoutMs = 3_000): Prom
   }
 }
 async function apiError(promise: Promise<unknown>): Promise<APIError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(APIError);
   return error as APIError;
 }
@@ -57,7 +88,10 @@ async function model(id: string): Promise<any> {
 async function debits(accountId: string): Promise<{ debits: any[]; balance: bigint }> {
   const ledger = await gw.admin('GET', `/admin/accounts/${accountId}/ledger?limit=500`);
   const account = await gw.admin('GET', `/admin/accounts/${accountId}`);
-  return { debits: ledger.body.data.filter((e: any) => e.kind === 'debit'), balance: nano(account.body.balance.credits) };
+  return {
+    debits: ledger.body.data.filter((e: any) => e.kind === 'debit'),
+    balance: nano(account.body.balance.credits),
+  };
 }
 /** Makes a request through the SDK and checks it was answered by Gemini and charged exactly once. */
 async function answeredBySecond(modelId: string, stream = false): Promise<void> {
@@ -68,7 +102,9 @@ async function answeredBySecond(modelId: string, stream = false): Promise<void> 
   let usage: any;
   let providerHeader: string | null;
   if (stream) {
-    const { data, response } = await client.chat.completions.create({ model: modelId, messages: user, stream: true, stream_options: { include_usage: true } }).withResponse();
+    const { data, response } = await client.chat.completions
+      .create({ model: modelId, messages: user, stream: true, stream_options: { include_usage: true } })
+      .withResponse();
     providerHeader = response.headers.get('x-tollgate-provider');
     for await (const chunk of data) {
       text += chunk.choices[0]?.delta.content ?? '';
@@ -98,11 +134,22 @@ beforeAll(async () => {
     });
   });
   gw = await startGateway({
-    env: { ANTHROPIC_API_KEY: 'ka', ANTHROPIC_BASE_URL: anthropic.url, GEMINI_API_KEY: 'kg', GEMINI_BASE_URL: gemini.url },
+    env: {
+      ANTHROPIC_API_KEY: 'ka',
+      ANTHROPIC_BASE_URL: anthropic.url,
+      GEMINI_API_KEY: 'kg',
+      GEMINI_BASE_URL: gemini.url,
+    },
     overrides: {
       server: { ...defaultConfig().server, port: 0, host: '127.0.0.1', upstream_timeout_ms: 400 },
       providers: { dead: { api: 'anthropic', base_url: `http://127.0.0.1:${port}/v1`, api_key: 'kd' } },
-      routing: { retries: 1, backoff_ms: 20, max_backoff_ms: 50, breaker_failures: 4, breaker_cooldown_ms: COOLDOWN_MS },
+      routing: {
+        retries: 1,
+        backoff_ms: 20,
+        max_backoff_ms: 50,
+        breaker_failures: 4,
+        breaker_cooldown_ms: COOLDOWN_MS,
+      },
       models: [...MODELS, DEAD, WEIGHTED, SPLIT, CHEAP, ONLY_A],
     },
   });
@@ -149,7 +196,10 @@ describe('fallback to the second deployment', () => {
     // client yet, so the same deployment is retried...
     const a = anthropic.requests.length;
     anthropic.enqueue({ kind: 'stream-error', afterDeltas: 0, type: 'overloaded_error' });
-    const { data, response } = await gw.client(heavy).chat.completions.create({ model: 'm-stream-open', messages: user, stream: true }).withResponse();
+    const { data, response } = await gw
+      .client(heavy)
+      .chat.completions.create({ model: 'm-stream-open', messages: user, stream: true })
+      .withResponse();
     let text = '';
     for await (const chunk of data) text += chunk.choices[0]?.delta.content ?? '';
     expect([response.headers.get('x-tollgate-provider'), text]).toEqual(['anthropic', ANTHROPIC_TEXT]);
@@ -175,7 +225,10 @@ describe('fallback to the second deployment', () => {
     // 1 : 3 over 60 requests: about 15 to Anthropic (fewer than 3 or more than 30 is vanishingly unlikely).
     const counts: Record<string, number> = {};
     for (let i = 0; i < 60; i++) {
-      const { response } = await gw.client(heavy).chat.completions.create({ model: 'm-split', messages: user }).withResponse();
+      const { response } = await gw
+        .client(heavy)
+        .chat.completions.create({ model: 'm-split', messages: user })
+        .withResponse();
       const provider = response.headers.get('x-tollgate-provider')!;
       counts[provider] = (counts[provider] ?? 0) + 1;
     }
@@ -202,7 +255,10 @@ describe('circuit breakers, probes and status', () => {
     await sleep(COOLDOWN_MS);
     await until(async () => (await model('m-breaker')).status.message === 'Available');
     expect(anthropic.requests.at(-1)!.path).toBe('/v1/models?limit=1'); // the health probe closed it
-    const { data, response } = await gw.client(heavy).chat.completions.create({ model: 'm-breaker', messages: user }).withResponse();
+    const { data, response } = await gw
+      .client(heavy)
+      .chat.completions.create({ model: 'm-breaker', messages: user })
+      .withResponse();
     expect(response.headers.get('x-tollgate-provider')).toBe('anthropic');
     expect(data.choices[0]!.message.content).toBe(ANTHROPIC_TEXT);
   });
@@ -219,7 +275,9 @@ describe('circuit breakers, probes and status', () => {
     const down = await model(id);
     expect(down.status.active).toBe(false);
     expect(down.status.message).toMatch(/anthropic: HTTP 500.*gemini: HTTP 503/);
-    const listed = await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${heavy}` } }).then((r) => r.json() as any);
+    const listed = await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${heavy}` } }).then(
+      (r) => r.json() as any,
+    );
     expect(listed.data.some((m: any) => m.id === id)).toBe(false);
     const unavailable = await apiError(gw.client(heavy).chat.completions.create({ model: id, messages: user }));
     expect([unavailable.status, unavailable.code]).toEqual([503, 'model_unavailable']);
@@ -236,7 +294,11 @@ describe('circuit breakers, probes and status', () => {
 
   it('live figures come from real traffic: response time in seconds, tokens per second, uptime', async () => {
     const before = await model('m-single');
-    expect(before.performance).toEqual({ avg_response_time: null, avg_tokens_per_second: null, uptime_percentage: null });
+    expect(before.performance).toEqual({
+      avg_response_time: null,
+      avg_tokens_per_second: null,
+      uptime_percentage: null,
+    });
     anthropic.setBehavior({ kind: 'ok', latencyMs: 120 });
     await gw.client(heavy).chat.completions.create({ model: 'm-single', messages: user });
     const after = await model('m-single');
@@ -252,7 +314,10 @@ describe('request-level fallback models and timeout', () => {
     const { id, key } = await gw.account();
     const start = (await debits(id)).balance;
     anthropic.setBehavior({ kind: 'error', status: 500 });
-    const { data, response } = await gw.client(key).chat.completions.create({ model: 'm-only-anthropic', messages: user, models: ['m-cheap'] } as any).withResponse();
+    const { data, response } = await gw
+      .client(key)
+      .chat.completions.create({ model: 'm-only-anthropic', messages: user, models: ['m-cheap'] } as any)
+      .withResponse();
     expect(response.headers.get('x-tollgate-provider')).toBe('gemini');
     expect(data.model).toBe('m-cheap');
     const usage = data.usage!;
@@ -265,7 +330,9 @@ describe('request-level fallback models and timeout', () => {
   });
 
   it('an unknown fallback model is a 404 naming `models`', async () => {
-    const error = await apiError(gw.client(heavy).chat.completions.create({ model: 'm-only-anthropic', messages: user, models: ['nope'] } as any));
+    const error = await apiError(
+      gw.client(heavy).chat.completions.create({ model: 'm-only-anthropic', messages: user, models: ['nope'] } as any),
+    );
     expect([error.status, error.code, error.param]).toEqual([404, 'model_not_found', 'models']);
   });
 
@@ -273,16 +340,22 @@ describe('request-level fallback models and timeout', () => {
     anthropic.setBehavior({ kind: 'hang' });
     gemini.setBehavior({ kind: 'hang' });
     const started = Date.now();
-    const error = await apiError(gw.client(heavy).chat.completions.create({ model: 'm-deadline', messages: user, timeout_ms: 250 } as any));
+    const error = await apiError(
+      gw.client(heavy).chat.completions.create({ model: 'm-deadline', messages: user, timeout_ms: 250 } as any),
+    );
     expect([error.status, error.code]).toEqual([504, 'upstream_timeout']);
     expect(Date.now() - started).toBeLessThan(600);
     // It bounds the start of the answer only: a stream that starts in time may run longer.
     anthropic.setBehavior({ kind: 'ok', delayMs: 60 });
-    const stream = await gw.client(heavy).chat.completions.create({ model: 'm-deadline', messages: user, stream: true, timeout_ms: 250 } as any);
+    const stream = await gw
+      .client(heavy)
+      .chat.completions.create({ model: 'm-deadline', messages: user, stream: true, timeout_ms: 250 } as any);
     let text = '';
     for await (const chunk of stream as any) text += chunk.choices[0]?.delta.content ?? '';
     expect(text).toBe(ANTHROPIC_TEXT);
-    const bad = await apiError(gw.client(heavy).chat.completions.create({ model: 'm-deadline', messages: user, timeout_ms: 0 } as any));
+    const bad = await apiError(
+      gw.client(heavy).chat.completions.create({ model: 'm-deadline', messages: user, timeout_ms: 0 } as any),
+    );
     expect([bad.status, bad.param]).toEqual([400, 'timeout_ms']);
   });
 });

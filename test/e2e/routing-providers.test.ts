@@ -29,7 +29,10 @@ async function balance(key: string): Promise<bigint> {
   return nano(((await res.json()) as any).balance.credits);
 }
 async function apiError(promise: Promise<unknown>): Promise<APIError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(APIError);
   return error as APIError;
 }
@@ -48,14 +51,20 @@ beforeEach(() => {
   gemini.setBehavior({ kind: 'ok' });
 });
 
-for (const [model, name] of [[CLAUDE, 'Anthropic'], [GEMINI, 'Gemini']] as const) {
+for (const [model, name] of [
+  [CLAUDE, 'Anthropic'],
+  [GEMINI, 'Gemini'],
+] as const) {
   const expected = model === CLAUDE ? ANTHROPIC_TEXT : GEMINI_TEXT;
   const mock = () => (model === CLAUDE ? anthropic : gemini);
   describe(`${name} through the SDK`, () => {
     it('plain: the answer, the provider header, usage and the exact cost', async () => {
       const { key } = await gw.account();
       const before = await balance(key);
-      const { data, response } = await gw.client(key).chat.completions.create({ model, messages: user() }).withResponse();
+      const { data, response } = await gw
+        .client(key)
+        .chat.completions.create({ model, messages: user() })
+        .withResponse();
       expect(response.headers.get('x-tollgate-provider')).toBe(model === CLAUDE ? 'anthropic' : 'gemini');
       expect(data.model).toBe(model);
       expect(data.choices[0]!.message.content).toBe(expected);
@@ -70,7 +79,9 @@ for (const [model, name] of [[CLAUDE, 'Anthropic'], [GEMINI, 'Gemini']] as const
 
     it('streaming: chunks as the provider streams them, usage with cost at the end', async () => {
       const { key } = await gw.account();
-      const stream = await gw.client(key).chat.completions.create({ model, messages: user(), stream: true, stream_options: { include_usage: true } });
+      const stream = await gw
+        .client(key)
+        .chat.completions.create({ model, messages: user(), stream: true, stream_options: { include_usage: true } });
       let text = '';
       let usage: any;
       let finish: string | null = null;
@@ -87,15 +98,25 @@ for (const [model, name] of [[CLAUDE, 'Anthropic'], [GEMINI, 'Gemini']] as const
 
     it('tools: tool_calls come back with finish_reason tool_calls, streamed and not', async () => {
       const { key } = await gw.account();
-      const tools = [{ type: 'function' as const, function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
-      const enqueue = () => (model === CLAUDE ? anthropic.enqueue({ kind: 'ok', tools: [{ id: 'toolu_1', name: 'weather', input: { city: 'Oslo' } }] }) : gemini.enqueue({ kind: 'ok', calls: [{ name: 'weather', args: { city: 'Oslo' } }] }));
+      const tools = [
+        {
+          type: 'function' as const,
+          function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+        },
+      ];
+      const enqueue = () =>
+        model === CLAUDE
+          ? anthropic.enqueue({ kind: 'ok', tools: [{ id: 'toolu_1', name: 'weather', input: { city: 'Oslo' } }] })
+          : gemini.enqueue({ kind: 'ok', calls: [{ name: 'weather', args: { city: 'Oslo' } }] });
       enqueue();
       const res = await gw.client(key).chat.completions.create({ model, messages: user('Weather in Oslo?'), tools });
       expect(res.choices[0]!.finish_reason).toBe('tool_calls');
       const toolCall = res.choices[0]!.message.tool_calls![0]! as any;
       expect(toolCall.function).toEqual({ name: 'weather', arguments: '{"city":"Oslo"}' });
       enqueue();
-      const stream = await gw.client(key).chat.completions.create({ model, messages: user('Weather in Oslo?'), tools, stream: true });
+      const stream = await gw
+        .client(key)
+        .chat.completions.create({ model, messages: user('Weather in Oslo?'), tools, stream: true });
       let args = '';
       for await (const chunk of stream) args += chunk.choices[0]?.delta.tool_calls?.[0]?.function?.arguments ?? '';
       expect(JSON.parse(args)).toEqual({ city: 'Oslo' });
@@ -103,7 +124,15 @@ for (const [model, name] of [[CLAUDE, 'Anthropic'], [GEMINI, 'Gemini']] as const
       await gw.client(key).chat.completions.create({
         model,
         tools,
-        messages: [...user('Weather in Oslo?'), { role: 'assistant', content: null, tool_calls: [{ id: toolCall.id, type: 'function', function: toolCall.function }] }, { role: 'tool', tool_call_id: toolCall.id, content: '{"celsius": 3}' }],
+        messages: [
+          ...user('Weather in Oslo?'),
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: toolCall.id, type: 'function', function: toolCall.function }],
+          },
+          { role: 'tool', tool_call_id: toolCall.id, content: '{"celsius": 3}' },
+        ],
       });
       const sent = JSON.stringify(mock().requests.at(-1)!.body);
       expect(sent).toContain(model === CLAUDE ? '"tool_result"' : '"functionResponse"');
@@ -113,16 +142,31 @@ for (const [model, name] of [[CLAUDE, 'Anthropic'], [GEMINI, 'Gemini']] as const
       const { key } = await gw.account();
       await gw.client(key).chat.completions.create({
         model,
-        messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } }, { type: 'image_url', image_url: { url: 'https://example.com/a.jpg' } }] }],
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What is this?' },
+              { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } },
+              { type: 'image_url', image_url: { url: 'https://example.com/a.jpg' } },
+            ],
+          },
+        ],
       });
       const sent = JSON.stringify(mock().requests.at(-1)!.body);
-      expect(sent).toContain(model === CLAUDE ? `"media_type":"image/png","data":"${PNG}"` : `"inlineData":{"mimeType":"image/png","data":"${PNG}"}`);
+      expect(sent).toContain(
+        model === CLAUDE
+          ? `"media_type":"image/png","data":"${PNG}"`
+          : `"inlineData":{"mimeType":"image/png","data":"${PNG}"}`,
+      );
       expect(sent).toContain('https://example.com/a.jpg');
     });
 
     it('JSON mode: the answer parses as JSON', async () => {
       const { key } = await gw.account();
-      const res = await gw.client(key).chat.completions.create({ model, messages: user('Give JSON'), response_format: { type: 'json_object' } });
+      const res = await gw
+        .client(key)
+        .chat.completions.create({ model, messages: user('Give JSON'), response_format: { type: 'json_object' } });
       expect(JSON.parse(res.choices[0]!.message.content!)).toEqual({ answer: 'ok', n: 1 });
     });
   });
@@ -146,7 +190,9 @@ describe('mapped errors (nothing charged)', () => {
       const before = await balance(key);
       anthropic.setBehavior({ kind: 'error', status: upstream, message: `anthropic says ${upstream}` });
       for (const stream of [false, true]) {
-        const error = await apiError(gw.client(key).chat.completions.create({ model: CLAUDE, messages: user(), stream }));
+        const error = await apiError(
+          gw.client(key).chat.completions.create({ model: CLAUDE, messages: user(), stream }),
+        );
         expect(error.status).toBe(status);
         expect(error.code).toBe(code);
         // The upstream's words reach the client only for its validation errors; otherwise a fixed message.
@@ -156,7 +202,12 @@ describe('mapped errors (nothing charged)', () => {
       expect(await balance(key)).toBe(before);
     });
   }
-  for (const [upstream, status, code] of [[400, 400, 'invalid_request'], [403, 502, 'upstream_error'], [429, 502, 'upstream_error'], [503, 502, 'upstream_error']] as const) {
+  for (const [upstream, status, code] of [
+    [400, 400, 'invalid_request'],
+    [403, 502, 'upstream_error'],
+    [429, 502, 'upstream_error'],
+    [503, 502, 'upstream_error'],
+  ] as const) {
     it(`Gemini ${upstream} is ${status} ${code}`, async () => {
       const { key } = await gw.account();
       gemini.setBehavior({ kind: 'error', status: upstream, message: `gemini says ${upstream}` });
@@ -183,9 +234,11 @@ describe('mapped errors (nothing charged)', () => {
       const request = { model, messages: user('Story?'), stream: true as const };
       const stream = await gw.client(key).chat.completions.create(request);
       let text = '';
-      const error = await apiError((async () => {
-        for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
-      })());
+      const error = await apiError(
+        (async () => {
+          for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+        })(),
+      );
       expect(text).toBe('part0 part1 part2 ');
       expect((error.error as any)?.code ?? error.code).toBe('upstream_error');
       expect(anthropic.requests.length + gemini.requests.length).toBe(calls + 1);
@@ -200,9 +253,15 @@ describe('token counting when the stream reports no usage', () => {
     const { key } = await gw.account();
     const before = await balance(key);
     gemini.enqueue({ kind: 'ok', usage: false });
-    const request = { model: GEMINI, messages: user('Count me.'), stream: true as const, stream_options: { include_usage: true } };
+    const request = {
+      model: GEMINI,
+      messages: user('Count me.'),
+      stream: true as const,
+      stream_options: { include_usage: true },
+    };
     let usage: any;
-    for await (const chunk of await gw.client(key).chat.completions.create(request)) if (chunk.usage) usage = chunk.usage;
+    for await (const chunk of await gw.client(key).chat.completions.create(request))
+      if (chunk.usage) usage = chunk.usage;
     const prompt = countPromptTokens(request as ChatRequest);
     const completion = countTextTokens(GEMINI_TEXT);
     expect(usage).toMatchObject({ prompt_tokens: prompt, completion_tokens: completion });

@@ -14,7 +14,12 @@ let testKey: string;
 
 beforeAll(async () => {
   gateway = await startGateway({
-    overrides: { plans: { tiny: { requests_per_minute: 3, tokens_per_minute: 10_000_000 }, free: { requests_per_minute: 1_000, tokens_per_minute: 100_000_000, daily_limit: 5 } } },
+    overrides: {
+      plans: {
+        tiny: { requests_per_minute: 3, tokens_per_minute: 10_000_000 },
+        free: { requests_per_minute: 1_000, tokens_per_minute: 100_000_000, daily_limit: 5 },
+      },
+    },
   });
   const account = await gateway.account();
   testKey = (await gateway.key(account.id, { environment: 'test' })).key;
@@ -56,7 +61,11 @@ describe('sandbox answers to test keys are bounded', () => {
 
   it('cuts a streamed echo the same way', async () => {
     // One long word: the stream's pieces are 16 characters, not 6, so the test reads fewer events.
-    const answer = await chat(testKey, { n: 2, stream: true, messages: [{ role: 'user', content: 'a'.repeat(540_000) }] });
+    const answer = await chat(testKey, {
+      n: 2,
+      stream: true,
+      messages: [{ role: 'user', content: 'a'.repeat(540_000) }],
+    });
     expect(answer.status).toBe(200);
     let text = '';
     for (const line of answer.text.split('\n')) {
@@ -70,7 +79,9 @@ describe('sandbox answers to test keys are bounded', () => {
   it('does not copy the prompt into every string field of a JSON schema or tool call', async () => {
     const properties = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`field${i}`, { type: 'string' }]));
     const schema = { type: 'object', properties };
-    const formatted = await chat(testKey, { response_format: { type: 'json_schema', json_schema: { name: 'wide', schema } } });
+    const formatted = await chat(testKey, {
+      response_format: { type: 'json_schema', json_schema: { name: 'wide', schema } },
+    });
     expect(formatted.status).toBe(200);
     expect(formatted.bytes).toBeLessThan(1.1 * MiB);
     const tool = { type: 'function', function: { name: 'wide', parameters: schema } };

@@ -39,7 +39,8 @@ beforeAll(async () => {
     req.on('end', () => {
       if (req.url === '/v1/traces' && String(req.headers['content-type']).includes('json')) {
         const body = JSON.parse(Buffer.concat(parts).toString('utf8'));
-        for (const resource of body.resourceSpans ?? []) for (const scope of resource.scopeSpans ?? []) spans.push(...scope.spans);
+        for (const resource of body.resourceSpans ?? [])
+          for (const scope of resource.scopeSpans ?? []) spans.push(...scope.spans);
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
@@ -57,7 +58,9 @@ afterAll(async () => {
   await deleteRedisKeys(REDIS_URL, prefix);
 });
 
-async function startGateway(env: Record<string, string>): Promise<{ base: string; key: string; output: () => string; child: ChildProcess }> {
+async function startGateway(
+  env: Record<string, string>,
+): Promise<{ base: string; key: string; output: () => string; child: ChildProcess }> {
   const dataDir = tempDir();
   dirs.push(dataDir);
   const port = String(await freePort());
@@ -95,14 +98,18 @@ const attribute = (span: OtlpSpan, key: string) => {
 };
 
 describe('OpenTelemetry traces', { timeout: 90_000 }, () => {
-  it('exports the request, upstream, Redis and database spans of one chat request in the caller\'s trace', async () => {
+  it("exports the request, upstream, Redis and database spans of one chat request in the caller's trace", async () => {
     const gateway = await startGateway({ OTEL_EXPORTER_OTLP_ENDPOINT: collectorUrl, OTEL_BSP_SCHEDULE_DELAY: '100' });
     expect(gateway.output()).toContain('traces: OTLP');
     const traceId = randomBytes(16).toString('hex');
     const callerSpan = randomBytes(8).toString('hex');
     const response = await fetch(`${gateway.base}/v1/chat/completions`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${gateway.key}`, 'content-type': 'application/json', traceparent: `00-${traceId}-${callerSpan}-01` },
+      headers: {
+        authorization: `Bearer ${gateway.key}`,
+        'content-type': 'application/json',
+        traceparent: `00-${traceId}-${callerSpan}-01`,
+      },
       body: JSON.stringify({ model: 'gpt-6.2-astra', messages: [{ role: 'user', content: 'trace me' }] }),
     });
     expect(response.status).toBe(200);
@@ -115,7 +122,8 @@ describe('OpenTelemetry traces', { timeout: 90_000 }, () => {
 
     const until = Date.now() + 15_000;
     const inTrace = () => spans.filter((s) => s.traceId === traceId);
-    while (!inTrace().some((s) => s.name === 'db commit') && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    while (!inTrace().some((s) => s.name === 'db commit') && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 100));
     const trace = inTrace();
     const server = trace.find((s) => s.name === 'POST /v1/chat/completions');
     expect(server, JSON.stringify(trace.map((s) => s.name))).toBeDefined();

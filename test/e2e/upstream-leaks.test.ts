@@ -29,7 +29,10 @@ const logLines: string[] = [];
 beforeAll(async () => {
   openai = await startMockOpenAI({ apiKey: OPENAI_KEY });
   anthropic = await startMockAnthropic({ apiKey: ANTHROPIC_KEY });
-  const logger = pino({ level: 'info' }, new Writable({ write: (line, _encoding, done) => done(void logLines.push(String(line))) }));
+  const logger = pino(
+    { level: 'info' },
+    new Writable({ write: (line, _encoding, done) => done(void logLines.push(String(line))) }),
+  );
   gateway = await startGateway({
     env: {
       OPENAI_API_KEY: OPENAI_KEY,

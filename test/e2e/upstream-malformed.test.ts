@@ -31,7 +31,8 @@ function answerBody(usage: unknown): string {
 }
 
 function streamBody(usage: unknown): string {
-  const chunk = (fields: object) => `data: ${JSON.stringify({ id: 'chatcmpl-bad-usage', object: 'chat.completion.chunk', created: 1, model: 'm', ...fields })}\n\n`;
+  const chunk = (fields: object) =>
+    `data: ${JSON.stringify({ id: 'chatcmpl-bad-usage', object: 'chat.completion.chunk', created: 1, model: 'm', ...fields })}\n\n`;
   return (
     chunk({ choices: [{ index: 0, delta: { role: 'assistant', content: 'hello' }, finish_reason: null }] }) +
     chunk({ choices: [{ index: 0, delta: { content: ' there' }, finish_reason: 'stop' }] }) +
@@ -48,7 +49,9 @@ describe.each(DIALECTS)('answers an upstream gets wrong, on %s', (dialect) => {
   beforeAll(async () => {
     mock = await startMockOpenAI();
     gw = await startGateway({ dialect, env: { OPENAI_API_KEY: 'upstream-key', OPENAI_BASE_URL: mock.url } });
-    const models = (await (await fetch(`${gw.baseURL}/models?provider=openai`, { headers: { authorization: `Bearer ${gw.firstKey}` } })).json()) as { data: Array<{ id: string }> };
+    const models = (await (
+      await fetch(`${gw.baseURL}/models?provider=openai`, { headers: { authorization: `Bearer ${gw.firstKey}` } })
+    ).json()) as { data: Array<{ id: string }> };
     model = models.data[0]!.id;
   });
   afterAll(async () => {
@@ -57,12 +60,18 @@ describe.each(DIALECTS)('answers an upstream gets wrong, on %s', (dialect) => {
   });
 
   async function reservationsOpen(): Promise<string | undefined> {
-    const metrics = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+    const metrics = await (
+      await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    ).text();
     return /^tollgate_reservations_open(?:\{[^}]*\})? (\S+)$/m.exec(metrics)?.[1];
   }
 
   /** One request answered by the upstream with `usage` (undefined: none); its status, usage and reported cost. */
-  async function ask(key: string, stream: boolean, usage: unknown): Promise<{ status: number; usage: any; body: string }> {
+  async function ask(
+    key: string,
+    stream: boolean,
+    usage: unknown,
+  ): Promise<{ status: number; usage: any; body: string }> {
     mock.enqueue(
       stream
         ? { kind: 'raw', headers: { 'content-type': 'text/event-stream' }, body: streamBody(usage) }
@@ -71,7 +80,11 @@ describe.each(DIALECTS)('answers an upstream gets wrong, on %s', (dialect) => {
     const res = await fetch(`${gw.baseURL}/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello.' }], ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) }),
+      body: JSON.stringify({
+        model,
+        messages: [{ role: 'user', content: 'Say hello.' }],
+        ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+      }),
     });
     const body = await res.text();
     if (res.status !== 200) return { status: res.status, usage: undefined, body };
@@ -80,7 +93,7 @@ describe.each(DIALECTS)('answers an upstream gets wrong, on %s', (dialect) => {
     return { status: 200, usage: JSON.parse(events.at(-1)!.slice(6)).usage, body };
   }
 
-  it('answers and charges on tollgate\'s own count, leaves no hold open, and the balance is the grant minus what clients were told', async () => {
+  it("answers and charges on tollgate's own count, leaves no hold open, and the balance is the grant minus what clients were told", async () => {
     const account = await gw.account();
     const start = nano((await gw.admin('GET', `/admin/accounts/${account.id}`)).body.balance.credits);
     let told = 0n;
@@ -93,9 +106,14 @@ describe.each(DIALECTS)('answers an upstream gets wrong, on %s', (dialect) => {
         for (const field of ['prompt_tokens', 'completion_tokens'] as const) {
           const usage = { prompt_tokens: 9, completion_tokens: 2, total_tokens: 11, [field]: bad };
           const live = await ask(account.key, stream, usage);
-          expect(live.status, `${field} = ${JSON.stringify(bad)}, stream ${stream}: ${live.body.slice(0, 200)}`).toBe(200);
+          expect(live.status, `${field} = ${JSON.stringify(bad)}, stream ${stream}: ${live.body.slice(0, 200)}`).toBe(
+            200,
+          );
           const expected = field === 'prompt_tokens' ? [own.usage.prompt_tokens, 2] : [9, own.usage.completion_tokens];
-          expect([live.usage.prompt_tokens, live.usage.completion_tokens], `${field} = ${JSON.stringify(bad)}, stream ${stream}, own ${JSON.stringify(own.usage)}`).toEqual(expected);
+          expect(
+            [live.usage.prompt_tokens, live.usage.completion_tokens],
+            `${field} = ${JSON.stringify(bad)}, stream ${stream}, own ${JSON.stringify(own.usage)}`,
+          ).toEqual(expected);
           told += nano(live.usage.cost);
         }
       }
@@ -103,7 +121,9 @@ describe.each(DIALECTS)('answers an upstream gets wrong, on %s', (dialect) => {
     const after = await gw.admin('GET', `/admin/accounts/${account.id}`);
     expect(nano(after.body.balance.credits)).toBe(start - told);
     expect(await reservationsOpen()).toBe('0');
-    const credits = (await (await fetch(`${gw.baseURL}/credits`, { headers: { authorization: `Bearer ${account.key}` } })).json()) as any;
+    const credits = (await (
+      await fetch(`${gw.baseURL}/credits`, { headers: { authorization: `Bearer ${account.key}` } })
+    ).json()) as any;
     expect(credits.usage.daily.requests).toBe(2 * (1 + 2 * BAD_COUNTS.length));
   });
 
@@ -121,7 +141,11 @@ describe.each(DIALECTS)('answers an upstream gets wrong, on %s', (dialect) => {
     try {
       for (const choices of malformed) {
         // Every attempt (the router retries a protocol error) gets the same answer.
-        mock.setBehavior({ kind: 'raw', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'x', object: 'chat.completion', created: 1, model: 'm', choices }) });
+        mock.setBehavior({
+          kind: 'raw',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ id: 'x', object: 'chat.completion', created: 1, model: 'm', choices }),
+        });
         const res = await fetch(`${gw.baseURL}/chat/completions`, {
           method: 'POST',
           headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json' },
@@ -146,8 +170,11 @@ describe.each(DIALECTS)('answers an upstream gets wrong, on %s', (dialect) => {
 
   it('a stream choice without a delta (as some servers finish) is an empty delta; a choice that is not one ends the stream with an error event', async () => {
     const account = await gw.account();
-    const chunk = (fields: object) => `data: ${JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1, model: 'm', ...fields })}\n\n`;
-    const hello = chunk({ choices: [{ index: 0, delta: { role: 'assistant', content: 'hello' }, finish_reason: null }] });
+    const chunk = (fields: object) =>
+      `data: ${JSON.stringify({ id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1, model: 'm', ...fields })}\n\n`;
+    const hello = chunk({
+      choices: [{ index: 0, delta: { role: 'assistant', content: 'hello' }, finish_reason: null }],
+    });
     const stream = async (body: string) => {
       mock.enqueue({ kind: 'raw', headers: { 'content-type': 'text/event-stream' }, body });
       const res = await fetch(`${gw.baseURL}/chat/completions`, {
@@ -156,10 +183,15 @@ describe.each(DIALECTS)('answers an upstream gets wrong, on %s', (dialect) => {
         body: JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: 'Say hello.' }] }),
       });
       expect(res.status).toBe(200);
-      return (await res.text()).split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+      return (await res.text())
+        .split('\n\n')
+        .filter((e) => e.startsWith('data: '))
+        .map((e) => e.slice(6));
     };
 
-    const finished = await stream(hello + chunk({ choices: [{ index: 0, finish_reason: 'stop' }] }) + 'data: [DONE]\n\n');
+    const finished = await stream(
+      hello + chunk({ choices: [{ index: 0, finish_reason: 'stop' }] }) + 'data: [DONE]\n\n',
+    );
     expect(finished.at(-1)).toBe('[DONE]');
     expect(JSON.parse(finished.at(-2)!).choices[0]).toMatchObject({ delta: {}, finish_reason: 'stop' });
 

@@ -46,7 +46,8 @@ const per1k = (usd: number): bigint => BigInt(Math.round(usd * 1e9));
 
 /** Exact cost: prompt*price/1000 + completion*price/1000, rounded up to 1e-9 USD. */
 function costNano(entry: Pick<CatalogEntry, 'pricing'>, promptTokens: number, completionTokens: number): bigint {
-  const scaled = BigInt(promptTokens) * per1k(entry.pricing.prompt) + BigInt(completionTokens) * per1k(entry.pricing.completion);
+  const scaled =
+    BigInt(promptTokens) * per1k(entry.pricing.prompt) + BigInt(completionTokens) * per1k(entry.pricing.completion);
   return (scaled + 999n) / 1000n;
 }
 
@@ -74,7 +75,11 @@ async function ledgerSum(accountId: string, base = gw): Promise<{ balance: bigin
   const ledger = await base.admin('GET', `/admin/accounts/${accountId}/ledger?limit=500`);
   expect(ledger.status).toBe(200);
   const entries = ledger.body.data as Array<{ amount: number }>;
-  return { balance: nano(account.body.balance.credits), sum: entries.reduce((s, e) => s + nano(e.amount), 0n), entries };
+  return {
+    balance: nano(account.body.balance.credits),
+    sum: entries.reduce((s, e) => s + nano(e.amount), 0n),
+    entries,
+  };
 }
 
 function chat(key: string, body: unknown, base = gw): Promise<Response> {
@@ -117,7 +122,10 @@ const userMessage = (text = 'Say hello.') => [{ role: 'user' as const, content: 
 
 beforeAll(async () => {
   mock = await startMockOpenAI({ apiKey: UPSTREAM_KEY });
-  gw = await startGateway({ env: { OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: mock.url }, overrides: { models: [ALIASED] } });
+  gw = await startGateway({
+    env: { OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: mock.url },
+    overrides: { models: [ALIASED] },
+  });
   const res = await fetch(`${gw.baseURL}/models`, { headers: { authorization: `Bearer ${gw.firstKey}` } });
   expect(res.status).toBe(200);
   const models = ((await res.json()) as { data: Array<CatalogEntry & { status: { active: boolean } }> }).data;
@@ -154,7 +162,11 @@ describe('what the upstream receives', () => {
             { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==', detail: 'low' } },
           ],
         },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"q":"cat"}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"q":"cat"}' } }],
+        },
         { role: 'tool', tool_call_id: 'call_1', content: '{"answer":"a cat"}' },
       ],
       temperature: 0.3,
@@ -173,11 +185,19 @@ describe('what the upstream receives', () => {
       tools: [
         {
           type: 'function',
-          function: { name: 'lookup', description: 'Looks a thing up', parameters: { type: 'object', properties: { q: { type: 'string' } } }, strict: true },
+          function: {
+            name: 'lookup',
+            description: 'Looks a thing up',
+            parameters: { type: 'object', properties: { q: { type: 'string' } } },
+            strict: true,
+          },
         },
       ],
       tool_choice: { type: 'function', function: { name: 'lookup' } },
-      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object' }, strict: true } },
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'answer', schema: { type: 'object' }, strict: true },
+      },
       x_unknown_extra: { nested: [1, 'two', { three: 3 }] },
     };
     const before = mock.requests.length;
@@ -194,7 +214,9 @@ describe('what the upstream receives', () => {
     const { model: _model, ...params } = sent;
     for (const [name, value] of Object.entries(params)) expect(seen.body[name], name).toEqual(value);
     // Nothing else was added but the explicit non-stream flag.
-    expect(Object.keys(seen.body).sort()).toEqual([...Object.keys(sent), ...(seen.body.stream === undefined ? [] : ['stream'])].sort());
+    expect(Object.keys(seen.body).sort()).toEqual(
+      [...Object.keys(sent), ...(seen.body.stream === undefined ? [] : ['stream'])].sort(),
+    );
     expect(seen.body.stream ?? false).toBe(false);
   });
 
@@ -229,7 +251,12 @@ describe('what the client gets', () => {
     expect(data.choices[0]?.message.content).toBe('one two three four five six seven');
     expect(response.headers.get('x-tollgate-provider')).toBe('openai');
     expect(response.headers.get('x-request-id')).toBeTruthy();
-    const usage = data.usage as unknown as { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost: number };
+    const usage = data.usage as unknown as {
+      prompt_tokens: number;
+      completion_tokens: number;
+      total_tokens: number;
+      cost: number;
+    };
     expect(usage.prompt_tokens).toBe(mockPromptTokens(seen));
     expect(usage.completion_tokens).toBe(7);
     expect(usage.total_tokens).toBe(usage.prompt_tokens + 7);
@@ -301,7 +328,9 @@ describe('streaming through the SDK', () => {
     const { key } = await gw.account();
     const start = await balance(key);
     mock.enqueue({ kind: 'ok', chunks: 4 });
-    const stream = await gw.client(key).chat.completions.create({ model: model.id, messages: userMessage(), stream: true });
+    const stream = await gw
+      .client(key)
+      .chat.completions.create({ model: model.id, messages: userMessage(), stream: true });
     let content = '';
     for await (const chunk of stream) {
       // Not even `usage: null`: the client did not ask for usage, so the field is absent as on OpenAI itself.
@@ -321,7 +350,12 @@ describe('streaming through the SDK', () => {
     const stream = await gw.client(key).chat.completions.create({
       model: model.id,
       messages: userMessage('Weather in Paris?'),
-      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+        },
+      ],
       stream: true,
       stream_options: { include_usage: true },
     });
@@ -433,7 +467,13 @@ describe('upstream errors', () => {
 
   it('a 400 with param is the client 400 invalid_request with the upstream message and param', async () => {
     for (const stream of [false, true]) {
-      mock.enqueue({ kind: 'error', status: 400, message: "Invalid value for 'top_logprobs': too many.", param: 'top_logprobs', code: 'invalid_value' });
+      mock.enqueue({
+        kind: 'error',
+        status: 400,
+        message: "Invalid value for 'top_logprobs': too many.",
+        param: 'top_logprobs',
+        code: 'invalid_value',
+      });
       const error = await failing((key) =>
         gw.client(key).chat.completions.create({ model: model.id, messages: userMessage(), stream }),
       );
@@ -451,7 +491,8 @@ describe('upstream errors', () => {
       for (const stream of [false, true]) {
         // 5xx are retried (routing.retries times) before the error is final; 401/403 are not.
         const attempts = status >= 500 ? 1 + defaultConfig().routing.retries : 1;
-        for (let i = 0; i < attempts; i++) mock.enqueue({ kind: 'error', status, message: `Upstream says no (${status})` });
+        for (let i = 0; i < attempts; i++)
+          mock.enqueue({ kind: 'error', status, message: `Upstream says no (${status})` });
         const error = await failing((key) =>
           gw.client(key).chat.completions.create({ model: model.id, messages: userMessage(), stream }),
         );
@@ -473,7 +514,9 @@ describe('upstream errors', () => {
         server.close(() => resolve(port));
       });
     });
-    const closed = await startGateway({ env: { OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` } });
+    const closed = await startGateway({
+      env: { OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` },
+    });
     try {
       for (const stream of [false, true]) {
         const error = await failing(
@@ -491,7 +534,9 @@ describe('upstream errors', () => {
   it('an upstream that hangs before its headers is a 504 upstream_timeout within a few seconds', async () => {
     const slow = await startGateway({
       env: { OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: mock.url },
-      overrides: { server: { ...defaultConfig().server, port: 0, host: '127.0.0.1', upstream_timeout_ms: 500 } } satisfies Partial<Config>,
+      overrides: {
+        server: { ...defaultConfig().server, port: 0, host: '127.0.0.1', upstream_timeout_ms: 500 },
+      } satisfies Partial<Config>,
     });
     try {
       for (const stream of [false, true]) {
@@ -523,7 +568,12 @@ describe('streams that fail after the first byte', () => {
     const { id, key } = await gw.account();
     const start = await balance(key);
     mock.enqueue(behavior);
-    const request = { model: model.id, messages: userMessage('Tell me a story.'), stream: true, stream_options: { include_usage: true } };
+    const request = {
+      model: model.id,
+      messages: userMessage('Tell me a story.'),
+      stream: true,
+      stream_options: { include_usage: true },
+    };
     const res = await chat(key, request);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/event-stream');
@@ -565,9 +615,14 @@ describe('streams that fail after the first byte', () => {
 
   it('the SDK raises an APIError for the error event', async () => {
     const { key } = await gw.account();
-    for (const behavior of [{ kind: 'cut', afterChunks: 3 }, { kind: 'malformed', afterChunks: 3 }] as const) {
+    for (const behavior of [
+      { kind: 'cut', afterChunks: 3 },
+      { kind: 'malformed', afterChunks: 3 },
+    ] as const) {
       mock.enqueue(behavior);
-      const stream = await gw.client(key).chat.completions.create({ model: model.id, messages: userMessage(), stream: true });
+      const stream = await gw
+        .client(key)
+        .chat.completions.create({ model: model.id, messages: userMessage(), stream: true });
       let content = '';
       const error = await apiError(
         (async () => {

@@ -26,7 +26,10 @@ afterAll(async () => {
 async function api(target: TestGateway, key: string | undefined, method: string, path: string, body?: unknown) {
   const response = await fetch(`${target.baseURL}${path}`, {
     method,
-    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   return { status: response.status, body: (await response.json()) as any };
@@ -66,8 +69,17 @@ describe('POST /v1/webhooks', () => {
     };
     const created = await call('POST', '/webhooks', body);
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ events: body.events, headers: body.headers, timeout: 30_000, retryConfig: body.retryConfig });
-    const low = await call('POST', '/webhooks', { ...valid(), timeout: 1000, retryConfig: { maxAttempts: 1, initialDelay: 10_000, maxDelay: 1000, backoffMultiplier: 1 } });
+    expect(created.body).toMatchObject({
+      events: body.events,
+      headers: body.headers,
+      timeout: 30_000,
+      retryConfig: body.retryConfig,
+    });
+    const low = await call('POST', '/webhooks', {
+      ...valid(),
+      timeout: 1000,
+      retryConfig: { maxAttempts: 1, initialDelay: 10_000, maxDelay: 1000, backoffMultiplier: 1 },
+    });
     expect(low.status).toBe(201);
   });
 
@@ -104,7 +116,12 @@ describe('POST /v1/webhooks', () => {
     const response = await call('POST', '/webhooks', body);
     expect(response.status).toBe(400);
     expect(response.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_request', param });
-    expect(response.body.error.message).toContain(param.split('.').pop()!.replace(/\[\d+\]/, ''));
+    expect(response.body.error.message).toContain(
+      param
+        .split('.')
+        .pop()!
+        .replace(/\[\d+\]/, ''),
+    );
   });
 
   it('answers a body that is not an object with 400', async () => {
@@ -117,18 +134,26 @@ describe('GET, PATCH, DELETE /v1/webhooks/{id}', () => {
     const { body: created } = await call('POST', '/webhooks', valid());
     const patched = await call('PATCH', `/webhooks/${created.id}`, { timeout: 2000, retryConfig: { maxAttempts: 5 } });
     expect(patched.status).toBe(200);
-    expect(patched.body).toMatchObject({ url: created.url, timeout: 2000, retryConfig: { maxAttempts: 5, initialDelay: 1000, maxDelay: 30_000, backoffMultiplier: 2 } });
+    expect(patched.body).toMatchObject({
+      url: created.url,
+      timeout: 2000,
+      retryConfig: { maxAttempts: 5, initialDelay: 1000, maxDelay: 30_000, backoffMultiplier: 2 },
+    });
     expect(patched.body.secret).toBeUndefined();
     const bad = await call('PATCH', `/webhooks/${created.id}`, { retryConfig: { backoffMultiplier: 6 } });
     expect(bad.status).toBe(400);
     expect(bad.body.error.param).toBe('retryConfig.backoffMultiplier');
-    expect((await call('DELETE', `/webhooks/${created.id}`)).body).toEqual({ id: created.id, object: 'webhook', deleted: true });
+    expect((await call('DELETE', `/webhooks/${created.id}`)).body).toEqual({
+      id: created.id,
+      object: 'webhook',
+      deleted: true,
+    });
     const gone = await call('GET', `/webhooks/${created.id}`);
     expect(gone.status).toBe(404);
     expect(gone.body.error).toMatchObject({ code: 'not_found', param: 'id' });
   });
 
-  it('hides one account\'s webhooks from another (404) and refuses keys without full permission', async () => {
+  it("hides one account's webhooks from another (404) and refuses keys without full permission", async () => {
     const { body: created } = await call('POST', '/webhooks', valid());
     const other = await gateway.account();
     expect((await call('GET', `/webhooks/${created.id}`, undefined, other.key)).status).toBe(404);
@@ -157,7 +182,13 @@ describe('POST /v1/webhooks/{id}/test', () => {
     if (verified.ok) expect(verified.event).toMatchObject({ event: 'webhook.test', data: { webhookId: created.id } });
     const deliveries = await call('GET', `/webhooks/${created.id}/deliveries`);
     expect(deliveries.body.data).toHaveLength(1);
-    expect(deliveries.body.data[0]).toMatchObject({ object: 'webhook_delivery', event: 'webhook.test', status: 'succeeded', attempts: 1, last_status: 200 });
+    expect(deliveries.body.data[0]).toMatchObject({
+      object: 'webhook_delivery',
+      event: 'webhook.test',
+      status: 'succeeded',
+      attempts: 1,
+      last_status: 200,
+    });
   });
 
   it('reports a failing receiver without retrying it', async () => {

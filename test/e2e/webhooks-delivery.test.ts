@@ -23,7 +23,11 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
   let gateway: TestGateway;
   beforeAll(async () => {
     // OpenAI points at a closed port: its models fail upstream (llm.error).
-    gateway = await startGateway({ dialect, env: { OPENAI_API_KEY: 'sk-test', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' }, overrides: { webhooks: TEST_WEBHOOKS } });
+    gateway = await startGateway({
+      dialect,
+      env: { OPENAI_API_KEY: 'sk-test', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' },
+      overrides: { webhooks: TEST_WEBHOOKS },
+    });
   });
   afterAll(async () => gateway?.close());
 
@@ -40,7 +44,10 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
   const get = async (key: string, path: string) =>
     (await (await fetch(`${gateway.baseURL}${path}`, { headers: { authorization: `Bearer ${key}` } })).json()) as any;
   const post = async (key: string, path: string) => {
-    const response = await fetch(`${gateway.baseURL}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
+    const response = await fetch(`${gateway.baseURL}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+    });
     return { status: response.status, body: (await response.json()) as any };
   };
   const ask = (key: string, model = 'sandbox/echo', content = 'Hello webhooks') =>
@@ -49,8 +56,15 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
   it('sends llm.completion signed per spec 6.2, with custom headers, only to matching filters', async () => {
     const r = await receiver();
     const account = await gateway.account();
-    await register(account.key, { url: `${r.url}/all`, events: [{ type: 'llm.completion' }], headers: { 'X-Tenant': 'acme' } });
-    await register(account.key, { url: `${r.url}/lorem-only`, events: [{ type: 'llm.completion', filters: { 'data.model': 'sandbox/lorem' } }] });
+    await register(account.key, {
+      url: `${r.url}/all`,
+      events: [{ type: 'llm.completion' }],
+      headers: { 'X-Tenant': 'acme' },
+    });
+    await register(account.key, {
+      url: `${r.url}/lorem-only`,
+      events: [{ type: 'llm.completion', filters: { 'data.model': 'sandbox/lorem' } }],
+    });
     const answer = await ask(account.key);
 
     const [delivery] = await r.waitFor(1, (x) => x.path === '/all');
@@ -71,7 +85,11 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
         prompt: 'Hello webhooks',
         completion: answer.choices[0]!.message.content,
         userId: account.id,
-        tokens: { prompt: answer.usage!.prompt_tokens, completion: answer.usage!.completion_tokens, total: answer.usage!.total_tokens },
+        tokens: {
+          prompt: answer.usage!.prompt_tokens,
+          completion: answer.usage!.completion_tokens,
+          total: answer.usage!.total_tokens,
+        },
       },
     });
     expect(event.data.requestId).toBeTruthy();
@@ -91,7 +109,11 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
     const failure = await fetch(`${gateway.baseURL}/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'gpt-6-luna', user: 'end-user-7', messages: [{ role: 'user', content: 'will fail' }] }),
+      body: JSON.stringify({
+        model: 'gpt-6-luna',
+        user: 'end-user-7',
+        messages: [{ role: 'user', content: 'will fail' }],
+      }),
     });
     const told = ((await failure.json()) as any).error;
     expect(failure.status).toBe(502);
@@ -99,7 +121,12 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
     expect(verifyWebhook(delivery!.body, delivery!.headers, SECRET).ok).toBe(true);
     expect(JSON.parse(delivery!.body)).toMatchObject({
       event: 'llm.error',
-      data: { model: 'gpt-6-luna', userId: 'end-user-7', prompt: 'will fail', error: { code: told.code, message: told.message } },
+      data: {
+        model: 'gpt-6-luna',
+        userId: 'end-user-7',
+        prompt: 'will fail',
+        error: { code: told.code, message: told.message },
+      },
     });
     await sleep(200);
     expect(r.received).toHaveLength(1);
@@ -136,13 +163,20 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
     expect(chunks.map((c) => c.data.content).join('')).toBe(text);
     expect(chunks.every((c) => c.data.streamId === streamId)).toBe(true);
     expect(byType('llm.streaming.end')[0].data).toMatchObject({ streamId, totalChunks: deltas });
-    expect(byType('llm.completion')[0].data).toMatchObject({ completion: text, prompt: 'stream me', metadata: { stream: true } });
+    expect(byType('llm.completion')[0].data).toMatchObject({
+      completion: text,
+      prompt: 'stream me',
+      metadata: { stream: true },
+    });
     // `llm.*` leaves out the per-chunk events.
     const wildcard = (await r.waitFor(3, (x) => x.path === '/wildcard')).map((x) => JSON.parse(x.body).event);
     await sleep(200);
-    expect(r.received.filter((x) => x.path === '/wildcard').map((x) => JSON.parse(x.body).event).sort()).toEqual(
-      ['llm.completion', 'llm.streaming.end', 'llm.streaming.start'],
-    );
+    expect(
+      r.received
+        .filter((x) => x.path === '/wildcard')
+        .map((x) => JSON.parse(x.body).event)
+        .sort(),
+    ).toEqual(['llm.completion', 'llm.streaming.end', 'llm.streaming.start']);
     expect(wildcard).not.toContain('llm.streaming.chunk');
   });
 
@@ -174,7 +208,11 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
     let accept = false;
     const r = await receiver(() => (accept ? 200 : 400));
     const account = await gateway.account();
-    await register(account.key, { url: r.url, events: [{ type: 'llm.completion' }], retryConfig: { maxAttempts: 5, initialDelay: 100 } });
+    await register(account.key, {
+      url: r.url,
+      events: [{ type: 'llm.completion' }],
+      retryConfig: { maxAttempts: 5, initialDelay: 100 },
+    });
     await ask(account.key);
     await r.waitFor(1);
     let dead: any[] = [];
@@ -206,8 +244,16 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
   it('moves a delivery to the dead letters when its attempts are exhausted, and does not follow redirects', async () => {
     const r = await receiver((x) => (x.path === '/moved' ? 302 : 500));
     const account = await gateway.account();
-    await register(account.key, { url: `${r.url}/down`, events: [{ type: 'llm.completion' }], retryConfig: { maxAttempts: 2, initialDelay: 100 } });
-    await register(account.key, { url: `${r.url}/moved`, events: [{ type: 'llm.completion' }], retryConfig: { maxAttempts: 3, initialDelay: 100 } });
+    await register(account.key, {
+      url: `${r.url}/down`,
+      events: [{ type: 'llm.completion' }],
+      retryConfig: { maxAttempts: 2, initialDelay: 100 },
+    });
+    await register(account.key, {
+      url: `${r.url}/moved`,
+      events: [{ type: 'llm.completion' }],
+      retryConfig: { maxAttempts: 3, initialDelay: 100 },
+    });
     await ask(account.key);
     await r.waitFor(2, (x) => x.path === '/down');
     let dead: any[] = [];
@@ -225,7 +271,12 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
   it('gives up on a receiver that never answers after `timeout`', async () => {
     const r = await receiver(() => 'hang');
     const account = await gateway.account();
-    await register(account.key, { url: r.url, events: [{ type: 'llm.completion' }], timeout: 1000, retryConfig: { maxAttempts: 1 } });
+    await register(account.key, {
+      url: r.url,
+      events: [{ type: 'llm.completion' }],
+      timeout: 1000,
+      retryConfig: { maxAttempts: 1 },
+    });
     await ask(account.key);
     const [attempt] = await r.waitFor(1);
     let dead: any[] = [];
@@ -250,7 +301,11 @@ describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
     const [first] = await r.waitFor(1);
     const event = JSON.parse(first!.body);
     expect(verifyWebhook(first!.body, first!.headers, SECRET).ok).toBe(true);
-    expect(event).toMatchObject({ type: 'credit.low_balance', event: 'credit.low_balance', data: { threshold: 1, api_key_id: spender.id, account_id: account.id, balance: { currency: 'USD' } } });
+    expect(event).toMatchObject({
+      type: 'credit.low_balance',
+      event: 'credit.low_balance',
+      data: { threshold: 1, api_key_id: spender.id, account_id: account.id, balance: { currency: 'USD' } },
+    });
     expect(event.data.balance.credits).toBeLessThan(1);
     expect(Number.isInteger(event.created)).toBe(true);
     await ask(spender.key, 'sandbox/lorem');

@@ -50,17 +50,32 @@ async function register(key: string, body: Record<string, unknown>): Promise<voi
 
 const ask = (key: string, stream = false) =>
   stream
-    ? gateway.client(key).chat.completions.create({ model: 'sandbox/lorem', max_tokens: 12, stream: true, messages: [{ role: 'user', content: 'stream' }] }).then(async (s) => {
-        for await (const _ of s);
-      })
-    : gateway.client(key).chat.completions.create({ model: 'sandbox/lorem', max_tokens: 12, messages: [{ role: 'user', content: 'spend' }] });
+    ? gateway
+        .client(key)
+        .chat.completions.create({
+          model: 'sandbox/lorem',
+          max_tokens: 12,
+          stream: true,
+          messages: [{ role: 'user', content: 'stream' }],
+        })
+        .then(async (s) => {
+          for await (const _ of s);
+        })
+    : gateway.client(key).chat.completions.create({
+        model: 'sandbox/lorem',
+        max_tokens: 12,
+        messages: [{ role: 'user', content: 'spend' }],
+      });
 
 describe('events are built for subscribers only', () => {
   it('builds nothing for an account or a type nobody subscribed to', async () => {
     const r = await receiver();
     const subscribed = await gateway.account();
     const other = await gateway.account();
-    await register(subscribed.key, { url: r.url, events: [{ type: 'llm.completion' }, { type: 'credit.low_balance' }] });
+    await register(subscribed.key, {
+      url: r.url,
+      events: [{ type: 'llm.completion' }, { type: 'credit.low_balance' }],
+    });
 
     await ask(other.key);
     await ask(other.key, true);
@@ -73,7 +88,12 @@ describe('events are built for subscribers only', () => {
     await sleep(200);
 
     expect(built.filter((e) => e.accountId === other.id)).toEqual([]);
-    expect(built.filter((e) => e.accountId === subscribed.id).map((e) => e.type).sort()).toEqual(['credit.low_balance', 'llm.completion', 'llm.completion']);
+    expect(
+      built
+        .filter((e) => e.accountId === subscribed.id)
+        .map((e) => e.type)
+        .sort(),
+    ).toEqual(['credit.low_balance', 'llm.completion', 'llm.completion']);
     expect(r.received).toHaveLength(3);
   });
 });
@@ -92,7 +112,11 @@ describe('credit.low_balance from concurrent requests', () => {
     const [delivery] = await r.waitFor(1);
     await sleep(300);
     expect(r.received).toHaveLength(1);
-    expect(JSON.parse(delivery!.body).data).toMatchObject({ threshold: 1, api_key_id: spender.id, account_id: account.id });
+    expect(JSON.parse(delivery!.body).data).toMatchObject({
+      threshold: 1,
+      api_key_id: spender.id,
+      account_id: account.id,
+    });
   });
 });
 
@@ -119,7 +143,8 @@ describe('delivery is off the request path', () => {
   it('answers chat requests at once while every receiver hangs', async () => {
     const hanging = await receiver(() => 'hang');
     const account = await gateway.account();
-    for (let i = 0; i < 5; i++) await register(account.key, { url: `${hanging.url}/${i}`, events: [{ type: 'llm.completion' }], timeout: 3000 });
+    for (let i = 0; i < 5; i++)
+      await register(account.key, { url: `${hanging.url}/${i}`, events: [{ type: 'llm.completion' }], timeout: 3000 });
     const took: number[] = [];
     for (let i = 0; i < 5; i++) {
       const started = performance.now();

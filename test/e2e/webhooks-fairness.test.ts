@@ -123,13 +123,17 @@ describe.each(['sqlite', 'postgres'] as const)('fair delivery on %s', (dialect) 
     cleanups.push(() => gateway.close());
     const hanging = await startHangingReceiver();
     const fast = await startReceiver();
-    cleanups.push(() => fast.close(), () => hanging.close());
+    cleanups.push(
+      () => fast.close(),
+      () => hanging.close(),
+    );
 
     const a = await gateway.account();
     const b = await gateway.account();
     // Three endpoints of A: the account's cap (8) binds before the three endpoints' (3 × 4).
     const endpoints = [];
-    for (const path of ['/a1', '/a2', '/a3']) endpoints.push(await register(gateway.baseURL, a.key, `${hanging.url}${path}`));
+    for (const path of ['/a1', '/a2', '/a3'])
+      endpoints.push(await register(gateway.baseURL, a.key, `${hanging.url}${path}`));
     await register(gateway.baseURL, b.key, fast.url);
 
     await chats([gateway.baseURL], a.key, 22);
@@ -161,7 +165,14 @@ describe('fair delivery across two gateways on one PostgreSQL database', () => {
     const gateway = await startGateway({ dialect: 'postgres', overrides: { webhooks: TEST_WEBHOOKS } });
     cleanups.push(() => gateway.close());
     const config = loadConfig({
-      env: { TOLLGATE_DATA_DIR: tempDir(), DATABASE_URL: gateway.database.databaseUrl!, TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, TOLLGATE_LOG_LEVEL: 'silent', PORT: '0', HOST: '127.0.0.1' },
+      env: {
+        TOLLGATE_DATA_DIR: tempDir(),
+        DATABASE_URL: gateway.database.databaseUrl!,
+        TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
+        TOLLGATE_LOG_LEVEL: 'silent',
+        PORT: '0',
+        HOST: '127.0.0.1',
+      },
       file: undefined,
       overrides: { webhooks: TEST_WEBHOOKS },
     });
@@ -170,7 +181,10 @@ describe('fair delivery across two gateways on one PostgreSQL database', () => {
     const secondBase = `${await second.listen()}/v1`;
     const hanging = await startHangingReceiver();
     const fast = await startReceiver();
-    cleanups.push(() => fast.close(), () => hanging.close());
+    cleanups.push(
+      () => fast.close(),
+      () => hanging.close(),
+    );
 
     const a = await gateway.account();
     const b = await gateway.account();
@@ -185,7 +199,11 @@ describe('fair delivery across two gateways on one PostgreSQL database', () => {
     const latency = await latencyOfAnotherTenant(secondBase, b.key, fast);
     expect(latency).toBeLessThan(1_000);
     expect(hanging.maxOpen.get('/a')).toBe(PER_ENDPOINT);
-    const inFlight = await Promise.all([gateway.url, secondBase.replace(/\/v1$/, '')].map(async (url) => sample(await metrics(url), `tollgate_webhook_in_flight{endpoint="${endpoint}"}`) ?? 0));
+    const inFlight = await Promise.all(
+      [gateway.url, secondBase.replace(/\/v1$/, '')].map(
+        async (url) => sample(await metrics(url), `tollgate_webhook_in_flight{endpoint="${endpoint}"}`) ?? 0,
+      ),
+    );
     expect(inFlight[0]! + inFlight[1]!).toBe(PER_ENDPOINT);
   });
 });

@@ -84,7 +84,12 @@ describe.each(DIALECTS)('a restart in the middle of a retry schedule (%s)', (dia
       const created = await fetch(`${base}/v1/webhooks`, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ url: receiver.url, secret: SECRET, events: [{ type: 'llm.completion' }], retryConfig: { maxAttempts: 3, initialDelay: 3000 } }),
+        body: JSON.stringify({
+          url: receiver.url,
+          secret: SECRET,
+          events: [{ type: 'llm.completion' }],
+          retryConfig: { maxAttempts: 3, initialDelay: 3000 },
+        }),
       });
       expect(created.status).toBe(201);
       const webhook = (await created.json()) as { id: string };
@@ -107,7 +112,9 @@ describe.each(DIALECTS)('a restart in the middle of a retry schedule (%s)', (dia
       expect(verifyWebhook(delivered!.body, delivered!.headers, SECRET).ok).toBe(true);
       await sleep(1000);
       expect(receiver.received).toHaveLength(2);
-      const deliveries = (await (await fetch(`${base}/v1/webhooks/${webhook.id}/deliveries`, { headers })).json()) as { data: any[] };
+      const deliveries = (await (await fetch(`${base}/v1/webhooks/${webhook.id}/deliveries`, { headers })).json()) as {
+        data: any[];
+      };
       expect(deliveries.data).toHaveLength(1);
       expect(deliveries.data[0]).toMatchObject({ status: 'succeeded', attempts: 2, last_status: 200 });
     } finally {

@@ -17,7 +17,13 @@ afterAll(async () => {
 
 function start(env: Record<string, string>) {
   const child = spawn(process.execPath, ['dist/main.js'], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', TOLLGATE_LOG_LEVEL: 'warn', TOLLGATE_DATA_DIR: tempDir(), ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOST: '127.0.0.1',
+      TOLLGATE_LOG_LEVEL: 'warn',
+      TOLLGATE_DATA_DIR: tempDir(),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -32,7 +38,14 @@ function postOnNewConnection(port: string, key: string): Promise<{ status: numbe
   const body = JSON.stringify({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'which worker?' }] });
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', agent: false, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } },
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/chat/completions',
+        agent: false,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve({ status: res.statusCode ?? 0, requestId: String(res.headers['x-request-id']) }));
@@ -56,7 +69,13 @@ describe('workers', { timeout: 120_000 }, () => {
   it('runs several server processes on one port, with one first-start banner, and stops them all on SIGTERM', async () => {
     database = await createTestDatabase('postgres');
     const port = String(await freePort());
-    const server = start({ PORT: port, TOLLGATE_WORKERS: '2', DATABASE_URL: database.databaseUrl!, REDIS_URL, TOLLGATE_REDIS_PREFIX: prefix });
+    const server = start({
+      PORT: port,
+      TOLLGATE_WORKERS: '2',
+      DATABASE_URL: database.databaseUrl!,
+      REDIS_URL,
+      TOLLGATE_REDIS_PREFIX: prefix,
+    });
     await until(() => (server.output().match(/listening on/g) ?? []).length >= 2, server.output);
     expect(server.output()).toMatch(/supervising 2 workers/);
     expect(server.output().match(/API key:/g)).toHaveLength(1);

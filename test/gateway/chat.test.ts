@@ -5,7 +5,10 @@ import { admit, createChatCompletion, type ChatInput, type ChatResult } from '..
 import { UpstreamError } from '../../src/providers/index.js';
 import { API_KEY, MODEL, account, chunk, completion, fakeDeps, model, recorded, streamOf } from './fakes.js';
 
-function input(body: Record<string, unknown> = {}, extra: Partial<ChatInput> = {}): ChatInput & { lines: Record<string, unknown>[] } {
+function input(
+  body: Record<string, unknown> = {},
+  extra: Partial<ChatInput> = {},
+): ChatInput & { lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
   return {
     authorization: API_KEY,
@@ -37,7 +40,9 @@ async function drain(result: ChatResult): Promise<string[]> {
 describe('chat admission', () => {
   it('refuses a request without a valid key at 401 before reading the body', async () => {
     const fake = fakeDeps();
-    const error = await refusal(createChatCompletion(input({ messages: 'not a list' }, { authorization: 'Bearer nope' }), fake.deps));
+    const error = await refusal(
+      createChatCompletion(input({ messages: 'not a list' }, { authorization: 'Bearer nope' }), fake.deps),
+    );
     expect([error.status, error.code]).toEqual([401, 'invalid_api_key']);
     expect(fake.router.route).not.toHaveBeenCalled();
   });
@@ -54,7 +59,11 @@ describe('chat admission', () => {
     const fake = fakeDeps({ rateLimited: true });
     const error = await refusal(createChatCompletion(input(), fake.deps));
     expect([error.status, error.code]).toEqual([429, 'rate_limit_exceeded']);
-    expect(error.headers).toMatchObject({ 'retry-after': '7', 'x-ratelimit-remaining-requests': '0', 'x-tollgate-provider': 'openai' });
+    expect(error.headers).toMatchObject({
+      'retry-after': '7',
+      'x-ratelimit-remaining-requests': '0',
+      'x-tollgate-provider': 'openai',
+    });
     expect(fake.wallet.reserve).not.toHaveBeenCalled();
     expect(fake.metrics.rateLimited.inc).toHaveBeenCalledTimes(1);
   });
@@ -74,24 +83,47 @@ describe('chat admission', () => {
 describe('a JSON answer', () => {
   it('settles at the upstream usage, answers with what was billed, and names the deployment that answered', async () => {
     const fallback = model('claude-haiku-5-5');
-    const fake = fakeDeps({ routed: () => ({ ok: true, result: completion('Hello there', { prompt_tokens: 12, completion_tokens: 4 }), model: fallback, providerId: 'anthropic' }) });
+    const fake = fakeDeps({
+      routed: () => ({
+        ok: true,
+        result: completion('Hello there', { prompt_tokens: 12, completion_tokens: 4 }),
+        model: fallback,
+        providerId: 'anthropic',
+      }),
+    });
     const request = input({ models: ['claude-haiku-5-5'] });
     const result = await createChatCompletion(request, fake.deps);
     expect(result.kind).toBe('json');
     if (result.kind !== 'json') return;
     expect(fake.settled).toMatchObject([{ promptTokens: 12, completionTokens: 4, model: fallback.id }]);
     expect(result.body.model).toBe(fallback.id);
-    expect(result.body.usage).toMatchObject({ prompt_tokens: 12, completion_tokens: 4, total_tokens: 16, cost: 0.0015 });
+    expect(result.body.usage).toMatchObject({
+      prompt_tokens: 12,
+      completion_tokens: 4,
+      total_tokens: 16,
+      cost: 0.0015,
+    });
     expect(result.headers['x-tollgate-provider']).toBe('anthropic');
     expect(fake.reservation.release).not.toHaveBeenCalled();
     await recorded();
-    expect(fake.metrics.recordChat).toHaveBeenCalledWith('anthropic', fallback.id, true, expect.any(Number), { prompt: 12, completion: 4, usd: 0.0015 });
+    expect(fake.metrics.recordChat).toHaveBeenCalledWith('anthropic', fallback.id, true, expect.any(Number), {
+      prompt: 12,
+      completion: 4,
+      usd: 0.0015,
+    });
     expect(fake.limiter.addTokens).toHaveBeenCalledWith(account.id, 4);
     expect(request.lines).toMatchObject([{ status: 200, provider: 'anthropic', model: fallback.id, cost: 0.0015 }]);
   });
 
   it('counts the answer itself when the upstream reports no usage', async () => {
-    const fake = fakeDeps({ routed: (_call, route) => ({ ok: true, result: completion('one two three'), model: route.model, providerId: 'openai' }) });
+    const fake = fakeDeps({
+      routed: (_call, route) => ({
+        ok: true,
+        result: completion('one two three'),
+        model: route.model,
+        providerId: 'openai',
+      }),
+    });
     await createChatCompletion(input(), fake.deps);
     expect(fake.settled).toHaveLength(1);
     expect(fake.settled[0]!.completionTokens).toBeGreaterThan(0);
@@ -101,7 +133,15 @@ describe('a JSON answer', () => {
     const fake = fakeDeps();
     await createChatCompletion(input(), fake.deps);
     const event = fake.events.find((e) => e.type === 'llm.completion');
-    expect(event).toMatchObject({ accountId: account.id, data: { requestId: 'req_1', completion: 'Hello there', tokens: { prompt: 10, completion: 5, total: 15 }, metadata: { provider: 'openai' } } });
+    expect(event).toMatchObject({
+      accountId: account.id,
+      data: {
+        requestId: 'req_1',
+        completion: 'Hello there',
+        tokens: { prompt: 10, completion: 5, total: 15 },
+        metadata: { provider: 'openai' },
+      },
+    });
   });
 
   it('sends the lowered completion bound upstream and says so, leaving the request as it was', async () => {
@@ -115,7 +155,8 @@ describe('a JSON answer', () => {
 });
 
 describe('an upstream failure', () => {
-  const failing = (error: unknown) => fakeDeps({ routed: () => ({ ok: false, error, model: model('claude-haiku-5-5'), providerId: 'anthropic' }) });
+  const failing = (error: unknown) =>
+    fakeDeps({ routed: () => ({ ok: false, error, model: model('claude-haiku-5-5'), providerId: 'anthropic' }) });
 
   it('releases the hold without charging, maps to 502, and names the deployment that failed', async () => {
     const fake = failing(new UpstreamError('anthropic', 'http', 'secret upstream text', { status: 500 }));
@@ -126,14 +167,24 @@ describe('an upstream failure', () => {
     expect(fake.reservation.release).toHaveBeenCalledTimes(1);
     expect(fake.settled).toEqual([]);
     const event = fake.events.find((e) => e.type === 'llm.error');
-    expect(event).toMatchObject({ data: { error: { code: 'upstream_error' }, tokens: { total: 0 }, metadata: { provider: 'anthropic' } } });
+    expect(event).toMatchObject({
+      data: { error: { code: 'upstream_error' }, tokens: { total: 0 }, metadata: { provider: 'anthropic' } },
+    });
     await recorded();
-    expect(fake.metrics.recordChat).toHaveBeenCalledWith('anthropic', 'claude-haiku-5-5', false, expect.any(Number), undefined);
+    expect(fake.metrics.recordChat).toHaveBeenCalledWith(
+      'anthropic',
+      'claude-haiku-5-5',
+      false,
+      expect.any(Number),
+      undefined,
+    );
     expect(request.lines).toMatchObject([{ status: 502, provider: 'anthropic', cost: 0 }]);
   });
 
   it('a request the upstream rejects is the client 400 with the upstream words', async () => {
-    const fake = failing(new UpstreamError('anthropic', 'http', 'messages: too many', { status: 422, param: 'messages' }));
+    const fake = failing(
+      new UpstreamError('anthropic', 'http', 'messages: too many', { status: 422, param: 'messages' }),
+    );
     const error = await refusal(createChatCompletion(input(), fake.deps));
     expect([error.status, error.code, error.param]).toEqual([400, 'invalid_request', 'messages']);
     expect(error.message).toContain('messages: too many');
@@ -141,20 +192,33 @@ describe('an upstream failure', () => {
   });
 
   it('a timeout is 504, and a client that went away is told so', async () => {
-    const timedOut = await refusal(createChatCompletion(input(), failing(new UpstreamError('anthropic', 'timeout', 'slow')).deps));
+    const timedOut = await refusal(
+      createChatCompletion(input(), failing(new UpstreamError('anthropic', 'timeout', 'slow')).deps),
+    );
     expect(timedOut.status).toBe(504);
     const controller = new AbortController();
     controller.abort();
-    const gone = await refusal(createChatCompletion(input({}, { signal: controller.signal }), failing(new Error('aborted')).deps));
+    const gone = await refusal(
+      createChatCompletion(input({}, { signal: controller.signal }), failing(new Error('aborted')).deps),
+    );
     expect([gone.status, gone.message]).toEqual([400, 'The client closed the request']);
   });
 });
 
 describe('a streamed answer', () => {
   it('relays the chunks under the catalog id, settles before [DONE], and emits the stream events', async () => {
-    const chunks = [chunk('Hel'), chunk('lo'), chunk('', { choices: [], usage: { prompt_tokens: 9, completion_tokens: 2, total_tokens: 11 } })];
-    const fake = fakeDeps({ routed: (_call, route) => ({ ok: true, result: streamOf(chunks), model: route.model, providerId: 'openai' }) });
-    const result = await createChatCompletion(input({ stream: true, stream_options: { include_usage: true } }), fake.deps);
+    const chunks = [
+      chunk('Hel'),
+      chunk('lo'),
+      chunk('', { choices: [], usage: { prompt_tokens: 9, completion_tokens: 2, total_tokens: 11 } }),
+    ];
+    const fake = fakeDeps({
+      routed: (_call, route) => ({ ok: true, result: streamOf(chunks), model: route.model, providerId: 'openai' }),
+    });
+    const result = await createChatCompletion(
+      input({ stream: true, stream_options: { include_usage: true } }),
+      fake.deps,
+    );
     expect(result.headers['x-tollgate-provider']).toBe('openai');
     const events = await drain(result);
     expect(events.at(-1)).toBe('data: [DONE]\n\n');
@@ -162,11 +226,24 @@ describe('a streamed answer', () => {
     expect(parsed.map((c) => c.model)).toEqual([MODEL, MODEL, MODEL]);
     expect(parsed.at(-1).usage).toMatchObject({ prompt_tokens: 9, completion_tokens: 2, cost: 0.0015 });
     expect(fake.settled).toMatchObject([{ promptTokens: 9, completionTokens: 2 }]);
-    expect(fake.events.map((e) => e.type)).toEqual(['llm.streaming.start', 'llm.streaming.chunk', 'llm.streaming.chunk', 'llm.completion', 'llm.streaming.end']);
+    expect(fake.events.map((e) => e.type)).toEqual([
+      'llm.streaming.start',
+      'llm.streaming.chunk',
+      'llm.streaming.chunk',
+      'llm.completion',
+      'llm.streaming.end',
+    ]);
   });
 
   it('a stream that fails before it starts releases the hold, like a JSON one', async () => {
-    const fake = fakeDeps({ routed: (_call, route) => ({ ok: false, error: new UpstreamError('openai', 'connection', 'refused'), model: route.model, providerId: 'openai' }) });
+    const fake = fakeDeps({
+      routed: (_call, route) => ({
+        ok: false,
+        error: new UpstreamError('openai', 'connection', 'refused'),
+        model: route.model,
+        providerId: 'openai',
+      }),
+    });
     const error = await refusal(createChatCompletion(input({ stream: true }), fake.deps));
     expect([error.status, error.message]).toEqual([502, "The provider 'openai' could not be reached"]);
     expect(fake.reservation.release).toHaveBeenCalledTimes(1);
@@ -187,7 +264,12 @@ describe('Idempotency-Key', () => {
   it('a key reused with another body is 422', async () => {
     const fake = fakeDeps();
     await createChatCompletion(input({}, { idempotencyKey: 'k-2' }), fake.deps);
-    const error = await refusal(createChatCompletion(input({ messages: [{ role: 'user', content: 'Other' }] }, { idempotencyKey: 'k-2' }), fake.deps));
+    const error = await refusal(
+      createChatCompletion(
+        input({ messages: [{ role: 'user', content: 'Other' }] }, { idempotencyKey: 'k-2' }),
+        fake.deps,
+      ),
+    );
     expect([error.status, error.code]).toEqual([422, 'idempotency_key_reused']);
   });
 });

@@ -49,7 +49,14 @@ export function completion(text: string, usage?: { prompt_tokens: number; comple
 }
 
 export function chunk(content: string, extra: Partial<ChatCompletionChunk> = {}): ChatCompletionChunk {
-  return { id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1, model: 'upstream-name', choices: [{ index: 0, delta: { content }, finish_reason: null }], ...extra };
+  return {
+    id: 'chatcmpl-up',
+    object: 'chat.completion.chunk',
+    created: 1,
+    model: 'upstream-name',
+    choices: [{ index: 0, delta: { content }, finish_reason: null }],
+    ...extra,
+  };
 }
 
 export function streamOf(chunks: ChatCompletionChunk[]): StreamStart {
@@ -79,7 +86,12 @@ export function fakeDeps(setup: Setup = {}) {
   const calls: ProviderCall[] = [];
   const events: GatewayEvent[] = [];
   const logs: Record<string, unknown>[] = [];
-  const settled: { promptTokens: number; completionTokens: number; model: string; event?: (billed: Settlement) => GatewayEvent }[] = [];
+  const settled: {
+    promptTokens: number;
+    completionTokens: number;
+    model: string;
+    event?: (billed: Settlement) => GatewayEvent;
+  }[] = [];
   const reservation = {
     admission: { lowered: setup.lowerTo !== undefined, maxTokens: setup.lowerTo ?? 1_000, holdNano: 1_000n },
     get maxTokens() {
@@ -93,14 +105,29 @@ export function fakeDeps(setup: Setup = {}) {
     }),
     settle: vi.fn(async (request: (typeof settled)[number]) => {
       settled.push(request);
-      const billed = { promptTokens: request.promptTokens, completionTokens: request.completionTokens, chargedNano: 1_500_000n };
+      const billed = {
+        promptTokens: request.promptTokens,
+        completionTokens: request.completionTokens,
+        chargedNano: 1_500_000n,
+      };
       if (request.event) events.push(request.event(billed));
       return billed;
     }),
   };
-  const route = (requested: CatalogModel): Route => ({ model: requested, providerId: 'openai', price: requested.price, candidates: [], deadline: 0 });
+  const route = (requested: CatalogModel): Route => ({
+    model: requested,
+    providerId: 'openai',
+    price: requested.price,
+    candidates: [],
+    deadline: 0,
+  });
   const answer = (call: ProviderCall, r: Route): Routed<ChatCompletion> | Routed<StreamStart> =>
-    setup.routed?.(call, r) ?? { ok: true, result: completion('Hello there', { prompt_tokens: 10, completion_tokens: 5 }), model: r.model, providerId: 'openai' };
+    setup.routed?.(call, r) ?? {
+      ok: true,
+      result: completion('Hello there', { prompt_tokens: 10, completion_tokens: 5 }),
+      model: r.model,
+      providerId: 'openai',
+    };
   const router = {
     route: vi.fn((requested: CatalogModel) => route(requested)),
     complete: vi.fn(async (r: Route, call: ProviderCall) => (calls.push(call), answer(call, r))),
@@ -134,7 +161,19 @@ export function fakeDeps(setup: Setup = {}) {
     idempotency: new Idempotency({ store: memoryIdempotencyStore(), leaseMs: 60_000 }),
     events: { wants: () => true, emit: (event: GatewayEvent) => void events.push(event), rows: () => [] },
   };
-  return { deps: deps as unknown as GatewayDeps, router, wallet, reservation, limiter, metrics, performance, calls, events, logs, settled };
+  return {
+    deps: deps as unknown as GatewayDeps,
+    router,
+    wallet,
+    reservation,
+    limiter,
+    metrics,
+    performance,
+    calls,
+    events,
+    logs,
+    settled,
+  };
 }
 
 /** Idempotency records in a Map, with the store's claim semantics (first claim wins until released or done). */
@@ -146,7 +185,14 @@ function memoryIdempotencyStore(): IdempotencyStore {
       const existing = records.get(id(claim.accountId, claim.key));
       if (existing) return false;
       const { fingerprint, requestId, leaseUntil } = claim;
-      records.set(id(claim.accountId, claim.key), { fingerprint, claim: claim.claim, requestId, state: 'pending', response: null, expiresAt: leaseUntil });
+      records.set(id(claim.accountId, claim.key), {
+        fingerprint,
+        claim: claim.claim,
+        requestId,
+        state: 'pending',
+        response: null,
+        expiresAt: leaseUntil,
+      });
       return true;
     },
     async get(accountId: string, k: string) {

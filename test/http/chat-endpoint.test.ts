@@ -39,7 +39,9 @@ describe('the chat endpoint ahead of Fastify', () => {
   let gw: TestGateway;
   let key: string;
   beforeAll(async () => {
-    gw = await startGateway({ overrides: { server: { body_limit_bytes: BODY_LIMIT, cors_origins: ['https://app.example.com'] } } as never });
+    gw = await startGateway({
+      overrides: { server: { body_limit_bytes: BODY_LIMIT, cors_origins: ['https://app.example.com'] } } as never,
+    });
     ({ key } = await gw.account());
   });
   afterAll(async () => gw?.close());
@@ -64,17 +66,30 @@ describe('the chat endpoint ahead of Fastify', () => {
       const fastify = await send(gw.url, '/v1/webhooks', headers, body);
       expect(chat.status, name).toBeGreaterThanOrEqual(400);
       expect(chat.status, name).toBeLessThan(500);
-      expect({ status: chat.status, error: chat.body.error }, name).toEqual({ status: fastify.status, error: fastify.body.error });
+      expect({ status: chat.status, error: chat.body.error }, name).toEqual({
+        status: fastify.status,
+        error: fastify.body.error,
+      });
     }
     // Parameters after the media type are fine: the body is read, and an empty request names a missing field.
-    const withCharset = await send(gw.url, '/v1/chat/completions', { ...auth, 'content-type': 'Application/JSON; charset=utf-8' }, '{}');
+    const withCharset = await send(
+      gw.url,
+      '/v1/chat/completions',
+      { ...auth, 'content-type': 'Application/JSON; charset=utf-8' },
+      '{}',
+    );
     expect(withCharset.status).toBe(400);
     expect(withCharset.body.error.message).toMatch(/^Missing required parameter/);
   });
 
   it('echoes a valid x-request-id, sends CORS headers to allowed origins, and counts the request in /metrics', async () => {
     const body = JSON.stringify({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }] });
-    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-request-id': 'trace-me-42', origin: 'https://app.example.com' };
+    const headers = {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      'x-request-id': 'trace-me-42',
+      origin: 'https://app.example.com',
+    };
     const answer = await send(gw.url, '/v1/chat/completions', headers, body);
     expect(answer.status).toBe(200);
     expect(answer.body.object).toBe('chat.completion');
@@ -83,11 +98,18 @@ describe('the chat endpoint ahead of Fastify', () => {
     expect(answer.headers['access-control-allow-origin']).toBe('https://app.example.com');
     expect(answer.headers['access-control-expose-headers']).toContain('x-ratelimit-remaining-requests');
 
-    const other = await send(gw.url, '/v1/chat/completions', { ...headers, 'x-request-id': 'bad id with spaces', origin: 'https://evil.example.com' }, body);
+    const other = await send(
+      gw.url,
+      '/v1/chat/completions',
+      { ...headers, 'x-request-id': 'bad id with spaces', origin: 'https://evil.example.com' },
+      body,
+    );
     expect(other.headers['x-request-id']).toMatch(/^req_/);
     expect(other.headers['access-control-allow-origin']).toBeUndefined();
 
-    const metrics = await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.text());
+    const metrics = await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then(
+      (r) => r.text(),
+    );
     const counted = /tollgate_requests_total\{route="\/v1\/chat\/completions",status="200"\} (\d+)/.exec(metrics);
     expect(Number(counted?.[1])).toBeGreaterThanOrEqual(2);
   });

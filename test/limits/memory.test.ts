@@ -24,7 +24,8 @@ describe('in-memory rate limiter', () => {
       vi.setSystemTime(1_000_000_000_500 + ms);
       if (limiter.admit('a', limits, 0).allowed) admitted.push(ms);
     }
-    for (const start of admitted) expect(admitted.filter((t) => t >= start && t < start + 60_000).length).toBeLessThanOrEqual(3);
+    for (const start of admitted)
+      expect(admitted.filter((t) => t >= start && t < start + 60_000).length).toBeLessThanOrEqual(3);
     expect(admitted.length).toBeGreaterThanOrEqual(6);
   });
 

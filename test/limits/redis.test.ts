@@ -29,7 +29,10 @@ async function hashSum(client: Redis, key: string): Promise<number> {
 }
 
 /** Runs `body` and counts the script calls it made on keys under `prefix`, by mode ('admit', 'lease' or 'settle'). */
-async function scriptCalls<T>(prefix: string, body: () => Promise<T>): Promise<[T, { admit: number; settle: number; lease?: number }]> {
+async function scriptCalls<T>(
+  prefix: string,
+  body: () => Promise<T>,
+): Promise<[T, { admit: number; settle: number; lease?: number }]> {
   const [result, commands] = await commandsDuring(prefix, body);
   const calls: { admit: number; settle: number; lease?: number } = { admit: 0, settle: 0 };
   for (const args of commands) {
@@ -80,7 +83,9 @@ describe('Redis rate limiter', () => {
     const admitted = decisions.filter((d) => d.allowed);
     expect(admitted).toHaveLength(60);
     // Atomic counting: each admitted request saw a distinct remaining count, 59 down to 0.
-    expect(admitted.map((d) => d.requests.remaining).sort((a, b) => a - b)).toEqual(Array.from({ length: 60 }, (_, i) => i));
+    expect(admitted.map((d) => d.requests.remaining).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 60 }, (_, i) => i),
+    );
     expect(decisions.filter((d) => !d.allowed).every((d) => d.retryAfterSeconds >= 60)).toBe(true);
     const last = await replicas[0]!.admit('acct', rpm, 0);
     expect(last.allowed).toBe(false);
@@ -199,7 +204,9 @@ describe('Redis rate limiter', () => {
       });
       expect(calls.admit + calls.settle).toBeLessThan(100);
       expect(decisions.every((d) => d.allowed)).toBe(true);
-      expect(decisions.map((d) => d.requests.remaining)).toEqual(Array.from({ length: 500 }, (_, i) => 100_000 - 6 - i));
+      expect(decisions.map((d) => d.requests.remaining)).toEqual(
+        Array.from({ length: 500 }, (_, i) => 100_000 - 6 - i),
+      );
       expect(decisions.at(-1)!.tokens.remaining).toBe(100_000_000 - 5050);
       await l.close();
       await withRedis(async (client) => {
@@ -233,7 +240,7 @@ describe('Redis rate limiter', () => {
       expect(calls.admit).toBe(3);
     });
 
-    it('renews a leasing account\'s lease as each second begins: a client at five requests a second waits for Redis only while its rate is unknown', async () => {
+    it("renews a leasing account's lease as each second begins: a client at five requests a second waits for Redis only while its rate is unknown", async () => {
       const prefix = newPrefix();
       const l = limiter(prefix);
       // Admissions 200 ms apart, 100 ms away from every second's start (a renewal is sent just after it).

@@ -10,11 +10,19 @@ const ROOT = join(import.meta.dirname, '..', '..');
 const LOGGER = join(ROOT, 'dist', 'observability', 'logger.js');
 
 function run(script: string): { stdout: string; status: number | null } {
-  const child = spawnSync(process.execPath, ['--input-type=module', '-e', `import { createLogger } from ${JSON.stringify(LOGGER)};\n${script}`], { encoding: 'utf8' });
+  const child = spawnSync(
+    process.execPath,
+    ['--input-type=module', '-e', `import { createLogger } from ${JSON.stringify(LOGGER)};\n${script}`],
+    { encoding: 'utf8' },
+  );
   return { stdout: child.stdout, status: child.status };
 }
 
-const messages = (stdout: string) => stdout.trim().split('\n').map((line) => JSON.parse(line).msg);
+const messages = (stdout: string) =>
+  stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line).msg);
 
 describe('stdout logs', () => {
   it('writes every line in order across turns', () => {
@@ -39,12 +47,16 @@ describe('stdout logs', () => {
   });
 
   it('writes the lines of several turns within a few milliseconds in one write', async () => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', `import { createLogger } from ${JSON.stringify(LOGGER)};
+    const child = spawn(process.execPath, [
+      '--input-type=module',
+      '-e',
+      `import { createLogger } from ${JSON.stringify(LOGGER)};
       const log = createLogger('info');
       log.info('a');
       setImmediate(() => log.info('b'));
       setTimeout(() => log.info('c'), 5);
-      setTimeout(() => {}, 300);`]);
+      setTimeout(() => {}, 300);`,
+    ]);
     const reads: string[] = [];
     child.stdout.on('data', (part: Buffer) => reads.push(part.toString()));
     await new Promise((resolve) => child.once('exit', resolve));

@@ -45,7 +45,10 @@ describe('Dockerfile', () => {
 
   it('copies only files that exist, and the build stage runs the project build', () => {
     for (const copy of instructions.filter((i) => i.keyword === 'COPY' && !i.args.includes('--from'))) {
-      const sources = copy.args.split(/\s+/).filter((part) => !part.startsWith('--')).slice(0, -1);
+      const sources = copy.args
+        .split(/\s+/)
+        .filter((part) => !part.startsWith('--'))
+        .slice(0, -1);
       for (const source of sources) expect(existsSync(new URL(source, root)), source).toBe(true);
     }
     expect(stages[0]!.some((i) => i.keyword === 'RUN' && i.args.includes('npm run build'))).toBe(true);
@@ -72,7 +75,10 @@ describe('docker-compose.yml', () => {
       expect(gateway.environment.DATABASE_URL).toMatch(/^postgres:\/\/.*@postgres:5432\//);
       expect(gateway.environment.REDIS_URL).toBe('redis://redis:6379');
       expect(gateway.environment.TOLLGATE_KEY_SECRET).toMatch(/^\$\{TOLLGATE_KEY_SECRET:\?/);
-      expect(gateway.depends_on).toEqual({ postgres: { condition: 'service_healthy' }, redis: { condition: 'service_healthy' } });
+      expect(gateway.depends_on).toEqual({
+        postgres: { condition: 'service_healthy' },
+        redis: { condition: 'service_healthy' },
+      });
     }
     expect(new Set(gateways.map(([, g]) => g.ports[0])).size).toBe(2);
   });

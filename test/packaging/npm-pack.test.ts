@@ -19,7 +19,8 @@ let consumer: string;
 let server: ChildProcess | undefined;
 
 beforeAll(async () => {
-  if (!existsSync(join(repo, 'dist', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does it first)');
+  if (!existsSync(join(repo, 'dist', 'main.js')))
+    throw new Error('dist/ is missing: run `npm run build` (npm test does it first)');
   consumer = tempDir('tollgate-consumer-');
   // --ignore-scripts: `prepare` would rebuild dist/ under the other test files that use it.
   await run('npm', ['pack', '--ignore-scripts', '--pack-destination', consumer], { cwd: repo });
@@ -31,7 +32,10 @@ beforeAll(async () => {
   for (const name of ['better-sqlite3', 'bindings', 'file-uri-to-path']) {
     cpSync(join(repo, 'node_modules', name), join(consumer, 'node_modules', name), { recursive: true });
   }
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', `./${tarball}`], { cwd: consumer, timeout: 240_000 });
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', `./${tarball}`], {
+    cwd: consumer,
+    timeout: 240_000,
+  });
 }, 300_000);
 
 afterAll(() => {
@@ -55,7 +59,13 @@ describe('the packed package, installed into an empty folder', { timeout: 120_00
     server = spawn('npx', ['tollgate', 'start'], {
       detached: true,
       cwd: consumer,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOST: '127.0.0.1', PORT: port, TOLLGATE_LOG_LEVEL: 'warn' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        HOST: '127.0.0.1',
+        PORT: port,
+        TOLLGATE_LOG_LEVEL: 'warn',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -66,7 +76,10 @@ describe('the packed package, installed into an empty folder', { timeout: 120_00
     const key = /API key:\s+(tg-live-[0-9A-Za-z]{32})/.exec(output)?.[1];
     expect(key, output).toBeDefined();
     const client = new OpenAI({ apiKey: key!, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
-    const completion = await client.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'from the tarball' }] });
+    const completion = await client.chat.completions.create({
+      model: 'sandbox/echo',
+      messages: [{ role: 'user', content: 'from the tarball' }],
+    });
     expect(completion.choices[0]!.message.content).toBe('from the tarball');
     expect(existsSync(join(consumer, 'data', 'tollgate.db'))).toBe(true);
     const dashboard = await fetch(`http://127.0.0.1:${port}/dashboard`);

@@ -1,10 +1,18 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createOpenAICompatibleProvider, type OpenAICompatibleProvider } from '../../src/providers/openai-compatible/index.js';
+import {
+  createOpenAICompatibleProvider,
+  type OpenAICompatibleProvider,
+} from '../../src/providers/openai-compatible/index.js';
 import { parseStreamEvent } from '../../src/providers/openai-compatible/stream-event.js';
 import { SseReader } from '../../src/providers/sse.js';
-import { UpstreamError, type ChatCompletionChunk, type ChatRequest, type ProviderCall } from '../../src/providers/index.js';
+import {
+  UpstreamError,
+  type ChatCompletionChunk,
+  type ChatRequest,
+  type ProviderCall,
+} from '../../src/providers/index.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
 import { collect, failure } from '../support/provider-calls.js';
 
@@ -30,7 +38,12 @@ const content = (chunks: ChatCompletionChunk[]) => chunks.map((c) => c.choices[0
 
 beforeAll(async () => {
   mock = await startMockOpenAI({ apiKey: KEY });
-  provider = createOpenAICompatibleProvider({ id: 'openai', baseUrl: `${mock.url}/`, apiKey: KEY, headers: { 'x-extra': 'yes' } });
+  provider = createOpenAICompatibleProvider({
+    id: 'openai',
+    baseUrl: `${mock.url}/`,
+    apiKey: KEY,
+    headers: { 'x-extra': 'yes' },
+  });
 });
 
 afterAll(async () => {
@@ -73,7 +86,11 @@ describe('request shape', () => {
   });
 
   it('asks for usage on streams and keeps the client stream_options', async () => {
-    await collect(provider.stream(call({ body: body({ stream: true, stream_options: { include_usage: false, extra: 1 } as never }) })));
+    await collect(
+      provider.stream(
+        call({ body: body({ stream: true, stream_options: { include_usage: false, extra: 1 } as never }) }),
+      ),
+    );
     const [seen] = mock.requests;
     expect(seen?.headers.accept).toBe('text/event-stream');
     expect(seen?.body.stream).toBe(true);
@@ -145,7 +162,11 @@ describe('stream', () => {
   });
 
   it('streams tool-call argument deltas', async () => {
-    mock.setBehavior({ kind: 'ok', chunks: 3, toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' }] });
+    mock.setBehavior({
+      kind: 'ok',
+      chunks: 3,
+      toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' }],
+    });
     const chunks = await collect(provider.stream(call({ body: body({ stream: true }) })));
     const deltas = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []);
     expect(deltas[0]).toMatchObject({ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather' } });
@@ -155,8 +176,18 @@ describe('stream', () => {
   });
 
   it('accepts a stream ending without [DONE] after the finish chunk', async () => {
-    const finish = { id: 'x', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] };
-    mock.setBehavior({ kind: 'raw', headers: { 'content-type': 'text/event-stream' }, body: `data: ${JSON.stringify(finish)}\n\n` });
+    const finish = {
+      id: 'x',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'm',
+      choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
+    };
+    mock.setBehavior({
+      kind: 'raw',
+      headers: { 'content-type': 'text/event-stream' },
+      body: `data: ${JSON.stringify(finish)}\n\n`,
+    });
     expect(await collect(provider.stream(call({ body: body({ stream: true }) })))).toHaveLength(1);
   });
 
@@ -173,7 +204,11 @@ describe('stream', () => {
   });
 
   it('treats a body ending without finish or [DONE] as a protocol error', async () => {
-    mock.setBehavior({ kind: 'raw', headers: { 'content-type': 'text/event-stream' }, body: 'data: {"choices":[]}\n\n' });
+    mock.setBehavior({
+      kind: 'raw',
+      headers: { 'content-type': 'text/event-stream' },
+      body: 'data: {"choices":[]}\n\n',
+    });
     const err = await failure(collect(provider.stream(call({ body: body({ stream: true }) }))));
     expect(err.kind).toBe('protocol');
     expect(err.message).toMatch(/ended early/);
@@ -218,9 +253,21 @@ describe('stream', () => {
 
 describe('upstream errors', () => {
   it('maps a 400 with its message and param', async () => {
-    mock.setBehavior({ kind: 'error', status: 400, message: "Invalid value for 'temperature'", param: 'temperature', code: 'invalid_value' });
+    mock.setBehavior({
+      kind: 'error',
+      status: 400,
+      message: "Invalid value for 'temperature'",
+      param: 'temperature',
+      code: 'invalid_value',
+    });
     const err = await failure(provider.complete(call()));
-    expect(err).toMatchObject({ kind: 'http', status: 400, param: 'temperature', message: "Invalid value for 'temperature'", provider: 'openai' });
+    expect(err).toMatchObject({
+      kind: 'http',
+      status: 400,
+      param: 'temperature',
+      message: "Invalid value for 'temperature'",
+      provider: 'openai',
+    });
   });
 
   it('maps a 401 from a wrong key', async () => {
@@ -232,13 +279,24 @@ describe('upstream errors', () => {
   });
 
   it('maps 500 and 429 on streams too', async () => {
-    mock.enqueue({ kind: 'error', status: 500, message: 'boom' }, { kind: 'error', status: 429, message: 'slow down', retryAfter: 3 });
-    expect(await failure(collect(provider.stream(call({ body: body({ stream: true }) }))))).toMatchObject({ status: 500, message: 'boom' });
+    mock.enqueue(
+      { kind: 'error', status: 500, message: 'boom' },
+      { kind: 'error', status: 429, message: 'slow down', retryAfter: 3 },
+    );
+    expect(await failure(collect(provider.stream(call({ body: body({ stream: true }) }))))).toMatchObject({
+      status: 500,
+      message: 'boom',
+    });
     expect(await failure(provider.complete(call()))).toMatchObject({ kind: 'http', status: 429, message: 'slow down' });
   });
 
   it('uses the text of a non-JSON error body', async () => {
-    mock.setBehavior({ kind: 'raw', status: 503, headers: { 'content-type': 'text/plain' }, body: 'upstream down' + 'x'.repeat(1000) });
+    mock.setBehavior({
+      kind: 'raw',
+      status: 503,
+      headers: { 'content-type': 'text/plain' },
+      body: 'upstream down' + 'x'.repeat(1000),
+    });
     const err = await failure(provider.complete(call()));
     expect(err).toMatchObject({ kind: 'http', status: 503 });
     expect(err.message.startsWith('upstream down')).toBe(true);
@@ -268,7 +326,8 @@ describe('upstream errors', () => {
     const chunks: ChatCompletionChunk[] = [];
     const err = await failure(
       (async () => {
-        for await (const chunk of provider.stream(call({ body: body({ stream: true }), timeoutMs: 300 }))) chunks.push(chunk);
+        for await (const chunk of provider.stream(call({ body: body({ stream: true }), timeoutMs: 300 })))
+          chunks.push(chunk);
       })(),
     );
     expect(err.kind).toBe('timeout');

@@ -51,6 +51,8 @@ describe('redactForClient', () => {
 
 describe('redactCredentials', () => {
   it('keeps addresses for the operator and removes credentials', () => {
-    expect(redactCredentials('ECONNREFUSED 127.0.0.1:9; Authorization: Bearer sk-abc12345678')).toBe('ECONNREFUSED 127.0.0.1:9; Authorization: [redacted]');
+    expect(redactCredentials('ECONNREFUSED 127.0.0.1:9; Authorization: Bearer sk-abc12345678')).toBe(
+      'ECONNREFUSED 127.0.0.1:9; Authorization: [redacted]',
+    );
   });
 });

@@ -1,12 +1,22 @@
 import { describe, it, expect } from 'vitest';
 import { createSandboxProvider } from '../../src/providers/sandbox/index.js';
-import { UpstreamError, type ChatCompletionChunk, type ChatRequest, type ProviderCall, type ToolDefinition } from '../../src/providers/index.js';
+import {
+  UpstreamError,
+  type ChatCompletionChunk,
+  type ChatRequest,
+  type ProviderCall,
+  type ToolDefinition,
+} from '../../src/providers/index.js';
 import { countPromptTokens, countTextTokens } from '../../src/tokens/index.js';
 
 const provider = createSandboxProvider();
 
 function call(body: Partial<ChatRequest>, signal = new AbortController().signal): ProviderCall {
-  const request: ChatRequest = { model: 'echo', messages: [{ role: 'user', content: 'Hello there, sandbox!' }], ...body };
+  const request: ChatRequest = {
+    model: 'echo',
+    messages: [{ role: 'user', content: 'Hello there, sandbox!' }],
+    ...body,
+  };
   return { body: request, signal, requestId: 'req_1', timeoutMs: 10_000 };
 }
 
@@ -22,7 +32,10 @@ async function collect(stream: AsyncIterable<ChatCompletionChunk>): Promise<Chat
 
 /** Rebuilds per-choice content, tool calls and finish reasons from stream chunks. */
 function reassemble(chunks: ChatCompletionChunk[]) {
-  const choices = new Map<number, { content: string | null; toolCall?: { id?: string; name?: string; arguments: string }; finish?: string | null }>();
+  const choices = new Map<
+    number,
+    { content: string | null; toolCall?: { id?: string; name?: string; arguments: string }; finish?: string | null }
+  >();
   for (const chunk of chunks) {
     for (const { index, delta, finish_reason } of chunk.choices) {
       const choice = choices.get(index) ?? { content: null };
@@ -60,7 +73,10 @@ const weather: ToolDefinition = {
 };
 const search: ToolDefinition = {
   type: 'function',
-  function: { name: 'search', parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] } },
+  function: {
+    name: 'search',
+    parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+  },
 };
 
 describe('sandbox provider: echo', () => {
@@ -94,7 +110,11 @@ describe('sandbox provider: echo', () => {
     expect(Math.abs(result.created - Date.now() / 1000)).toBeLessThan(5);
     const prompt = countPromptTokens(call({}).body);
     const completion = countTextTokens('Hello there, sandbox!');
-    expect(result.usage).toEqual({ prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion });
+    expect(result.usage).toEqual({
+      prompt_tokens: prompt,
+      completion_tokens: completion,
+      total_tokens: prompt + completion,
+    });
   });
 });
 
@@ -188,7 +208,11 @@ describe('sandbox provider: tools', () => {
     expect(choice.finish_reason).toBe('tool_calls');
     expect(choice.message.content).toBeNull();
     const [toolCall] = choice.message.tool_calls!;
-    expect(toolCall).toMatchObject({ id: expect.stringMatching(/^call_\w+$/), type: 'function', function: { name: 'get_weather' } });
+    expect(toolCall).toMatchObject({
+      id: expect.stringMatching(/^call_\w+$/),
+      type: 'function',
+      function: { name: 'get_weather' },
+    });
     expect(JSON.parse(toolCall!.function.arguments)).toEqual({
       city: 'Hello there, sandbox!',
       days: 1,
@@ -203,7 +227,8 @@ describe('sandbox provider: tools', () => {
 
   it('calls the named tool, and rejects a name not in tools', async () => {
     const named = { type: 'function', function: { name: 'search' } } as const;
-    const toolCall = (await complete({ tools: [weather, search], tool_choice: named })).choices[0]!.message.tool_calls![0]!;
+    const toolCall = (await complete({ tools: [weather, search], tool_choice: named })).choices[0]!.message
+      .tool_calls![0]!;
     expect(toolCall.function.name).toBe('search');
     expect(JSON.parse(toolCall.function.arguments)).toEqual({ query: 'Hello there, sandbox!' });
 
@@ -258,7 +283,9 @@ describe('sandbox provider: streaming', () => {
 
     expect(new Set(chunks.map((chunk) => chunk.id))).toEqual(new Set([expected.id]));
     expect(new Set(chunks.map((chunk) => chunk.created)).size).toBe(1);
-    expect(chunks.every((chunk) => chunk.object === 'chat.completion.chunk' && chunk.model === (body.model ?? 'echo'))).toBe(true);
+    expect(
+      chunks.every((chunk) => chunk.object === 'chat.completion.chunk' && chunk.model === (body.model ?? 'echo')),
+    ).toBe(true);
 
     for (const choice of expected.choices) {
       const first = chunks.find((chunk) => chunk.choices[0]?.index === choice.index)!;
@@ -288,7 +315,14 @@ describe('sandbox provider: streaming', () => {
     expect(opening).toEqual({
       role: 'assistant',
       content: null,
-      tool_calls: [{ index: 0, id: expected.message.tool_calls![0]!.id, type: 'function', function: { name: 'get_weather', arguments: '' } }],
+      tool_calls: [
+        {
+          index: 0,
+          id: expected.message.tool_calls![0]!.id,
+          type: 'function',
+          function: { name: 'get_weather', arguments: '' },
+        },
+      ],
     });
     const [choice] = reassemble(chunks);
     const toolCall = expected.message.tool_calls![0]!;

@@ -16,11 +16,20 @@ const WHO: Who[] = ['full', 'readOnly', 'project', 'test', 'none', 'revoked', 'a
 type Expect = Partial<Record<Who | 'key' | 'all', number>>;
 const status = (e: Expect, who: Who): number => {
   const isKey = who === 'full' || who === 'readOnly' || who === 'project' || who === 'test';
-  return e[who] ?? (isKey ? e.key : undefined) ?? e.all ?? (who === 'none' || who === 'revoked' || who === 'admin' ? 401 : NaN);
+  return (
+    e[who] ??
+    (isKey ? e.key : undefined) ??
+    e.all ??
+    (who === 'none' || who === 'revoked' || who === 'admin' ? 401 : NaN)
+  );
 };
 
 const chat = (model: string) => ({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 });
-const hook = { url: 'http://127.0.0.1:9/hook', secret: 'a-very-secret-webhook-secret-of-40-chars!', events: [{ type: 'llm.completion' }] };
+const hook = {
+  url: 'http://127.0.0.1:9/hook',
+  secret: 'a-very-secret-webhook-secret-of-40-chars!',
+  events: [{ type: 'llm.completion' }],
+};
 const MANAGE = { full: 200, test: 200, readOnly: 403, project: 403 };
 const MISSING = { full: 404, test: 404, readOnly: 403, project: 403 };
 const ADMIN_ONLY = { key: 401 };
@@ -84,7 +93,10 @@ describe('keys and access', () => {
     // The production logger (same redaction), at its most verbose, writing into memory.
     const logger = createLogger('trace', { write: (line: string) => void logs.push(line) });
     // Every API key is tried on every admin route: far more wrong admin tokens than the per-address throttle allows.
-    gateway = await startGateway({ logger, overrides: { webhooks: { allow_private_urls: true }, server: { admin_auth_max_failures: 1_000 } } as never });
+    gateway = await startGateway({
+      logger,
+      overrides: { webhooks: { allow_private_urls: true }, server: { admin_auth_max_failures: 1_000 } } as never,
+    });
     const { id, key } = await gateway.account({ plan: 'pay_as_you_go' });
     accountId = id;
     keys.full = key;
@@ -106,7 +118,11 @@ describe('keys and access', () => {
     const headers: Record<string, string> = {};
     if (keys[who]) headers.authorization = `Bearer ${keys[who]}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const response = await fetch(`${gateway.url}${path.replace(':acct', accountId)}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const response = await fetch(`${gateway.url}${path.replace(':acct', accountId)}`, {
+      method,
+      headers,
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
     const text = await response.text();
     let parsed: any = text;
     try {
@@ -125,10 +141,13 @@ describe('keys and access', () => {
         const payload = path === '/admin/accounts' && method === 'POST' ? { email: `new-${++n}@example.com` } : body;
         const { status: got, body: answer } = await call(method, path, who, payload);
         const want = status(expected, who);
-        if (got !== want) wrong.push(`${method} ${path} as ${who}: ${got}, expected ${want} ${JSON.stringify(answer).slice(0, 160)}`);
-        if (got >= 400 && !(answer?.error && 'param' in answer.error && typeof answer.error.code === 'string')) wrong.push(`${method} ${path} as ${who}: no error envelope`);
+        if (got !== want)
+          wrong.push(`${method} ${path} as ${who}: ${got}, expected ${want} ${JSON.stringify(answer).slice(0, 160)}`);
+        if (got >= 400 && !(answer?.error && 'param' in answer.error && typeof answer.error.code === 'string'))
+          wrong.push(`${method} ${path} as ${who}: no error envelope`);
         if (got === 401) expect(answer.error.type).toBe('authentication_error');
-        if (got === 403 && path.startsWith('/v1')) expect(answer.error).toMatchObject({ type: 'permission_error', code: 'permission_denied' });
+        if (got === 403 && path.startsWith('/v1'))
+          expect(answer.error).toMatchObject({ type: 'permission_error', code: 'permission_denied' });
       }
     }
     expect(wrong).toEqual([]);
@@ -137,12 +156,16 @@ describe('keys and access', () => {
   it('shows read-only and project keys only the simplified credits, and holds a project key to its spend limit', async () => {
     const full = await call('GET', '/v1/credits', 'full');
     expect(Object.keys(full.body).length).toBeGreaterThan(2);
-    for (const who of ['readOnly', 'project'] as const) expect(Object.keys((await call('GET', '/v1/credits', who)).body).sort()).toEqual(['balance', 'object']);
+    for (const who of ['readOnly', 'project'] as const)
+      expect(Object.keys((await call('GET', '/v1/credits', who)).body).sort()).toEqual(['balance', 'object']);
     const limited = await gateway.key(accountId, { permissions: 'project', spend_limit: 0.000001 });
     const response = await fetch(`${gateway.baseURL}/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${limited.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sandbox/lorem', messages: [{ role: 'user', content: 'a long prompt '.repeat(50) }] }),
+      body: JSON.stringify({
+        model: 'sandbox/lorem',
+        messages: [{ role: 'user', content: 'a long prompt '.repeat(50) }],
+      }),
     });
     expect(response.status).toBe(403);
   });
@@ -162,10 +185,19 @@ describe('keys and access', () => {
     const before = (await gateway.admin('GET', `/admin/accounts/${accountId}`)).body.balance.credits;
     const client = gateway.client(keys.test!);
     for (let i = 0; i < 5; i++) {
-      const answer = await client.chat.completions.create({ model: 'sandbox/lorem', messages: [{ role: 'user', content: `test ${i}` }], max_tokens: 50 });
+      const answer = await client.chat.completions.create({
+        model: 'sandbox/lorem',
+        messages: [{ role: 'user', content: `test ${i}` }],
+        max_tokens: 50,
+      });
       expect((answer.usage as any).cost).toBe(0);
     }
-    const stream = await client.chat.completions.create({ model: 'gpt-6-luna', messages: [{ role: 'user', content: 'x' }], stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-6-luna',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     for await (const chunk of stream) if (chunk.usage) expect((chunk.usage as any).cost).toBe(0);
     await new Promise((r) => setTimeout(r, 50));
     expect((await gateway.admin('GET', `/admin/accounts/${accountId}`)).body.balance.credits).toBe(before);
@@ -192,7 +224,9 @@ describe('keys and access', () => {
         expect(text.includes(key.slice(-32, -4))).toBe(false);
       }
       const secret = (db.prepare("SELECT value FROM meta WHERE key = 'key_secret'").get() as { value: string }).value;
-      const hashes = new Set((db.prepare('SELECT key_hash FROM api_keys').all() as Array<{ key_hash: string }>).map((r) => r.key_hash));
+      const hashes = new Set(
+        (db.prepare('SELECT key_hash FROM api_keys').all() as Array<{ key_hash: string }>).map((r) => r.key_hash),
+      );
       for (const key of fullKeys) expect(hashes.has(createHmac('sha256', secret).update(key).digest('hex'))).toBe(true);
     } finally {
       db.close();
@@ -200,8 +234,15 @@ describe('keys and access', () => {
   });
 
   it('refuses near-miss keys and admin tokens alike (hash lookups, constant-time token comparison)', async () => {
-    const near = [keys.full!.slice(0, -1) + (keys.full!.endsWith('A') ? 'B' : 'A'), keys.full!.toUpperCase(), keys.full!.replace('-live-', '-test-')];
-    for (const key of near) expect((await fetch(`${gateway.baseURL}/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(401);
+    const near = [
+      keys.full!.slice(0, -1) + (keys.full!.endsWith('A') ? 'B' : 'A'),
+      keys.full!.toUpperCase(),
+      keys.full!.replace('-live-', '-test-'),
+    ];
+    for (const key of near)
+      expect((await fetch(`${gateway.baseURL}/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(
+        401,
+      );
     for (const token of [ADMIN_TOKEN.slice(0, -1), `${ADMIN_TOKEN}x`, ADMIN_TOKEN.toUpperCase(), '']) {
       const response = await fetch(`${gateway.url}/admin/accounts`, { headers: { authorization: `Bearer ${token}` } });
       expect(response.status).toBe(401);

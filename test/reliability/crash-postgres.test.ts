@@ -35,7 +35,7 @@ async function leftInRedis(accounts: Array<{ id: string }>): Promise<{ leases: n
 }
 
 describe('SIGKILL with 100 requests in flight (PostgreSQL + Redis)', { timeout: 90_000 }, () => {
-  it('the restarted replica releases the dead one\'s leases within about 7 s; the ledger is consistent', async () => {
+  it("the restarted replica releases the dead one's leases within about 7 s; the ledger is consistent", async () => {
     const database = await createTestDatabase('postgres');
     run = await crash(database, { REDIS_URL, TOLLGATE_REDIS_PREFIX: prefix });
     expect(run.openBeforeKill).toBeGreaterThanOrEqual(IN_FLIGHT);
@@ -57,16 +57,23 @@ describe('SIGKILL with 100 requests in flight (PostgreSQL + Redis)', { timeout: 
         releasedAfterMs = Date.now() - run.killedAt;
         break;
       }
-      if (Date.now() - run.killedAt > 15_000) throw new Error(`leases still open 15 s after the kill: ${JSON.stringify({ ...now, reserved: String(now.reserved) })}`);
+      if (Date.now() - run.killedAt > 15_000)
+        throw new Error(
+          `leases still open 15 s after the kill: ${JSON.stringify({ ...now, reserved: String(now.reserved) })}`,
+        );
       await sleep(100);
     }
-    console.log(`crash (postgres): ${run.openBeforeKill} open at the kill, ${left.leases} leases holding ${left.reserved} nano-USD left in Redis, released ${releasedAfterMs} ms after the kill; ${complete.length} answers complete, ${audit.debits} debits`);
+    console.log(
+      `crash (postgres): ${run.openBeforeKill} open at the kill, ${left.leases} leases holding ${left.reserved} nano-USD left in Redis, released ${releasedAfterMs} ms after the kill; ${complete.length} answers complete, ${audit.debits} debits`,
+    );
     // The documented bound: liveness key (5 s) + one sweep interval (2 s), with a little room for a busy machine.
     expect(releasedAfterMs).toBeLessThanOrEqual(8_000);
 
     expect(await reservationsOpen(run.gateway)).toBe(0);
     for (const account of run.accounts) {
-      const res = await chat(run.gateway, account.key, { messages: [{ role: 'user', content: 'quick after the crash' }] });
+      const res = await chat(run.gateway, account.key, {
+        messages: [{ role: 'user', content: 'quick after the crash' }],
+      });
       expect(res.status).toBe(200);
       await res.text();
     }

@@ -36,13 +36,17 @@ describe('SIGKILL with 100 requests in flight (SQLite)', { timeout: 90_000 }, ()
     // What a crash may lose: the charges of requests whose answer had not reached the client in full.
     const lost = run.outcomes.filter((o) => o.costNano === undefined && !audit.debitedRequests.has(o.requestId));
     expect(lost.length).toBeGreaterThanOrEqual(IN_FLIGHT / 2); // the streams that were cut
-    console.log(`crash (sqlite): ${run.openBeforeKill} open at the kill, ${complete.length} answers complete, ${audit.debits} debits (${journaled} batches from the journal), ${lost.length} cut without a charge`);
+    console.log(
+      `crash (sqlite): ${run.openBeforeKill} open at the kill, ${complete.length} answers complete, ${audit.debits} debits (${journaled} batches from the journal), ${lost.length} cut without a charge`,
+    );
 
     // Restart: holds lived in the killed process's memory, so none is open; every account is served again.
     await run.gateway.start();
     expect(await reservationsOpen(run.gateway)).toBe(0);
     for (const account of run.accounts) {
-      const res = await chat(run.gateway, account.key, { messages: [{ role: 'user', content: 'quick after the crash' }] });
+      const res = await chat(run.gateway, account.key, {
+        messages: [{ role: 'user', content: 'quick after the crash' }],
+      });
       expect(res.status).toBe(200);
       await res.text();
     }

@@ -49,7 +49,10 @@ async function readAnswer(res: Response, stream: boolean): Promise<bigint | unde
   const text = await res.text();
   if (res.status !== 200) return undefined;
   if (!stream) return BigInt(Math.round(JSON.parse(text).usage.cost * 1e9));
-  const events = text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+  const events = text
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: '))
+    .map((e) => e.slice(6));
   if (events[events.length - 1] !== '[DONE]') return undefined;
   return BigInt(Math.round(JSON.parse(events[events.length - 2]!).usage.cost * 1e9));
 }
@@ -77,7 +80,10 @@ export async function crash(database: TestDatabase, env: Record<string, string> 
   });
   const accounts: Array<{ id: string; key: string }> = [];
   for (let i = 0; i < 5; i++) {
-    const { status, body } = await gateway.admin('POST', '/admin/accounts', { email: `crash${i}@example.com`, plan: 'enterprise' });
+    const { status, body } = await gateway.admin('POST', '/admin/accounts', {
+      email: `crash${i}@example.com`,
+      plan: 'enterprise',
+    });
     if (status !== 201) throw new Error(`account: ${status} ${JSON.stringify(body)}`);
     accounts.push({ id: body.id, key: body.api_key });
   }
@@ -94,22 +100,35 @@ export async function crash(database: TestDatabase, env: Record<string, string> 
       .catch(() => undefined); // the connection broke before the headers
 
   // Some answers completed well before the crash.
-  for (let i = 0; i < 10; i++) await track(accounts[4]!.key, { messages: [{ role: 'user', content: `quick ${i}` }] }, i % 2 === 0);
+  for (let i = 0; i < 10; i++)
+    await track(accounts[4]!.key, { messages: [{ role: 'user', content: `quick ${i}` }] }, i % 2 === 0);
 
   // 100 slow requests in flight, half streaming, over four accounts.
   const slow = Array.from({ length: IN_FLIGHT }, (_, i) =>
-    track(accounts[i % 4]!.key, { messages: [{ role: 'user', content: `slow ${i}: write a long story` }] }, i % 2 === 0),
+    track(
+      accounts[i % 4]!.key,
+      { messages: [{ role: 'user', content: `slow ${i}: write a long story` }] },
+      i % 2 === 0,
+    ),
   );
   // Fast requests keep completing until the kill, so some commits are under way when it lands.
   let killed = false;
   const quick = (async () => {
     for (let i = 0; !killed; i++) {
-      await Promise.all([0, 1, 2, 3].map((j) => track(accounts[4]!.key, { messages: [{ role: 'user', content: `quick ${i}.${j}` }] }, j % 2 === 0)));
+      await Promise.all(
+        [0, 1, 2, 3].map((j) =>
+          track(accounts[4]!.key, { messages: [{ role: 'user', content: `quick ${i}.${j}` }] }, j % 2 === 0),
+        ),
+      );
     }
   })();
 
   const deadline = Date.now() + 20_000;
-  while ((await reservationsOpen(gateway)) < IN_FLIGHT || mock.requests.filter((r) => String(r.body.messages?.[0]?.content).startsWith('slow') && r.eventsSent >= 3).length < IN_FLIGHT / 2) {
+  while (
+    (await reservationsOpen(gateway)) < IN_FLIGHT ||
+    mock.requests.filter((r) => String(r.body.messages?.[0]?.content).startsWith('slow') && r.eventsSent >= 3).length <
+      IN_FLIGHT / 2
+  ) {
     if (Date.now() > deadline) throw new Error('the slow requests did not all get under way');
     await sleep(50);
   }

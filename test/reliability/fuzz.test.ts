@@ -18,7 +18,9 @@ const CONCURRENCY = 64;
 const BODY_LIMIT = 256 * 1024;
 const REQUEST_TIMEOUT_MS = 1_500;
 let resets = 0;
-const RESET_413 = JSON.stringify({ error: { message: 'reset while sending', type: 'invalid_request_error', code: 'request_too_large', param: null } });
+const RESET_413 = JSON.stringify({
+  error: { message: 'reset while sending', type: 'invalid_request_error', code: 'request_too_large', param: null },
+});
 /** An answer later than this is a hang. */
 const ANSWER_WITHIN_MS = REQUEST_TIMEOUT_MS + 5_000;
 
@@ -46,7 +48,8 @@ function send(port: number, request: RawRequest): Promise<Answer> {
       if (split < 0) {
         // The gateway answers 413 as soon as the limit is passed and closes; a client still sending can see the
         // reset before the answer (TCP drops unread data on RST). Only bodies over the limit may end this way.
-        if ((request.body?.length ?? 0) > BODY_LIMIT) return resets++, resolve({ status: 413, headers: {}, body: RESET_413, ms: performance.now() - started });
+        if ((request.body?.length ?? 0) > BODY_LIMIT)
+          return (resets++, resolve({ status: 413, headers: {}, body: RESET_413, ms: performance.now() - started }));
         return reject(new Error(`no HTTP answer to ${request.kind} (${raw.length} bytes)`));
       }
       const [statusLine, ...lines] = raw.subarray(0, split).toString('latin1').split('\r\n');
@@ -57,7 +60,12 @@ function send(port: number, request: RawRequest): Promise<Answer> {
       }
       let body: Buffer = raw.subarray(split + 4);
       if (headers['transfer-encoding'] === 'chunked') body = dechunk(body);
-      resolve({ status: Number(statusLine!.split(' ')[1]), headers, body: body.toString('utf8'), ms: performance.now() - started });
+      resolve({
+        status: Number(statusLine!.split(' ')[1]),
+        headers,
+        body: body.toString('utf8'),
+        ms: performance.now() - started,
+      });
     };
     socket.on('data', (chunk) => chunks.push(chunk));
     socket.on('end', finish);
@@ -91,7 +99,8 @@ function dechunk(data: Buffer): Buffer {
 
 function problem(request: RawRequest, answer: Answer): string | undefined {
   const where = `${request.kind} ${request.method} ${request.path.slice(0, 60)} -> ${answer.status}`;
-  if (answer.status < 400 || answer.status > 499) return `${where}: ${request.body?.subarray(0, 200).toString('utf8')} => ${answer.body.slice(0, 200)}`;
+  if (answer.status < 400 || answer.status > 499)
+    return `${where}: ${request.body?.subarray(0, 200).toString('utf8')} => ${answer.body.slice(0, 200)}`;
   let envelope: any;
   try {
     envelope = JSON.parse(answer.body);
@@ -100,7 +109,12 @@ function problem(request: RawRequest, answer: Answer): string | undefined {
   }
   const error = envelope?.error;
   const shaped =
-    error && typeof error.message === 'string' && typeof error.type === 'string' && typeof error.code === 'string' && 'param' in error && (error.param === null || typeof error.param === 'string');
+    error &&
+    typeof error.message === 'string' &&
+    typeof error.type === 'string' &&
+    typeof error.code === 'string' &&
+    'param' in error &&
+    (error.param === null || typeof error.param === 'string');
   return shaped ? undefined : `${where}: not the error envelope: ${answer.body.slice(0, 200)}`;
 }
 
@@ -140,13 +154,25 @@ describe('bad input: generated malformed requests against a gateway process', ()
     const config = join(dataDir, 'tollgate.config.yaml');
     // The generated requests include wrong credentials on /admin and /metrics from this one address; the test's
     // own admin calls must not be throttled by them (test/e2e/admin-throttle.test.ts covers the throttle).
-    writeFileSync(config, `server:\n  body_limit_bytes: ${BODY_LIMIT}\n  request_timeout_ms: ${REQUEST_TIMEOUT_MS}\n  admin_auth_max_failures: 100000\n`);
-    gateway = await startChildGateway({ dataDir, adminToken: 'fuzz-admin-token-0123456789', env: { TOLLGATE_CONFIG: config, TOLLGATE_LOG_LEVEL: 'error', NODE_OPTIONS: '--inspect=127.0.0.1:0' } });
+    writeFileSync(
+      config,
+      `server:\n  body_limit_bytes: ${BODY_LIMIT}\n  request_timeout_ms: ${REQUEST_TIMEOUT_MS}\n  admin_auth_max_failures: 100000\n`,
+    );
+    gateway = await startChildGateway({
+      dataDir,
+      adminToken: 'fuzz-admin-token-0123456789',
+      env: { TOLLGATE_CONFIG: config, TOLLGATE_LOG_LEVEL: 'error', NODE_OPTIONS: '--inspect=127.0.0.1:0' },
+    });
     const account = await gateway.admin('POST', '/admin/accounts', { email: 'fuzz@example.com', plan: 'enterprise' });
-    await gateway.admin('PATCH', `/admin/accounts/${account.body.id}`, { requests_per_minute: 10_000_000, tokens_per_minute: 1_000_000_000 });
+    await gateway.admin('PATCH', `/admin/accounts/${account.body.id}`, {
+      requests_per_minute: 10_000_000,
+      tokens_per_minute: 1_000_000_000,
+    });
     const revoked = await gateway.admin('POST', `/admin/accounts/${account.body.id}/keys`, {});
     await gateway.admin('DELETE', `/admin/keys/${revoked.body.id}`);
-    const readOnly = await gateway.admin('POST', `/admin/accounts/${account.body.id}/keys`, { permissions: 'read_only' });
+    const readOnly = await gateway.admin('POST', `/admin/accounts/${account.body.id}/keys`, {
+      permissions: 'read_only',
+    });
     keys = { live: account.body.api_key, revoked: revoked.body.key, readOnly: readOnly.body.key };
   }, 60_000);
   afterAll(async () => {
@@ -181,7 +207,8 @@ describe('bad input: generated malformed requests against a gateway process', ()
           if (request.kind !== 'slow-body') slowest = Math.max(slowest, answer.ms);
           const found = problem(request, answer);
           if (found) problems.push(found);
-          if (request.kind === 'slow-body' && answer.status !== 408) problems.push(`slow body answered ${answer.status}`);
+          if (request.kind === 'slow-body' && answer.status !== 408)
+            problems.push(`slow body answered ${answer.status}`);
           const statuses = byKind.get(request.kind) ?? new Map<number, number>();
           statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
           byKind.set(request.kind, statuses);
@@ -200,8 +227,13 @@ describe('bad input: generated malformed requests against a gateway process', ()
 
     const summary = Object.fromEntries([...byKind].map(([kind, statuses]) => [kind, Object.fromEntries(statuses)]));
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    console.info(`fuzz: ${REQUESTS} requests (seed ${SEED}) in ${seconds} s, slowest non-slow answer ${Math.round(slowest)} ms, ${resets} resets while sending an oversized body`, summary);
-    console.info(`fuzz memory: rss ${(before.rss / 2 ** 20).toFixed(1)} -> ${(after.rss / 2 ** 20).toFixed(1)} MiB, heap ${(before.heap / 2 ** 20).toFixed(1)} -> ${(after.heap / 2 ** 20).toFixed(1)} MiB`);
+    console.info(
+      `fuzz: ${REQUESTS} requests (seed ${SEED}) in ${seconds} s, slowest non-slow answer ${Math.round(slowest)} ms, ${resets} resets while sending an oversized body`,
+      summary,
+    );
+    console.info(
+      `fuzz memory: rss ${(before.rss / 2 ** 20).toFixed(1)} -> ${(after.rss / 2 ** 20).toFixed(1)} MiB, heap ${(before.heap / 2 ** 20).toFixed(1)} -> ${(after.heap / 2 ** 20).toFixed(1)} MiB`,
+    );
     expect(problems.slice(0, 20), `${problems.length} problems`).toEqual([]);
     expect([...byKind.values()].reduce((n, s) => n + [...s.values()].reduce((a, b) => a + b, 0), 0)).toBe(REQUESTS);
     // Back to baseline after a full collection: the heap within 5 MiB, the resident set within 32 MiB.

@@ -36,15 +36,20 @@ describe.each(DIALECTS)('Idempotency-Key on %s', (dialect) => {
     const { body } = await gateway.admin('GET', `/admin/accounts/${accountId}/ledger?limit=500`);
     return body.data.filter((e: { kind: string }) => e.kind === 'debit').length;
   }
-  const balance = async (accountId: string) => (await gateway.admin('GET', `/admin/accounts/${accountId}`)).body.balance.credits as number;
+  const balance = async (accountId: string) =>
+    (await gateway.admin('GET', `/admin/accounts/${accountId}`)).body.balance.credits as number;
 
   it('returns the first answer to a retry and charges once', async () => {
     const { id, key } = await gateway.account();
     const client = gateway.client(key);
     const options = { headers: { 'Idempotency-Key': `order-${id}` } };
-    const first = await client.chat.completions.create({ model: 'gpt-6-luna', messages: MESSAGES, max_tokens: 30 }, options).withResponse();
+    const first = await client.chat.completions
+      .create({ model: 'gpt-6-luna', messages: MESSAGES, max_tokens: 30 }, options)
+      .withResponse();
     const after = await balance(id);
-    const again = await client.chat.completions.create({ model: 'gpt-6-luna', messages: MESSAGES, max_tokens: 30 }, options).withResponse();
+    const again = await client.chat.completions
+      .create({ model: 'gpt-6-luna', messages: MESSAGES, max_tokens: 30 }, options)
+      .withResponse();
     expect(again.data).toEqual(first.data);
     expect(again.response.headers.get('idempotent-replayed')).toBe('true');
     expect(first.response.headers.get('idempotent-replayed')).toBeNull();
@@ -61,7 +66,9 @@ describe.each(DIALECTS)('Idempotency-Key on %s', (dialect) => {
     const started = upstream.requests.length;
     const [a, b] = await Promise.all([
       patient.chat.completions.create({ model: 'gpt-6-luna', messages: MESSAGES }, options),
-      new Promise((r) => setTimeout(r, 100)).then(() => patient.chat.completions.create({ model: 'gpt-6-luna', messages: MESSAGES }, options)),
+      new Promise((r) => setTimeout(r, 100)).then(() =>
+        patient.chat.completions.create({ model: 'gpt-6-luna', messages: MESSAGES }, options),
+      ),
     ]);
     expect(b).toEqual(a);
     expect(upstream.requests.length - started).toBe(1);
@@ -69,12 +76,21 @@ describe.each(DIALECTS)('Idempotency-Key on %s', (dialect) => {
 
     const impatient = gateway.client(key, { maxRetries: 0 });
     upstream.enqueue({ kind: 'ok', content: 'Slow again.', latencyMs: 500 });
-    const first = impatient.chat.completions.create({ model: 'gpt-6-luna', messages: MESSAGES }, { headers: { 'Idempotency-Key': 'k2' } });
+    const first = impatient.chat.completions.create(
+      { model: 'gpt-6-luna', messages: MESSAGES },
+      { headers: { 'Idempotency-Key': 'k2' } },
+    );
     await new Promise((r) => setTimeout(r, 100));
-    const error = await impatient.chat.completions.create({ model: 'gpt-6-luna', messages: MESSAGES }, { headers: { 'Idempotency-Key': 'k2' } }).catch((e) => e);
+    const error = await impatient.chat.completions
+      .create({ model: 'gpt-6-luna', messages: MESSAGES }, { headers: { 'Idempotency-Key': 'k2' } })
+      .catch((e) => e);
     expect(error).toBeInstanceOf(OpenAI.ConflictError);
     expect(error.status).toBe(409);
-    expect(error.error).toMatchObject({ type: 'invalid_request_error', code: 'idempotency_key_in_use', param: 'Idempotency-Key' });
+    expect(error.error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'idempotency_key_in_use',
+      param: 'Idempotency-Key',
+    });
     expect(error.headers.get('retry-after')).toBe('1');
     await first;
   });
@@ -82,11 +98,21 @@ describe.each(DIALECTS)('Idempotency-Key on %s', (dialect) => {
   it('refuses a key reused with a different body (422) and a malformed key (400)', async () => {
     const { key } = await gateway.account();
     const client = gateway.client(key);
-    await client.chat.completions.create({ model: 'sandbox/echo', messages: MESSAGES }, { headers: { 'Idempotency-Key': 'k-body' } });
-    const reused = await client.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content: 'other' }] }, { headers: { 'Idempotency-Key': 'k-body' } }).catch((e) => e);
+    await client.chat.completions.create(
+      { model: 'sandbox/echo', messages: MESSAGES },
+      { headers: { 'Idempotency-Key': 'k-body' } },
+    );
+    const reused = await client.chat.completions
+      .create(
+        { model: 'sandbox/echo', messages: [{ role: 'user', content: 'other' }] },
+        { headers: { 'Idempotency-Key': 'k-body' } },
+      )
+      .catch((e) => e);
     expect(reused.status).toBe(422);
     expect(reused.error).toMatchObject({ code: 'idempotency_key_reused', param: 'Idempotency-Key' });
-    const bad = await client.chat.completions.create({ model: 'sandbox/echo', messages: MESSAGES }, { headers: { 'Idempotency-Key': 'x'.repeat(256) } }).catch((e) => e);
+    const bad = await client.chat.completions
+      .create({ model: 'sandbox/echo', messages: MESSAGES }, { headers: { 'Idempotency-Key': 'x'.repeat(256) } })
+      .catch((e) => e);
     expect(bad.status).toBe(400);
     expect(bad.error).toMatchObject({ code: 'invalid_request', param: 'Idempotency-Key' });
     // Same body with its fields in another order is the same request.
@@ -105,10 +131,20 @@ describe.each(DIALECTS)('Idempotency-Key on %s', (dialect) => {
     const body = { model: 'sandbox/lorem', messages: MESSAGES };
     await gateway.client(key).chat.completions.create(body, options);
     const project = await gateway.key(id, { permissions: 'project', models: ['sandbox/echo'] });
-    const refused = await gateway.client(project.key).chat.completions.create(body, options).catch((e) => e);
+    const refused = await gateway
+      .client(project.key)
+      .chat.completions.create(body, options)
+      .catch((e) => e);
     expect(refused.status).toBe(403);
     const readOnly = await gateway.key(id, { permissions: 'read_only' });
-    expect((await gateway.client(readOnly.key).chat.completions.create(body, options).catch((e) => e)).status).toBe(403);
+    expect(
+      (
+        await gateway
+          .client(readOnly.key)
+          .chat.completions.create(body, options)
+          .catch((e) => e)
+      ).status,
+    ).toBe(403);
   });
 
   it('keeps no failed answer: a request refused for credit runs again after a top-up', async () => {
@@ -116,7 +152,9 @@ describe.each(DIALECTS)('Idempotency-Key on %s', (dialect) => {
     await gateway.setBalance(id, 0);
     const client = gateway.client(key);
     const options = { headers: { 'Idempotency-Key': 'after-topup' } };
-    const refused = await client.chat.completions.create({ model: 'gpt-6-luna', messages: MESSAGES }, options).catch((e) => e);
+    const refused = await client.chat.completions
+      .create({ model: 'gpt-6-luna', messages: MESSAGES }, options)
+      .catch((e) => e);
     expect(refused.status).toBe(402);
     await gateway.setBalance(id, 1);
     const paid = await client.chat.completions.create({ model: 'gpt-6-luna', messages: MESSAGES }, options);
@@ -181,9 +219,18 @@ describe('idempotency keys over time (store on SQLite, clock controlled)', () =>
 
     // A claim whose request never finished (its process died) holds the key for the lease, then frees it.
     let hang: () => void = () => undefined;
-    const stuck = idempotency.run(key, 'crashed', {}, 'req_x', () => new Promise((resolve) => (hang = () => resolve({ kind: 'json', headers: {}, body: { id: 'late' } as never }))));
+    const stuck = idempotency.run(
+      key,
+      'crashed',
+      {},
+      'req_x',
+      () =>
+        new Promise((resolve) => (hang = () => resolve({ kind: 'json', headers: {}, body: { id: 'late' } as never }))),
+    );
     await new Promise((r) => setTimeout(r, 20));
-    await expect(idempotency.run(key, 'crashed', {}, 'req_y', answer)).rejects.toMatchObject({ code: 'idempotency_key_in_use' });
+    await expect(idempotency.run(key, 'crashed', {}, 'req_y', answer)).rejects.toMatchObject({
+      code: 'idempotency_key_in_use',
+    });
     now += 120_001;
     expect(await idempotency.run(key, 'crashed', {}, 'req_z', answer)).toMatchObject({ body: { id: 'answer-3' } });
     hang();

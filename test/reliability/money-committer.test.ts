@@ -18,7 +18,13 @@ describe.each(DIALECTS)('committer on %s', (dialect) => {
   async function account(): Promise<string> {
     database = await createTestDatabase(dialect);
     storage = await openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl });
-    await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: 1_000n });
+    await storage.ledger.createAccount({
+      id: 'acct_1',
+      email: 'a@example.com',
+      plan: 'free',
+      settings: '{}',
+      grantNano: 1_000n,
+    });
     return 'acct_1';
   }
 
@@ -32,7 +38,9 @@ describe.each(DIALECTS)('committer on %s', (dialect) => {
       },
       onError: (error) => errors.push(error),
     });
-    const outcome = await committer.submit({ entry: { accountId, kind: 'debit', amountNano: -300n, requestId: 'req_1' } });
+    const outcome = await committer.submit({
+      entry: { accountId, kind: 'debit', amountNano: -300n, requestId: 'req_1' },
+    });
     await committer.drain();
     committer.close();
     expect(outcome.applied).toBe(-300n);

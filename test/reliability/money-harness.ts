@@ -46,7 +46,10 @@ export interface World {
 export async function openWorld(dialect: 'sqlite' | 'postgres'): Promise<World> {
   const database: TestDatabase = await createTestDatabase(dialect);
   const config = loadConfig({
-    env: { TOLLGATE_DATA_DIR: database.dataDir, ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}) },
+    env: {
+      TOLLGATE_DATA_DIR: database.dataDir,
+      ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+    },
     file: undefined,
   });
   const storage = await openStorage({ dataDir: config.storage.data_dir, databaseUrl: config.storage.database_url });
@@ -92,10 +95,17 @@ export async function openWorld(dialect: 'sqlite' | 'postgres'): Promise<World> 
       const made = [];
       for (let i = 0; i < count; i++) {
         const plan = i % 2 === 0 ? 'free' : 'pay_as_you_go';
-        const { account, key } = await world.admin.createAccount({ email: `p${++counter}-${Date.now()}@example.com`, plan });
+        const { account, key } = await world.admin.createAccount({
+          email: `p${++counter}-${Date.now()}@example.com`,
+          plan,
+        });
         const test = await world.admin.createKey(account.id, { environment: 'test' });
         const project = await world.admin.createKey(account.id, { permissions: 'project', spend_limit: 0.4 });
-        if (i === 2) await world.admin.updateAccount(account.id, { billing: { processor: 'invoice', monthly_ceiling: 1000 }, auto_recharge: { enabled: true, threshold: 1, amount: 2 } });
+        if (i === 2)
+          await world.admin.updateAccount(account.id, {
+            billing: { processor: 'invoice', monthly_ceiling: 1000 },
+            auto_recharge: { enabled: true, threshold: 1, amount: 2 },
+          });
         made.push({ id: account.id, keys: { live: key.record, test: test.record, project: project.record } });
       }
       return made;

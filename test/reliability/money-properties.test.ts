@@ -19,12 +19,34 @@ const REFUSALS = new Set(['insufficient_credits', 'daily_limit_exceeded', 'permi
 
 const acct = fc.integer({ min: 0, max: 2 });
 const op = fc.oneof(
-  { weight: 9, arbitrary: fc.record({ t: fc.constant('reserve' as const), acct, key: fc.constantFrom<KeyKind>('live', 'live', 'test', 'project'), prompt: fc.integer({ min: 1, max: 3000 }), max: fc.option(fc.integer({ min: 1, max: 4096 }), { nil: undefined }) }) },
-  { weight: 8, arbitrary: fc.record({ t: fc.constant('settle' as const), pick: fc.nat(), use: fc.oneof(fc.integer({ min: 0, max: 100 }), fc.integer({ min: 101, max: 150 })) }) },
+  {
+    weight: 9,
+    arbitrary: fc.record({
+      t: fc.constant('reserve' as const),
+      acct,
+      key: fc.constantFrom<KeyKind>('live', 'live', 'test', 'project'),
+      prompt: fc.integer({ min: 1, max: 3000 }),
+      max: fc.option(fc.integer({ min: 1, max: 4096 }), { nil: undefined }),
+    }),
+  },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      t: fc.constant('settle' as const),
+      pick: fc.nat(),
+      use: fc.oneof(fc.integer({ min: 0, max: 100 }), fc.integer({ min: 101, max: 150 })),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('release' as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('double' as const), pick: fc.nat() }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('topup' as const), acct, cents: fc.integer({ min: 1, max: 500 }) }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('correction' as const), acct, cents: fc.integer({ min: 1, max: 800 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ t: fc.constant('topup' as const), acct, cents: fc.integer({ min: 1, max: 500 }) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ t: fc.constant('correction' as const), acct, cents: fc.integer({ min: 1, max: 800 }) }),
+  },
   { weight: 3, arbitrary: fc.record({ t: fc.constant('tick' as const) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('crash' as const) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('loseAck' as const) }) },
@@ -64,7 +86,17 @@ async function play(world: World, ops: Op[]): Promise<RunFacts> {
         const requestId = `req_p${run}_${++n}`;
         const account = (await proc.wallet.accounts.get(id))!;
         try {
-          const reservation = await proc.wallet.reserve({ requestId, account, key, price: PRICE, promptTokens: step.prompt, requestedMaxTokens: step.max, choices: 1, modelMaxTokens: 4096, contextLength: 16384 });
+          const reservation = await proc.wallet.reserve({
+            requestId,
+            account,
+            key,
+            price: PRICE,
+            promptTokens: step.prompt,
+            requestedMaxTokens: step.max,
+            choices: 1,
+            modelMaxTokens: 4096,
+            contextLength: 16384,
+          });
           if (key.environment === 'test') facts.testRequests.add(requestId);
           stats.reserved++;
           open.push({ reservation, proc, requestId, maxTokens: reservation.maxTokens, promptTokens: step.prompt });
@@ -105,7 +137,9 @@ async function play(world: World, ops: Op[]): Promise<RunFacts> {
       case 'double': {
         const o = done.length ? done[step.pick % done.length]! : undefined;
         if (!o) break;
-        expect(() => o.reservation.settle({ requestId: o.requestId, model: 'm', promptTokens: 1, completionTokens: 1 })).toThrow(/settled twice/);
+        expect(() =>
+          o.reservation.settle({ requestId: o.requestId, model: 'm', promptTokens: 1, completionTokens: 1 }),
+        ).toThrow(/settled twice/);
         o.reservation.release(); // a no-op after settle or release
         break;
       }
@@ -178,7 +212,8 @@ async function check(world: World, facts: RunFacts): Promise<void> {
     // A limit holds even when actual costs exceed the estimates.
     expect(byKey.get(keys.project.id) ?? 0n).toBeLessThanOrEqual(PROJECT_LIMIT_NANO);
     if (account.plan === 'free') {
-      for (const [day, spent] of spentByDay) expect(spent, `daily limit passed on ${day}`).toBeLessThanOrEqual(FREE_DAILY_LIMIT_NANO);
+      for (const [day, spent] of spentByDay)
+        expect(spent, `daily limit passed on ${day}`).toBeLessThanOrEqual(FREE_DAILY_LIMIT_NANO);
     }
   }
   // Every caller that heard "charged X" finds exactly X in the ledger.
@@ -209,6 +244,9 @@ describe.each([
       }),
       { numRuns, seed: Number(process.env.MONEY_SEED ?? 20_261_122), endOnFailure: true },
     );
-    console.info(`money ${dialect}: ${numRuns} runs, ${operations} operations, ${Math.round(performance.now() - started)} ms`, stats);
+    console.info(
+      `money ${dialect}: ${numRuns} runs, ${operations} operations, ${Math.round(performance.now() - started)} ms`,
+      stats,
+    );
   }, 120_000);
 });

@@ -9,7 +9,10 @@ import type { EventSink } from '../../src/events/index.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 
 const lines: string[] = [];
-const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _encoding, done) => void (lines.push(String(chunk)), done()) }));
+const logger = pino(
+  { level: 'info' },
+  new Writable({ write: (chunk, _encoding, done) => void (lines.push(String(chunk)), done()) }),
+);
 let emitted = 0;
 const failingEvents: EventSink = {
   wants: (type) => type === 'llm.completion',
@@ -29,12 +32,18 @@ describe('recording a finished request', () => {
   it('logs a failure of the event sink and goes on answering', async () => {
     const client = gateway.client(gateway.firstKey);
     for (const content of ['first', 'second']) {
-      const completion = await client.chat.completions.create({ model: 'sandbox/echo', messages: [{ role: 'user', content }] });
+      const completion = await client.chat.completions.create({
+        model: 'sandbox/echo',
+        messages: [{ role: 'user', content }],
+      });
       expect(completion.choices[0]!.message.content).toBe(content);
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(emitted).toBe(2);
-    const failures = lines.filter((line) => line.includes('the events of a settlement could not be built') && line.includes('the event sink is broken'));
+    const failures = lines.filter(
+      (line) =>
+        line.includes('the events of a settlement could not be built') && line.includes('the event sink is broken'),
+    );
     expect(failures).toHaveLength(2);
   });
 });

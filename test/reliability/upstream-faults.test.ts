@@ -25,7 +25,13 @@ let refused: TestGateway;
 
 const overrides = (): Partial<Config> => ({
   server: { ...defaultConfig().server, port: 0, host: '127.0.0.1', upstream_timeout_ms: 300 },
-  routing: { retries: RETRIES, backoff_ms: 5, max_backoff_ms: 20, breaker_failures: 1_000_000, breaker_cooldown_ms: 1_000 },
+  routing: {
+    retries: RETRIES,
+    backoff_ms: 5,
+    max_backoff_ms: 20,
+    breaker_failures: 1_000_000,
+    breaker_cooldown_ms: 1_000,
+  },
 });
 
 beforeAll(async () => {
@@ -37,7 +43,10 @@ beforeAll(async () => {
       server.close(() => resolve(port));
     });
   });
-  refused = await startGateway({ env: { OPENAI_API_KEY: 'sk-faults', OPENAI_BASE_URL: `http://127.0.0.1:${closedPort}/v1` }, overrides: overrides() });
+  refused = await startGateway({
+    env: { OPENAI_API_KEY: 'sk-faults', OPENAI_BASE_URL: `http://127.0.0.1:${closedPort}/v1` },
+    overrides: overrides(),
+  });
 });
 
 afterAll(async () => {
@@ -64,30 +73,109 @@ const both = (name: string, behavior: Behavior | undefined, status: number, code
 
 const ROWS: Row[] = [
   ...both('connection refused', undefined, 502, 'upstream_error'),
-  { name: 'reset mid-body', behavior: { kind: 'reset', bytes: 120 }, stream: false, status: 502, code: 'upstream_error' },
-  { name: 'reset mid-stream', behavior: { kind: 'cut', afterChunks: 3 }, stream: true, code: 'upstream_error', delivered: part(3) },
+  {
+    name: 'reset mid-body',
+    behavior: { kind: 'reset', bytes: 120 },
+    stream: false,
+    status: 502,
+    code: 'upstream_error',
+  },
+  {
+    name: 'reset mid-stream',
+    behavior: { kind: 'cut', afterChunks: 3 },
+    stream: true,
+    code: 'upstream_error',
+    delivered: part(3),
+  },
   ...both('timeout before the headers', { kind: 'hang' }, 504, 'upstream_timeout'),
   { name: 'timeout mid-body', behavior: { kind: 'stall' }, stream: false, status: 504, code: 'upstream_timeout' },
-  { name: 'timeout mid-stream', behavior: { kind: 'stall', afterChunks: 2 }, stream: true, code: 'upstream_timeout', delivered: part(2) },
+  {
+    name: 'timeout mid-stream',
+    behavior: { kind: 'stall', afterChunks: 2 },
+    stream: true,
+    code: 'upstream_timeout',
+    delivered: part(2),
+  },
   ...[500, 502, 503, 429].flatMap((status) => [
     ...both(`HTTP ${status}`, { kind: 'error', status }, 502, 'upstream_error'),
     ...both(`HTTP ${status} with Retry-After`, { kind: 'error', status, retryAfter: 1 }, 502, 'upstream_error'),
   ]),
-  { name: 'invalid JSON', behavior: { kind: 'raw', body: '{"choices": [oops' }, stream: false, status: 502, code: 'upstream_error' },
-  { name: 'JSON that is not a completion', behavior: { kind: 'raw', body: '{"object": "list"}' }, stream: false, status: 502, code: 'upstream_error' },
-  { name: 'invalid JSON as the first event', behavior: { kind: 'raw', headers: { 'content-type': 'text/event-stream' }, body: 'data: {oops\n\n' }, stream: true, status: 502, code: 'upstream_error' },
-  { name: 'invalid JSON mid-stream', behavior: { kind: 'malformed', afterChunks: 2 }, stream: true, code: 'upstream_error', delivered: part(2) },
-  { name: 'truncated body', behavior: { kind: 'raw', body: '{"id": "chatcmpl-1", "choices": [{"index": 0,' }, stream: false, status: 502, code: 'upstream_error' },
-  { name: 'truncated SSE (no finish, no [DONE])', behavior: { kind: 'truncated', afterChunks: 2 }, stream: true, code: 'upstream_error', delivered: part(2) },
-  { name: 'enormous body (50 MB)', behavior: { kind: 'huge', bytes: 50 * MB }, stream: false, status: 502, code: 'upstream_error' },
-  { name: 'enormous body without a length (50 MB, chunked)', behavior: { kind: 'huge', bytes: 50 * MB, chunked: true }, stream: false, status: 502, code: 'upstream_error' },
-  { name: 'enormous single event (50 MB)', behavior: { kind: 'huge', bytes: 50 * MB, chunkBytes: 50 * MB }, stream: true, code: 'upstream_error', delivered: '' },
+  {
+    name: 'invalid JSON',
+    behavior: { kind: 'raw', body: '{"choices": [oops' },
+    stream: false,
+    status: 502,
+    code: 'upstream_error',
+  },
+  {
+    name: 'JSON that is not a completion',
+    behavior: { kind: 'raw', body: '{"object": "list"}' },
+    stream: false,
+    status: 502,
+    code: 'upstream_error',
+  },
+  {
+    name: 'invalid JSON as the first event',
+    behavior: { kind: 'raw', headers: { 'content-type': 'text/event-stream' }, body: 'data: {oops\n\n' },
+    stream: true,
+    status: 502,
+    code: 'upstream_error',
+  },
+  {
+    name: 'invalid JSON mid-stream',
+    behavior: { kind: 'malformed', afterChunks: 2 },
+    stream: true,
+    code: 'upstream_error',
+    delivered: part(2),
+  },
+  {
+    name: 'truncated body',
+    behavior: { kind: 'raw', body: '{"id": "chatcmpl-1", "choices": [{"index": 0,' },
+    stream: false,
+    status: 502,
+    code: 'upstream_error',
+  },
+  {
+    name: 'truncated SSE (no finish, no [DONE])',
+    behavior: { kind: 'truncated', afterChunks: 2 },
+    stream: true,
+    code: 'upstream_error',
+    delivered: part(2),
+  },
+  {
+    name: 'enormous body (50 MB)',
+    behavior: { kind: 'huge', bytes: 50 * MB },
+    stream: false,
+    status: 502,
+    code: 'upstream_error',
+  },
+  {
+    name: 'enormous body without a length (50 MB, chunked)',
+    behavior: { kind: 'huge', bytes: 50 * MB, chunked: true },
+    stream: false,
+    status: 502,
+    code: 'upstream_error',
+  },
+  {
+    name: 'enormous single event (50 MB)',
+    behavior: { kind: 'huge', bytes: 50 * MB, chunkBytes: 50 * MB },
+    stream: true,
+    code: 'upstream_error',
+    delivered: '',
+  },
   // 16 MiB of text is delivered, then the answer is cut: the delivered part is what is charged.
-  { name: 'enormous stream (50 MB)', behavior: { kind: 'huge', bytes: 50 * MB }, stream: true, code: 'upstream_error', delivered: 'huge' },
+  {
+    name: 'enormous stream (50 MB)',
+    behavior: { kind: 'huge', bytes: 50 * MB },
+    stream: true,
+    code: 'upstream_error',
+    delivered: 'huge',
+  },
 ];
 
 const nano = (usd: number) => BigInt(Math.round(usd * 1e9));
-const cost = (prompt: number, completion: number) => (BigInt(prompt) * PRICE.prompt + BigInt(completion) * PRICE.completion + 999n) / 1000n;
+const cost = (prompt: number, completion: number) =>
+  (BigInt(prompt) * PRICE.prompt + BigInt(completion) * PRICE.completion + 999n) / 1000n;
 
 async function balance(base: TestGateway, accountId: string): Promise<{ balance: bigint; sum: bigint }> {
   const account = await base.admin('GET', `/admin/accounts/${accountId}`);
@@ -136,7 +224,12 @@ describe('upstream faults', { timeout: 60_000 }, () => {
       mock.setBehavior(row.behavior ?? { kind: 'ok' });
       const { id, key } = await base.account();
       const before = await balance(base, id);
-      const request = { model: MODEL, messages: [{ role: 'user' as const, content: `Fault: ${row.name}` }], max_tokens: 100, stream: row.stream };
+      const request = {
+        model: MODEL,
+        messages: [{ role: 'user' as const, content: `Fault: ${row.name}` }],
+        max_tokens: 100,
+        stream: row.stream,
+      };
       let rssPeak = process.memoryUsage().rss;
       const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 20);
       const rssBefore = process.memoryUsage().rss;
@@ -145,10 +238,13 @@ describe('upstream faults', { timeout: 60_000 }, () => {
       try {
         if (row.status !== undefined) {
           // Before the first byte: an ordinary HTTP error, as the openai SDK sees it.
-          const error = await base.client(key).chat.completions.create(request).then(
-            () => undefined,
-            (e: unknown) => e,
-          );
+          const error = await base
+            .client(key)
+            .chat.completions.create(request)
+            .then(
+              () => undefined,
+              (e: unknown) => e,
+            );
           expect(error).toBeInstanceOf(APIError);
           const api = error as APIError;
           expect(api.status).toBe(row.status);
@@ -169,7 +265,10 @@ describe('upstream faults', { timeout: 60_000 }, () => {
           if (row.delivered === 'huge') expect(text.length).toBe(16 * MB);
           else expect(text).toBe(row.delivered);
           // Billed for what was delivered, but never past what the request allowed (an endless stream sent more).
-          charged = cost(countPromptTokens(request as ChatRequest), Math.min(countTextTokens(text), request.max_tokens));
+          charged = cost(
+            countPromptTokens(request as ChatRequest),
+            Math.min(countTextTokens(text), request.max_tokens),
+          );
         }
       } finally {
         clearInterval(sampler);
@@ -183,7 +282,9 @@ describe('upstream faults', { timeout: 60_000 }, () => {
       }
       if (row.name.startsWith('enormous')) {
         const grew = (rssPeak - rssBefore) / MB;
-        console.log(`${row.name} (${row.stream ? 'stream' : 'JSON'}): ${Date.now() - started} ms, RSS peak +${grew.toFixed(0)} MB (gateway, mock and client in one process)`);
+        console.log(
+          `${row.name} (${row.stream ? 'stream' : 'JSON'}): ${Date.now() - started} ms, RSS peak +${grew.toFixed(0)} MB (gateway, mock and client in one process)`,
+        );
         expect(grew).toBeLessThan(300);
       }
     });
@@ -192,7 +293,9 @@ describe('upstream faults', { timeout: 60_000 }, () => {
   it('every upstream fault row left the gateway serving', async () => {
     mock.setBehavior({ kind: 'ok' });
     const { key } = await gw.account();
-    const ok = await gw.client(key).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hello' }] });
+    const ok = await gw
+      .client(key)
+      .chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hello' }] });
     expect(ok.choices[0]!.message.content).toBe('Hello from the mock upstream.');
     expect(await reservationsOpen(gw)).toBe(0);
   });

@@ -32,12 +32,19 @@ describe('credit purchases on two replicas', () => {
     const purchase = (await bought.json()) as any;
     const session = [...stripe.sessions.values()].find((s) => s.client_reference_id === purchase.id)!;
     const paid = stripe.pay(session.id);
-    const events = [stripe.event('checkout.session.completed', paid), stripe.event('checkout.session.async_payment_succeeded', paid)];
-    const deliveries = replicas.urls.flatMap((url) => events.flatMap((event) => [1, 2, 3].map(() => stripe.deliver(url, event))));
+    const events = [
+      stripe.event('checkout.session.completed', paid),
+      stripe.event('checkout.session.async_payment_succeeded', paid),
+    ];
+    const deliveries = replicas.urls.flatMap((url) =>
+      events.flatMap((event) => [1, 2, 3].map(() => stripe.deliver(url, event))),
+    );
     expect(new Set((await Promise.all(deliveries)).map((d) => d.status))).toEqual(new Set([200]));
 
     for (const url of replicas.urls) {
-      const credits = (await (await fetch(`${url}/v1/credits`, { headers: { authorization: `Bearer ${key}` } })).json()) as any;
+      const credits = (await (
+        await fetch(`${url}/v1/credits`, { headers: { authorization: `Bearer ${key}` } })
+      ).json()) as any;
       expect(credits.balance.credits).toBe(25);
     }
     const ledger = (await replicas.admin('GET', `/admin/accounts/${accountId}/ledger`)).body.data as any[];

@@ -42,8 +42,23 @@ interface ChatOptions {
   onFirstChunk?: () => void;
 }
 
-async function chat(replicas: Replicas, replica: number, key: string, body: Record<string, unknown>, options: ChatOptions = {}): Promise<ChatResult> {
-  const result: ChatResult = { replica, status: 0, code: undefined, costNano: undefined, usage: undefined, done: false, chunks: 0, failure: undefined };
+async function chat(
+  replicas: Replicas,
+  replica: number,
+  key: string,
+  body: Record<string, unknown>,
+  options: ChatOptions = {},
+): Promise<ChatResult> {
+  const result: ChatResult = {
+    replica,
+    status: 0,
+    code: undefined,
+    costNano: undefined,
+    usage: undefined,
+    done: false,
+    chunks: 0,
+    failure: undefined,
+  };
   try {
     const response = await fetch(`${replicas.urls[replica]}/v1/chat/completions`, {
       method: 'POST',
@@ -98,12 +113,23 @@ async function chat(replicas: Replicas, replica: number, key: string, body: Reco
   return result;
 }
 
-async function createAccount(replicas: Replicas, patch: Record<string, unknown>, via = 0): Promise<{ id: string; key: string }> {
+async function createAccount(
+  replicas: Replicas,
+  patch: Record<string, unknown>,
+  via = 0,
+): Promise<{ id: string; key: string }> {
   const email = `replicas-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
   const created = await replicas.admin('POST', '/admin/accounts', { email, plan: 'pay_as_you_go' }, via);
-  if (created.status !== 201) throw new Error(`account creation failed: ${created.status} ${JSON.stringify(created.body)}`);
-  const patched = await replicas.admin('PATCH', `/admin/accounts/${created.body.id}`, { plan: 'pay_as_you_go', daily_limit: 'none', ...patch }, via);
-  if (patched.status !== 200) throw new Error(`account patch failed: ${patched.status} ${JSON.stringify(patched.body)}`);
+  if (created.status !== 201)
+    throw new Error(`account creation failed: ${created.status} ${JSON.stringify(created.body)}`);
+  const patched = await replicas.admin(
+    'PATCH',
+    `/admin/accounts/${created.body.id}`,
+    { plan: 'pay_as_you_go', daily_limit: 'none', ...patch },
+    via,
+  );
+  if (patched.status !== 200)
+    throw new Error(`account patch failed: ${patched.status} ${JSON.stringify(patched.body)}`);
   return { id: created.body.id, key: created.body.api_key };
 }
 
@@ -128,7 +154,12 @@ async function ledger(replicas: Replicas, accountId: string, via = 0): Promise<a
   let before: string | undefined;
   for (;;) {
     const query = `limit=500${before ? `&before=${before}` : ''}`;
-    const { status, body } = await replicas.admin('GET', `/admin/accounts/${accountId}/ledger?${query}`, undefined, via);
+    const { status, body } = await replicas.admin(
+      'GET',
+      `/admin/accounts/${accountId}/ledger?${query}`,
+      undefined,
+      via,
+    );
     if (status !== 200) throw new Error(`ledger failed: ${status} ${JSON.stringify(body)}`);
     entries.push(...body.data);
     if (!body.has_more || body.data.length === 0) return entries;
@@ -161,7 +192,10 @@ function tally(results: ChatResult[]): Record<string, number> {
 }
 
 /** The ledger invariant: entries sum to the balance, every balance_after is >= 0, and returns the debits' sum. */
-async function checkLedger(replicas: Replicas, accountId: string): Promise<{ balance: number; debits: number; entries: any[] }> {
+async function checkLedger(
+  replicas: Replicas,
+  accountId: string,
+): Promise<{ balance: number; debits: number; entries: any[] }> {
   const entries = await ledger(replicas, accountId);
   const balance = await balanceNano(replicas, accountId);
   expect(sumNano(entries.map((e) => nano(e.amount)))).toBe(balance);
@@ -205,13 +239,17 @@ describe('three replicas on one PostgreSQL and one Redis', { timeout: 60_000 }, 
       if (wave > 0) await sleep(300);
       for (let j = 0; j < perWave; j++) {
         const n = wave * perWave + j;
-        pending.push(chat(r(), n % 3, account.key, { model: 'sandbox/echo', messages: [{ role: 'user', content: `hello ${n}` }] }));
+        pending.push(
+          chat(r(), n % 3, account.key, { model: 'sandbox/echo', messages: [{ role: 'user', content: `hello ${n}` }] }),
+        );
       }
     }
     const results = await Promise.all(pending);
     const elapsed = Date.now() - started;
     const counts = tally(results);
-    console.info(`rpm: ${JSON.stringify(counts)} in ${elapsed} ms; successes per replica: ${[0, 1, 2].map((i) => results.filter((x) => x.replica === i && x.status === 200).length).join('/')}`);
+    console.info(
+      `rpm: ${JSON.stringify(counts)} in ${elapsed} ms; successes per replica: ${[0, 1, 2].map((i) => results.filter((x) => x.replica === i && x.status === 200).length).join('/')}`,
+    );
 
     expect(elapsed).toBeLessThan(30_000);
     expect(results.filter((x) => x.status === 200)).toHaveLength(60);
@@ -226,7 +264,8 @@ describe('three replicas on one PostgreSQL and one Redis', { timeout: 60_000 }, 
     const created = await r().admin('POST', `/admin/accounts/${account.id}/keys`, { name: 'to revoke' }, 0);
     expect(created.status).toBe(201);
     const key: string = created.body.key;
-    const request = (i: number) => chat(r(), i, key, { model: 'sandbox/echo', messages: [{ role: 'user', content: 'still valid?' }] });
+    const request = (i: number) =>
+      chat(r(), i, key, { model: 'sandbox/echo', messages: [{ role: 'user', content: 'still valid?' }] });
 
     // B and C have used (and so cached) the key.
     for (const i of [1, 2, 1, 2]) expect((await request(i)).status).toBe(200);
@@ -250,7 +289,9 @@ describe('three replicas on one PostgreSQL and one Redis', { timeout: 60_000 }, 
       }
     };
     const [onA, onB, onC] = await Promise.all([refusedAfter(0), refusedAfter(1), refusedAfter(2)]);
-    console.info(`revocation: DELETE took ${answered - sent} ms; refused after A ${onA} ms, B ${onB} ms, C ${onC} ms (from the DELETE answer)`);
+    console.info(
+      `revocation: DELETE took ${answered - sent} ms; refused after A ${onA} ms, B ${onB} ms, C ${onC} ms (from the DELETE answer)`,
+    );
     expect(onA).toBeLessThan(1_000);
     expect(onB).toBeLessThan(1_000);
     expect(onC).toBeLessThan(1_000);
@@ -292,7 +333,9 @@ describe('three replicas on one PostgreSQL and one Redis', { timeout: 60_000 }, 
     })();
 
     const started = Date.now();
-    const results = await Promise.all(Array.from({ length: 300 }, (_, n) => chat(r(), n % 3, account.key, body(n % 2 === 1))));
+    const results = await Promise.all(
+      Array.from({ length: 300 }, (_, n) => chat(r(), n % 3, account.key, body(n % 2 === 1))),
+    );
     const elapsed = Date.now() - started;
     watching = false;
     await watcher;
@@ -401,7 +444,9 @@ describe('a replica killed with SIGKILL mid-traffic', { timeout: 90_000 }, () =>
     const afterKill = await checkLedger(r(), account.id);
     const remaining = afterKill.balance;
     const phantomBound = onVictim.filter((x) => !x.done).length * holdNano;
-    console.info(`after kill: balance ${remaining} nano = ${(remaining / unitNano).toFixed(2)} requests; victim holds possibly left: ${phantomBound} nano`);
+    console.info(
+      `after kill: balance ${remaining} nano = ${(remaining / unitNano).toFixed(2)} requests; victim holds possibly left: ${phantomBound} nano`,
+    );
 
     const restartedAt = Date.now();
     await r().restart(victim);
@@ -434,7 +479,9 @@ describe('a replica killed with SIGKILL mid-traffic', { timeout: 90_000 }, () =>
     console.info(
       `follow-up: ${spent.length} answers (${spent.filter((x) => x.costNano! < unitNano).length} partial), charged ${charged} nano of ${remaining}; ` +
         `end balance ${end.balance} nano; 402s while money was held: ${blocked}` +
-        (blocked ? `, unblocked ${unblockedAt === undefined ? 'never' : `${unblockedAt - killedAt} ms after the kill`}` : '') +
+        (blocked
+          ? `, unblocked ${unblockedAt === undefined ? 'never' : `${unblockedAt - killedAt} ms after the kill`}`
+          : '') +
         `; restart took ${restartMs} ms`,
     );
 
@@ -444,7 +491,11 @@ describe('a replica killed with SIGKILL mid-traffic', { timeout: 90_000 }, () =>
     expect(remaining - charged).toBeLessThan(unitNano);
 
     // The restarted replica serves again, and no replica has a reservation open once everything has ended.
-    const again = await chat(r(), victim, account.key, { model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
+    const again = await chat(r(), victim, account.key, {
+      model: 'sandbox/echo',
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 1,
+    });
     expect([200, 402]).toContain(again.status);
     for (let i = 0; i < 3; i++) {
       const metrics = await r().admin('GET', '/metrics', undefined, i);

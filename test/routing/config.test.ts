@@ -10,19 +10,29 @@ const load = (models: ModelConfig[], env: Record<string, string> = {}, providers
 
 describe('deployments', () => {
   it('an unknown provider in a deployment stops start-up with its path', () => {
-    const attempt = () => load([{ ...base, id: 'x', deployments: [{ provider: 'anthropic' }, { provider: 'nowhere' }] }]);
+    const attempt = () =>
+      load([{ ...base, id: 'x', deployments: [{ provider: 'anthropic' }, { provider: 'nowhere' }] }]);
     expect(attempt).toThrow(ConfigError);
     expect(attempt).toThrow(/models\[\d+\] \(x\)\.deployments\[1\]\.provider: unknown provider "nowhere"/);
   });
 
   it('weights are whole numbers from 1 to 1000; a deployment list is not empty', () => {
-    expect(() => load([{ ...base, id: 'x', deployments: [{ provider: 'anthropic', weight: 0 }] }])).toThrow(/deployments\.0\.weight/);
+    expect(() => load([{ ...base, id: 'x', deployments: [{ provider: 'anthropic', weight: 0 }] }])).toThrow(
+      /deployments\.0\.weight/,
+    );
     expect(() => load([{ ...base, id: 'x', deployments: [] }])).toThrow(/deployments/);
   });
 
   it('a model is active when any deployment is configured; each deployment keeps its upstream name', () => {
     const config = load(
-      [{ ...base, id: 'x', upstream_model: 'default-name', deployments: [{ provider: 'anthropic' }, { provider: 'mine', upstream_model: 'their-name', weight: 5 }] }],
+      [
+        {
+          ...base,
+          id: 'x',
+          upstream_model: 'default-name',
+          deployments: [{ provider: 'anthropic' }, { provider: 'mine', upstream_model: 'their-name', weight: 5 }],
+        },
+      ],
       {},
       { mine: { api: 'anthropic', base_url: 'http://127.0.0.1:1/v1' } },
     );
@@ -37,7 +47,13 @@ describe('deployments', () => {
 
   it('routing settings have defaults and bounds; a custom provider may name its wire format', () => {
     expect(load([]).routing).toEqual(defaultConfig().routing);
-    expect(() => loadConfig({ env: { TOLLGATE_DATA_DIR: '/tmp/unused' }, file: undefined, overrides: { routing: { ...defaultConfig().routing, retries: 9 } } })).toThrow(/routing\.retries/);
+    expect(() =>
+      loadConfig({
+        env: { TOLLGATE_DATA_DIR: '/tmp/unused' },
+        file: undefined,
+        overrides: { routing: { ...defaultConfig().routing, retries: 9 } },
+      }),
+    ).toThrow(/routing\.retries/);
     expect(() => load([], {}, { mine: { api: 'cohere', base_url: 'http://x' } })).toThrow(/providers\.mine\.api/);
   });
 });

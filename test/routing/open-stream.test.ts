@@ -5,7 +5,10 @@ import type { ChatCompletionChunk, Provider, ProviderCall } from '../../src/prov
 import type { Deployment } from '../../src/routing/index.js';
 import { openStream } from '../../src/routing/open-stream.js';
 
-const chunk = (delta: ChatCompletionChunk['choices'][number]['delta'], finish: 'stop' | null = null): ChatCompletionChunk => ({
+const chunk = (
+  delta: ChatCompletionChunk['choices'][number]['delta'],
+  finish: 'stop' | null = null,
+): ChatCompletionChunk => ({
   id: 'c',
   object: 'chat.completion.chunk',
   created: 0,
@@ -30,7 +33,12 @@ function deployment(steps: Step[], failsAfterOpening = true): Deployment {
   };
   return { provider } as unknown as Deployment;
 }
-const call = { body: { model: 'm', messages: [] }, signal: new AbortController().signal, requestId: 'r', timeoutMs: 5_000 } as ProviderCall;
+const call = {
+  body: { model: 'm', messages: [] },
+  signal: new AbortController().signal,
+  requestId: 'r',
+  timeoutMs: 5_000,
+} as ProviderCall;
 
 async function rest(iterator: AsyncIterator<ChatCompletionChunk>): Promise<ChatCompletionChunk[]> {
   const out: ChatCompletionChunk[] = [];

@@ -56,7 +56,11 @@ describe('verdict and backoff', () => {
 
 /** A router and its catalog over the providers these environment variables configure. */
 function routerFor(env: Record<string, string>, routing: RoutingConfig): { router: Router; catalog: Catalog } {
-  const config = loadConfig({ env: { ...env, TOLLGATE_DATA_DIR: '/tmp/unused' }, file: undefined, overrides: { routing } });
+  const config = loadConfig({
+    env: { ...env, TOLLGATE_DATA_DIR: '/tmp/unused' },
+    file: undefined,
+    overrides: { routing },
+  });
   const catalog = new Catalog(config);
   const router = new Router(config, { catalog });
   catalog.setHealth(router.health);
@@ -160,28 +164,37 @@ describe('errors of our own making are not provider failures', () => {
   it.each([
     ['a value too deep to serialise (RangeError)', deep],
     ['a circular value (TypeError)', circular],
-  ])('the upstream request cannot be built from %s: no attempt, no retry, the circuit stays closed', async (_name, extra) => {
-    const model = catalog.resolve('gpt-6-luna');
-    const before = mock.requests.length;
-    for (const streaming of [false, true]) {
-      const unbuildable = call(undefined, { extra: extra() });
-      const attempt = streaming ? router.stream(router.route(model, 'live'), unbuildable) : router.complete(router.route(model, 'live'), unbuildable);
-      const routed = await attempt;
-      expect(routed.ok).toBe(false);
-      expect(!routed.ok && routed.error).toBeInstanceOf(Error);
-      expect(!routed.ok && routed.error).not.toBeInstanceOf(UpstreamError);
-    }
-    expect(mock.requests.length).toBe(before);
-    expect(catalog.resolve('gpt-6-luna').active).toBe(true);
-    const routed = await router.complete(router.route(model, 'live'), call());
-    expect(answerOf(routed).choices[0]!.message.content).toBeTruthy();
-  });
+  ])(
+    'the upstream request cannot be built from %s: no attempt, no retry, the circuit stays closed',
+    async (_name, extra) => {
+      const model = catalog.resolve('gpt-6-luna');
+      const before = mock.requests.length;
+      for (const streaming of [false, true]) {
+        const unbuildable = call(undefined, { extra: extra() });
+        const attempt = streaming
+          ? router.stream(router.route(model, 'live'), unbuildable)
+          : router.complete(router.route(model, 'live'), unbuildable);
+        const routed = await attempt;
+        expect(routed.ok).toBe(false);
+        expect(!routed.ok && routed.error).toBeInstanceOf(Error);
+        expect(!routed.ok && routed.error).not.toBeInstanceOf(UpstreamError);
+      }
+      expect(mock.requests.length).toBe(before);
+      expect(catalog.resolve('gpt-6-luna').active).toBe(true);
+      const routed = await router.complete(router.route(model, 'live'), call());
+      expect(answerOf(routed).choices[0]!.message.content).toBeTruthy();
+    },
+  );
 
   it('leaves the call and the route as they were; a failure is returned and names the deployment that failed', async () => {
     const model = catalog.resolve('gpt-6-luna');
     const route = router.route(model, 'live', { timeoutMs: 5_000 });
     const given = call(undefined, { models: ['gpt-6-luna'], timeout_ms: 5_000 });
-    const before = structuredClone({ body: given.body, timeoutMs: given.timeoutMs, route: { model: route.model.id, providerId: route.providerId } });
+    const before = structuredClone({
+      body: given.body,
+      timeoutMs: given.timeoutMs,
+      route: { model: route.model.id, providerId: route.providerId },
+    });
     const signal = given.signal;
     mock.enqueue({ kind: 'ok' }, { kind: 'error', status: 400, message: 'bad field' });
     const answered = await router.complete(route, given);
@@ -192,7 +205,11 @@ describe('errors of our own making are not provider failures', () => {
     expect(failed.ok).toBe(false);
     expect([failed.model.id, failed.providerId]).toEqual(['gpt-6-luna', 'openai']);
     expect(!failed.ok && failed.error).toBeInstanceOf(UpstreamError);
-    expect({ body: given.body, timeoutMs: given.timeoutMs, route: { model: route.model.id, providerId: route.providerId } }).toEqual(before);
+    expect({
+      body: given.body,
+      timeoutMs: given.timeoutMs,
+      route: { model: route.model.id, providerId: route.providerId },
+    }).toEqual(before);
     expect(given.signal).toBe(signal);
     expect(given.defaultMaxTokens).toBeUndefined();
   });

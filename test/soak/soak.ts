@@ -25,7 +25,13 @@ import { startChildGateway } from '../support/child-gateway.js';
 import { auditLedger } from '../support/ledger-audit.js';
 import { startMockOpenAI, type Behavior } from '../support/mock-openai.js';
 
-const { values } = parseArgs({ options: { duration: { type: 'string', default: '60' }, concurrency: { type: 'string', default: '16' }, warmup: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '60' },
+    concurrency: { type: 'string', default: '16' },
+    warmup: { type: 'string' },
+  },
+});
 const durationS = Number(values.duration);
 const concurrency = Number(values.concurrency);
 const warmupS = Number(values.warmup ?? Math.min(60, Math.max(20, Math.round(durationS / 10))));
@@ -56,7 +62,17 @@ interface Tally {
   examples: string[];
 }
 
-const tally: Tally = { requests: 0, ok: 0, injected: 0, gateway5xx: 0, wrong: 0, byStatus: new Map(), told: new Map(), partial: new Set(), examples: [] };
+const tally: Tally = {
+  requests: 0,
+  ok: 0,
+  injected: 0,
+  gateway5xx: 0,
+  wrong: 0,
+  byStatus: new Map(),
+  told: new Map(),
+  partial: new Set(),
+  examples: [],
+};
 const nano = (usd: number) => BigInt(Math.round(usd * 1e9));
 
 function problem(text: string): void {
@@ -68,7 +84,13 @@ async function one(base: string, key: string, n: number): Promise<void> {
   const stream = n % 2 === 0;
   const fault = Math.random() < 0.1 ? FAULTS[Math.floor(Math.random() * FAULTS.length)]! : undefined;
   const content = `Request ${n}: tell me something.${fault ? ` [fault:${fault.name}]` : ''}`;
-  const body = { model: MODEL, messages: [{ role: 'user', content }], max_tokens: 64, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) };
+  const body = {
+    model: MODEL,
+    messages: [{ role: 'user', content }],
+    max_tokens: 64,
+    stream,
+    ...(stream ? { stream_options: { include_usage: true } } : {}),
+  };
   tally.requests++;
   if (fault) tally.injected++;
   const res = await fetch(`${base}/v1/chat/completions`, {
@@ -81,7 +103,8 @@ async function one(base: string, key: string, n: number): Promise<void> {
   tally.byStatus.set(res.status, (tally.byStatus.get(res.status) ?? 0) + 1);
   const expected = fault ? (fault.midStream && stream ? 200 : fault.status) : 200;
   if (res.status >= 500 && res.status !== expected) tally.gateway5xx++;
-  if (res.status !== expected) return problem(`${requestId} ${fault?.name ?? 'ok'} stream=${stream}: ${res.status} ${text.slice(0, 200)}`);
+  if (res.status !== expected)
+    return problem(`${requestId} ${fault?.name ?? 'ok'} stream=${stream}: ${res.status} ${text.slice(0, 200)}`);
   if (res.status !== 200) {
     const error = JSON.parse(text).error;
     if (error?.type !== 'upstream_error') problem(`${requestId}: envelope ${text.slice(0, 200)}`);
@@ -92,14 +115,19 @@ async function one(base: string, key: string, n: number): Promise<void> {
     tally.told.set(requestId, nano(JSON.parse(text).usage.cost));
     return;
   }
-  const events = text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+  const events = text
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: '))
+    .map((e) => e.slice(6));
   if (fault) {
     const last = events[events.length - 1] ?? '';
-    if (events.includes('[DONE]') || !last.includes('"error"')) problem(`${requestId}: stream without its error event: ${text.slice(-200)}`);
+    if (events.includes('[DONE]') || !last.includes('"error"'))
+      problem(`${requestId}: stream without its error event: ${text.slice(-200)}`);
     tally.partial.add(requestId);
     return;
   }
-  if (events[events.length - 1] !== '[DONE]') return problem(`${requestId}: stream without [DONE]: ${text.slice(-200)}`);
+  if (events[events.length - 1] !== '[DONE]')
+    return problem(`${requestId}: stream without [DONE]: ${text.slice(-200)}`);
   const usage = JSON.parse(events[events.length - 2]!).usage;
   tally.ok++;
   tally.told.set(requestId, nano(usage.cost));
@@ -163,7 +191,10 @@ async function main(): Promise<number> {
     const samples: Array<{ t: number; rss: number }> = [];
     const sampler = setInterval(() => {
       samples.push({ t: (Date.now() - started) / 1000, rss: gateway.rss() });
-      if (samples.length % (durationS > 120 ? 60 : 10) === 0) console.log(`  ${samples.length} s: ${tally.requests} requests, RSS ${(samples[samples.length - 1]!.rss / 1048576).toFixed(1)} MB`);
+      if (samples.length % (durationS > 120 ? 60 : 10) === 0)
+        console.log(
+          `  ${samples.length} s: ${tally.requests} requests, RSS ${(samples[samples.length - 1]!.rss / 1048576).toFixed(1)} MB`,
+        );
     }, 1000);
     let n = 0;
     let crashed: unknown;
@@ -190,7 +221,11 @@ async function main(): Promise<number> {
       await new Promise((r) => setTimeout(r, warm - Date.now()));
       baseline = await settledRss();
     })();
-    await Promise.all([...Array.from({ length: concurrency }, worker), ...Array.from({ length: 3 * concurrency }, warmer), measure]);
+    await Promise.all([
+      ...Array.from({ length: concurrency }, worker),
+      ...Array.from({ length: 3 * concurrency }, warmer),
+      measure,
+    ]);
     clearInterval(sampler);
     const elapsed = (Date.now() - started) / 1000;
     if (crashed) failures.push(`a request failed at the transport level: ${String(crashed)}`);
@@ -209,14 +244,26 @@ async function main(): Promise<number> {
 
     let mismatched = 0;
     for (const [id, cost] of tally.told) if (audit.debitedRequests.get(id) !== cost) mismatched++;
-    const unexpected = [...audit.debitedRequests.keys()].filter((id) => !tally.told.has(id) && !tally.partial.has(id)).length;
+    const unexpected = [...audit.debitedRequests.keys()].filter(
+      (id) => !tally.told.has(id) && !tally.partial.has(id),
+    ).length;
 
-    console.log(`soak: ${elapsed.toFixed(0)} s, ${concurrency} clients, ${tally.requests} requests (${(tally.requests / elapsed).toFixed(0)}/s), half streaming`);
-    console.log(`  answered ${tally.ok}, injected upstream faults ${tally.injected} (${((100 * tally.injected) / tally.requests).toFixed(1)} %), statuses ${JSON.stringify(Object.fromEntries(tally.byStatus))}`);
+    console.log(
+      `soak: ${elapsed.toFixed(0)} s, ${concurrency} clients, ${tally.requests} requests (${(tally.requests / elapsed).toFixed(0)}/s), half streaming`,
+    );
+    console.log(
+      `  answered ${tally.ok}, injected upstream faults ${tally.injected} (${((100 * tally.injected) / tally.requests).toFixed(1)} %), statuses ${JSON.stringify(Object.fromEntries(tally.byStatus))}`,
+    );
     console.log(`  gateway-caused 5xx: ${tally.gateway5xx}; unexpected answers: ${tally.wrong}`);
-    console.log(`  RSS after a full GC: after warm-up (${warmupS} s) ${mb(baseline)}, at the end ${mb(final)} (${(growth * 100).toFixed(1)} %); peak RSS ${mb(peak)}`);
-    console.log(`  ledger: ${audit.ledgerRows} rows, ${audit.debits} debits, ${(Number(audit.debitedNano) / 1e9).toFixed(6)} USD; integrity ${audit.integrity}; open reservations ${open}`);
-    console.log(`  debits differing from the usage.cost told: ${mismatched}; debits of requests never answered: ${unexpected}`);
+    console.log(
+      `  RSS after a full GC: after warm-up (${warmupS} s) ${mb(baseline)}, at the end ${mb(final)} (${(growth * 100).toFixed(1)} %); peak RSS ${mb(peak)}`,
+    );
+    console.log(
+      `  ledger: ${audit.ledgerRows} rows, ${audit.debits} debits, ${(Number(audit.debitedNano) / 1e9).toFixed(6)} USD; integrity ${audit.integrity}; open reservations ${open}`,
+    );
+    console.log(
+      `  debits differing from the usage.cost told: ${mismatched}; debits of requests never answered: ${unexpected}`,
+    );
 
     if (tally.gateway5xx > 0) failures.push(`${tally.gateway5xx} gateway-caused 5xx`);
     if (tally.wrong > 0) failures.push(`${tally.wrong} unexpected answers, e.g.\n    ${tally.examples.join('\n    ')}`);

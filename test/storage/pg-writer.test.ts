@@ -9,7 +9,9 @@ import { NOW_MICROSECONDS_SQL, ledgerIdSql } from '../../src/storage/pg-ledger-i
 import { PgWriter } from '../../src/storage/pg-writer.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 
-const debit = (requestId: string, amountNano: bigint) => ({ entries: [{ accountId: 'acct_1', kind: 'debit' as const, amountNano: -amountNano, requestId }] });
+const debit = (requestId: string, amountNano: bigint) => ({
+  entries: [{ accountId: 'acct_1', kind: 'debit' as const, amountNano: -amountNano, requestId }],
+});
 
 describe('PostgreSQL money writer, several replicas on one account', () => {
   let database: TestDatabase;
@@ -25,7 +27,13 @@ describe('PostgreSQL money writer, several replicas on one account', () => {
   async function setup(grantNano: bigint): Promise<void> {
     database = await createTestDatabase('postgres');
     storage = await openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl });
-    await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano });
+    await storage.ledger.createAccount({
+      id: 'acct_1',
+      email: 'a@example.com',
+      plan: 'free',
+      settings: '{}',
+      grantNano,
+    });
   }
 
   /** A replica's writer on a pool of its own, and the number of queries it has sent. */
@@ -84,8 +92,12 @@ describe('PostgreSQL money writer, several replicas on one account', () => {
       const waiting = a.writer.commit(debit('a0', 100n));
       await new Promise((resolve) => setTimeout(resolve, 50));
       const id = ledgerIdSql(NOW_MICROSECONDS_SQL, "'holder'");
-      await holder.query(`INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, created_at) VALUES (${id}, 'acct_1', 'debit', -5, 9995, 0)`);
-      await holder.query("UPDATE accounts SET balance_nano = balance_nano - 5, version = version + 1 WHERE id = 'acct_1'");
+      await holder.query(
+        `INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, created_at) VALUES (${id}, 'acct_1', 'debit', -5, 9995, 0)`,
+      );
+      await holder.query(
+        "UPDATE accounts SET balance_nano = balance_nano - 5, version = version + 1 WHERE id = 'acct_1'",
+      );
       await holder.query('COMMIT');
       const result = await waiting;
       expect(result.balancesAfter).toEqual([9_895n]);

@@ -62,7 +62,7 @@ describe('SQLite WAL checkpoints in a worker thread', () => {
     expect(checkpointer.checkpoints).toBeGreaterThan(0);
   }
 
-  it('folds the WAL into the database by itself: with the writer\'s own checkpoint off, the WAL stays small', async () => {
+  it("folds the WAL into the database by itself: with the writer's own checkpoint off, the WAL stays small", async () => {
     const plain = database();
     plain.db.pragma('wal_autocheckpoint = 0');
     const withoutWorker = await write(plain.db, plain.file, 1500, () => {});
@@ -137,7 +137,9 @@ describe('SQLite WAL checkpoints in a worker thread', () => {
     await sleep(30);
     // Between commits the worker's reader keeps the WAL from being restarted: a TRUNCATE checkpoint is busy.
     db.pragma('busy_timeout = 0');
-    expect(db.pragma('wal_checkpoint(TRUNCATE)')).toEqual([{ busy: 1, log: expect.any(Number), checkpointed: expect.any(Number) }]);
+    expect(db.pragma('wal_checkpoint(TRUNCATE)')).toEqual([
+      { busy: 1, log: expect.any(Number), checkpointed: expect.any(Number) },
+    ]);
     await sleep(400);
     expect(db.pragma('wal_checkpoint(TRUNCATE)')).toEqual([{ busy: 0, log: 0, checkpointed: 0 }]);
   });
@@ -146,9 +148,17 @@ describe('SQLite WAL checkpoints in a worker thread', () => {
     const dataDir = tempDir();
     dirs.push(dataDir);
     const storage = await openStorage({ dataDir });
-    await storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: 10n ** 12n });
+    await storage.ledger.createAccount({
+      id: 'acct_1',
+      email: 'a@example.com',
+      plan: 'free',
+      settings: '{}',
+      grantNano: 10n ** 12n,
+    });
     for (let i = 0; i < 50; i++) {
-      await storage.ledger.commit({ entries: [{ accountId: 'acct_1', kind: 'debit', amountNano: -1000n, requestId: `r${i}` }] });
+      await storage.ledger.commit({
+        entries: [{ accountId: 'acct_1', kind: 'debit', amountNano: -1000n, requestId: `r${i}` }],
+      });
       await sleep(1);
     }
     await storage.close();

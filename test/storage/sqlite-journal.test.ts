@@ -13,17 +13,35 @@ import { APPLIED_KEY, APPLY_MS, JOURNAL_FILE, VERSION_CHECK_MS } from '../../src
 import { tempDir } from '../support/databases.js';
 
 const slot = { day: '2026-11-24', environment: 'live', model: 'm' };
-const debit = (requestId: string, amountNano: bigint) => ({ accountId: 'acct_1', kind: 'debit' as const, amountNano: -amountNano, requestId, promptTokens: 3, completionTokens: 2, usage: slot });
+const debit = (requestId: string, amountNano: bigint) => ({
+  accountId: 'acct_1',
+  kind: 'debit' as const,
+  amountNano: -amountNano,
+  requestId,
+  promptTokens: 3,
+  completionTokens: 2,
+  usage: slot,
+});
 
 /** What SQLite itself holds (read on a connection of its own, as an auditor or a backup would). */
 function stored(dataDir: string): { balance: bigint; ledger: bigint; debits: number; applied: string | undefined } {
   const db = new Database(join(dataDir, 'tollgate.db'), { readonly: true });
   db.defaultSafeIntegers(true);
   try {
-    const balance = (db.prepare("SELECT balance_nano FROM accounts WHERE id = 'acct_1'").get() as { balance_nano: bigint }).balance_nano;
-    const ledger = (db.prepare("SELECT COALESCE(SUM(amount_nano), 0) AS s FROM ledger WHERE account_id = 'acct_1'").get() as { s: bigint }).s;
-    const debits = Number((db.prepare("SELECT COUNT(*) AS n FROM ledger WHERE kind = 'debit'").get() as { n: bigint }).n);
-    const applied = (db.prepare('SELECT value FROM meta WHERE key = ?').get(APPLIED_KEY) as { value: string } | undefined)?.value;
+    const balance = (
+      db.prepare("SELECT balance_nano FROM accounts WHERE id = 'acct_1'").get() as { balance_nano: bigint }
+    ).balance_nano;
+    const ledger = (
+      db.prepare("SELECT COALESCE(SUM(amount_nano), 0) AS s FROM ledger WHERE account_id = 'acct_1'").get() as {
+        s: bigint;
+      }
+    ).s;
+    const debits = Number(
+      (db.prepare("SELECT COUNT(*) AS n FROM ledger WHERE kind = 'debit'").get() as { n: bigint }).n,
+    );
+    const applied = (
+      db.prepare('SELECT value FROM meta WHERE key = ?').get(APPLIED_KEY) as { value: string } | undefined
+    )?.value;
     return { balance: BigInt(balance), ledger: BigInt(ledger), debits, applied };
   } finally {
     db.close();
@@ -39,7 +57,10 @@ describe('the ledger journal (embedded SQLite)', () => {
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function start(dataDir?: string, options: { onJournalError?: (error: unknown) => void } = {}): Promise<{ storage: Storage; dataDir: string }> {
+  async function start(
+    dataDir?: string,
+    options: { onJournalError?: (error: unknown) => void } = {},
+  ): Promise<{ storage: Storage; dataDir: string }> {
     const dir = dataDir ?? tempDir();
     if (!dataDir) dirs.push(dir);
     const storage = await openStorage({ dataDir: dir, ledgerJournal: true, ...options });
@@ -49,7 +70,13 @@ describe('the ledger journal (embedded SQLite)', () => {
 
   async function withAccount(): Promise<{ storage: Storage; dataDir: string }> {
     const started = await start();
-    await started.storage.ledger.createAccount({ id: 'acct_1', email: 'a@example.com', plan: 'free', settings: '{}', grantNano: 1_000_000n });
+    await started.storage.ledger.createAccount({
+      id: 'acct_1',
+      email: 'a@example.com',
+      plan: 'free',
+      settings: '{}',
+      grantNano: 1_000_000n,
+    });
     return started;
   }
 
@@ -63,7 +90,11 @@ describe('the ledger journal (embedded SQLite)', () => {
     expect(readFileSync(journal, 'utf8')).toContain('"requestId":"r2"');
     expect(stored(dataDir).debits).toBe(0);
     // The journal and its lock, and nothing else of theirs, next to the database.
-    expect(readdirSync(dataDir).filter((name) => name.startsWith(JOURNAL_FILE)).sort()).toEqual([JOURNAL_FILE, `${JOURNAL_FILE}.lock`]);
+    expect(
+      readdirSync(dataDir)
+        .filter((name) => name.startsWith(JOURNAL_FILE))
+        .sort(),
+    ).toEqual([JOURNAL_FILE, `${JOURNAL_FILE}.lock`]);
     await sleep(APPLY_MS * 5);
     expect(stored(dataDir)).toMatchObject({ balance: 999_500n, ledger: 999_500n, debits: 2 });
     expect(statSync(journal).size).toBe(0);
@@ -75,7 +106,12 @@ describe('the ledger journal (embedded SQLite)', () => {
     expect((await storage.accounts.get('acct_1'))?.balanceNano).toBe(999_500n);
     expect(await storage.ledger.sum('acct_1')).toBe(999_500n);
     expect(await storage.ledger.debitedFor('r4')).toBe(100n);
-    expect(await storage.usage.totals('acct_1', 'live', '2026-11-01', '2026-11-30')).toEqual({ requests: 5, promptTokens: 15, completionTokens: 10, creditsNano: 500n });
+    expect(await storage.usage.totals('acct_1', 'live', '2026-11-01', '2026-11-30')).toEqual({
+      requests: 5,
+      promptTokens: 15,
+      completionTokens: 10,
+      creditsNano: 500n,
+    });
     expect((await storage.ledger.list('acct_1', { limit: 10 })).filter((e) => e.kind === 'debit')).toHaveLength(5);
   });
 
@@ -102,7 +138,10 @@ describe('the ledger journal (embedded SQLite)', () => {
       for (const [r, n] of [['r1', 100n], ['r2', 200n], ['r3', 300n]]) await storage.ledger.commit({ entries: [debit(r, n)] });
       process.kill(process.pid, 'SIGKILL');
     `;
-    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: process.cwd(), encoding: 'utf8' });
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: process.cwd(),
+      encoding: 'utf8',
+    });
     expect(child.signal, child.stderr).toBe('SIGKILL');
     expect(stored(dataDir).debits).toBe(0);
     expect(readFileSync(join(dataDir, JOURNAL_FILE), 'utf8').trim().split('\n')).toHaveLength(3);
@@ -125,9 +164,17 @@ describe('the ledger journal (embedded SQLite)', () => {
     await storage.close();
     open.splice(0);
     expect(stored(dataDir)).toMatchObject({ debits: 1, applied: '1' });
-    const record = (seq: number, requestId: string) => JSON.stringify({ seq, at: Date.now(), batch: { entries: [{ ...debit(requestId, 10n), amountNano: { $big: '-10' } }] } });
+    const record = (seq: number, requestId: string) =>
+      JSON.stringify({
+        seq,
+        at: Date.now(),
+        batch: { entries: [{ ...debit(requestId, 10n), amountNano: { $big: '-10' } }] },
+      });
     // Batch 1 again (already in SQLite), batch 2 (not yet), and half of a third line cut by the crash.
-    writeFileSync(join(dataDir, JOURNAL_FILE), `${record(1, 'r1')}\n${record(2, 'r2')}\n${record(3, 'r3').slice(0, 40)}`);
+    writeFileSync(
+      join(dataDir, JOURNAL_FILE),
+      `${record(1, 'r1')}\n${record(2, 'r2')}\n${record(3, 'r3').slice(0, 40)}`,
+    );
     await start(dataDir);
     expect(stored(dataDir)).toMatchObject({ balance: 999_890n, debits: 2, applied: '2' });
   });
@@ -136,7 +183,10 @@ describe('the ledger journal (embedded SQLite)', () => {
     const { storage, dataDir } = await withAccount();
     await storage.close();
     open.splice(0);
-    writeFileSync(join(dataDir, JOURNAL_FILE), `not a record\n${JSON.stringify({ seq: 1, at: 0, batch: { entries: [] } })}\n`);
+    writeFileSync(
+      join(dataDir, JOURNAL_FILE),
+      `not a record\n${JSON.stringify({ seq: 1, at: 0, batch: { entries: [] } })}\n`,
+    );
     await expect(openStorage({ dataDir, ledgerJournal: true })).rejects.toThrow(/line 1 is not a journal record/);
   });
 
@@ -160,7 +210,9 @@ describe('the ledger journal (embedded SQLite)', () => {
     await sleep(APPLY_MS * 3);
     // r2 waits in the journal (memory: 999,800) while the CLI takes 999,700 off SQLite's 999,900.
     await storage.ledger.commit({ entries: [debit('r2', 100n)] });
-    await cli.ledger.commit({ entries: [{ accountId: 'acct_1', kind: 'correction', amountNano: -999_700n, note: 'cli' }] });
+    await cli.ledger.commit({
+      entries: [{ accountId: 'acct_1', kind: 'correction', amountNano: -999_700n, note: 'cli' }],
+    });
     await sleep(VERSION_CHECK_MS + 1);
     // 200 - 100 leaves 100: r3 is told what it really takes, not what memory thought was there.
     const result = await storage.ledger.commit({ entries: [debit('r3', 500n)] });
@@ -174,22 +226,64 @@ describe('the ledger journal (embedded SQLite)', () => {
     // The same batches through the journal (applied in one transaction, each row written once) and straight to SQLite.
     const slotOf = (model: string) => ({ ...slot, model });
     const charge = (accountId: string, keyId: string, model: string, requestId: string, amountNano: bigint) => ({
-      accountId, kind: 'debit' as const, amountNano: -amountNano, requestId, keyId, model, promptTokens: 4, completionTokens: 1, usage: slotOf(model),
+      accountId,
+      kind: 'debit' as const,
+      amountNano: -amountNano,
+      requestId,
+      keyId,
+      model,
+      promptTokens: 4,
+      completionTokens: 1,
+      usage: slotOf(model),
     });
     const batches = [
-      { entries: [charge('acct_1', 'key_1', 'm1', 'r1', 300n), charge('acct_2', 'key_2', 'm1', 'r2', 50n)], keysUsed: [{ keyId: 'key_1', at: 5 }] },
-      { entries: [charge('acct_1', 'key_1', 'm2', 'r3', 200n)], keysUsed: [{ keyId: 'key_1', at: 9 }, { keyId: 'key_2', at: 7 }] },
+      {
+        entries: [charge('acct_1', 'key_1', 'm1', 'r1', 300n), charge('acct_2', 'key_2', 'm1', 'r2', 50n)],
+        keysUsed: [{ keyId: 'key_1', at: 5 }],
+      },
+      {
+        entries: [charge('acct_1', 'key_1', 'm2', 'r3', 200n)],
+        keysUsed: [
+          { keyId: 'key_1', at: 9 },
+          { keyId: 'key_2', at: 7 },
+        ],
+      },
       { entries: [{ accountId: 'acct_2', kind: 'grant' as const, amountNano: 1_000n, note: 'top-up' }] },
-      { entries: [charge('acct_2', 'key_2', 'm1', 'r4', 5_000n), charge('acct_1', 'key_1', 'm1', 'r5', 100n)], keysUsed: [{ keyId: 'key_1', at: 8 }] },
-      { entries: [], usage: [{ accountId: 'acct_1', ...slotOf('m2'), requests: 1, promptTokens: 7, completionTokens: 0, creditsNano: 0n }] },
+      {
+        entries: [charge('acct_2', 'key_2', 'm1', 'r4', 5_000n), charge('acct_1', 'key_1', 'm1', 'r5', 100n)],
+        keysUsed: [{ keyId: 'key_1', at: 8 }],
+      },
+      {
+        entries: [],
+        usage: [
+          { accountId: 'acct_1', ...slotOf('m2'), requests: 1, promptTokens: 7, completionTokens: 0, creditsNano: 0n },
+        ],
+      },
     ];
     const rowsAfter = async (ledgerJournal: boolean) => {
       const dataDir = tempDir();
       dirs.push(dataDir);
       const storage = await openStorage({ dataDir, ledgerJournal });
       for (const [i, grantNano] of [1_000n, 500n].entries()) {
-        await storage.ledger.createAccount({ id: `acct_${i + 1}`, email: `${i}@example.com`, plan: 'free', settings: '{}', grantNano });
-        await storage.keys.insert({ id: `key_${i + 1}`, accountId: `acct_${i + 1}`, name: 'k', keyHash: `h${i}`, hint: 'tg-live-...', environment: 'live', permissions: 'project', models: [], spendLimitNano: null, createdAt: 1 });
+        await storage.ledger.createAccount({
+          id: `acct_${i + 1}`,
+          email: `${i}@example.com`,
+          plan: 'free',
+          settings: '{}',
+          grantNano,
+        });
+        await storage.keys.insert({
+          id: `key_${i + 1}`,
+          accountId: `acct_${i + 1}`,
+          name: 'k',
+          keyHash: `h${i}`,
+          hint: 'tg-live-...',
+          environment: 'live',
+          permissions: 'project',
+          models: [],
+          spendLimitNano: null,
+          createdAt: 1,
+        });
       }
       for (const batch of batches) await storage.ledger.commit(batch);
       await storage.close();
@@ -197,8 +291,16 @@ describe('the ledger journal (embedded SQLite)', () => {
       try {
         return {
           accounts: db.prepare('SELECT id, balance_nano, version FROM accounts ORDER BY id').all(),
-          ledger: db.prepare('SELECT account_id, kind, amount_nano, balance_after_nano, request_id, key_id FROM ledger ORDER BY rowid').all(),
-          usage: db.prepare('SELECT account_id, model, requests, prompt_tokens, completion_tokens, credits_nano FROM usage_daily ORDER BY account_id, model').all(),
+          ledger: db
+            .prepare(
+              'SELECT account_id, kind, amount_nano, balance_after_nano, request_id, key_id FROM ledger ORDER BY rowid',
+            )
+            .all(),
+          usage: db
+            .prepare(
+              'SELECT account_id, model, requests, prompt_tokens, completion_tokens, credits_nano FROM usage_daily ORDER BY account_id, model',
+            )
+            .all(),
           keys: db.prepare('SELECT id, spent_nano, last_used_at FROM api_keys ORDER BY id').all(),
         };
       } finally {

@@ -22,7 +22,14 @@ describe('isStorageUnavailable', () => {
   });
 
   it('leaves bugs and bad queries alone', () => {
-    for (const error of [withCode('23505'), withCode('42P01'), withCode('SQLITE_CONSTRAINT_UNIQUE'), new TypeError('x is undefined'), 'ECONNREFUSED', undefined]) {
+    for (const error of [
+      withCode('23505'),
+      withCode('42P01'),
+      withCode('SQLITE_CONSTRAINT_UNIQUE'),
+      new TypeError('x is undefined'),
+      'ECONNREFUSED',
+      undefined,
+    ]) {
       expect(isStorageUnavailable(error), String(error)).toBe(false);
     }
   });

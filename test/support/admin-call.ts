@@ -1,8 +1,17 @@
 /** One admin API call with the admin token; the body is parsed as JSON when it is JSON (not /metrics). */
-export async function adminCall(baseUrl: string, adminToken: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+export async function adminCall(
+  baseUrl: string,
+  adminToken: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: any }> {
   const response = await fetch(`${baseUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${adminToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      authorization: `Bearer ${adminToken}`,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   const text = await response.text();

@@ -28,7 +28,12 @@ export interface ChildGateway {
   admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
 }
 
-export async function startChildGateway(options: { dataDir: string; adminToken: string; env?: Record<string, string>; nodeArgs?: string[] }): Promise<ChildGateway> {
+export async function startChildGateway(options: {
+  dataDir: string;
+  adminToken: string;
+  env?: Record<string, string>;
+  nodeArgs?: string[];
+}): Promise<ChildGateway> {
   let port = await freePort();
   let url = `http://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
@@ -46,7 +51,11 @@ export async function startChildGateway(options: { dataDir: string; adminToken: 
       TOLLGATE_LOG_LEVEL: 'warn',
       ...options.env,
     };
-    const running = spawn(process.execPath, [...(options.nodeArgs ?? []), join(ROOT, 'dist', 'main.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const running = spawn(process.execPath, [...(options.nodeArgs ?? []), join(ROOT, 'dist', 'main.js')], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child = running;
     children.add(running);
     let listening = false;

@@ -19,7 +19,16 @@ export function cli(dataDir: string, args: string[], env: Record<string, string>
     execFile(
       process.execPath,
       ['--import', TSX, CLI, ...args],
-      { cwd: dataDir, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TOLLGATE_DATA_DIR: dataDir, TOLLGATE_LOG_LEVEL: 'silent', ...env } },
+      {
+        cwd: dataDir,
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: process.env.HOME ?? '',
+          TOLLGATE_DATA_DIR: dataDir,
+          TOLLGATE_LOG_LEVEL: 'silent',
+          ...env,
+        },
+      },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
   });
@@ -31,4 +40,3 @@ export async function json(dataDir: string, args: string[], env?: Record<string,
   expect(run.code).toBe(0);
   return JSON.parse(run.stdout);
 }
-

@@ -20,7 +20,12 @@ export function tempDir(prefix = 'tollgate-test-'): string {
 export async function createTestDatabase(dialect: 'sqlite' | 'postgres'): Promise<TestDatabase> {
   const dataDir = tempDir();
   if (dialect === 'sqlite') {
-    return { dialect, dataDir, databaseUrl: undefined, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
+    return {
+      dialect,
+      dataDir,
+      databaseUrl: undefined,
+      drop: async () => rmSync(dataDir, { recursive: true, force: true }),
+    };
   }
   const name = `tg_test_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
   const admin = new pg.Client({ connectionString: PG_ADMIN_URL });

@@ -47,7 +47,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
   const config = loadConfig({
     env: {
       TOLLGATE_DATA_DIR: database.dataDir,
-      ...(database.databaseUrl ? { DATABASE_URL: options.databaseUrl?.(database.databaseUrl) ?? database.databaseUrl } : {}),
+      ...(database.databaseUrl
+        ? { DATABASE_URL: options.databaseUrl?.(database.databaseUrl) ?? database.databaseUrl }
+        : {}),
       TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
       TOLLGATE_LOG_LEVEL: process.env.TOLLGATE_TEST_LOG_LEVEL ?? 'silent',
       PORT: '0',
@@ -73,7 +75,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     database,
     admin,
     async account(opts = {}) {
-      const { status, body } = await admin('POST', '/admin/accounts', { email: opts.email ?? `user${++counter}-${Date.now()}@example.com`, ...(opts.plan ? { plan: opts.plan } : {}) });
+      const { status, body } = await admin('POST', '/admin/accounts', {
+        email: opts.email ?? `user${++counter}-${Date.now()}@example.com`,
+        ...(opts.plan ? { plan: opts.plan } : {}),
+      });
       if (status !== 201) throw new Error(`account creation failed: ${status} ${JSON.stringify(body)}`);
       return { id: body.id, key: body.api_key };
     },
@@ -90,7 +95,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
         if (result.status !== 200) throw new Error(`setBalance failed: ${JSON.stringify(result.body)}`);
       }
     },
-    client: (key, clientOptions = {}) => new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0, ...clientOptions }),
+    client: (key, clientOptions = {}) =>
+      new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0, ...clientOptions }),
     async close() {
       await app.close();
       await database.drop();

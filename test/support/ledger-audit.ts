@@ -39,8 +39,12 @@ async function query(target: AuditTarget): Promise<{ rows: Record<keyof typeof Q
     const db = new SQLite(join(target.dataDir, 'tollgate.db'), { readonly: true });
     db.defaultSafeIntegers(true);
     try {
-      const integrity = (db.pragma('integrity_check') as Array<{ integrity_check: string }>).map((r) => r.integrity_check).join('; ');
-      const rows = Object.fromEntries(Object.entries(QUERIES).map(([name, sql]) => [name, db.prepare(sql).all()])) as Record<keyof typeof QUERIES, any[]>;
+      const integrity = (db.pragma('integrity_check') as Array<{ integrity_check: string }>)
+        .map((r) => r.integrity_check)
+        .join('; ');
+      const rows = Object.fromEntries(
+        Object.entries(QUERIES).map(([name, sql]) => [name, db.prepare(sql).all()]),
+      ) as Record<keyof typeof QUERIES, any[]>;
       return { rows, integrity };
     } finally {
       db.close();
@@ -50,7 +54,8 @@ async function query(target: AuditTarget): Promise<{ rows: Record<keyof typeof Q
   await client.connect();
   try {
     const rows = {} as Record<keyof typeof QUERIES, any[]>;
-    for (const [name, sql] of Object.entries(QUERIES)) rows[name as keyof typeof QUERIES] = (await client.query(sql)).rows;
+    for (const [name, sql] of Object.entries(QUERIES))
+      rows[name as keyof typeof QUERIES] = (await client.query(sql)).rows;
     return { rows, integrity: 'n/a' };
   } finally {
     await client.end();
@@ -64,7 +69,8 @@ export async function auditLedger(target: AuditTarget): Promise<Audit> {
   const problems: string[] = [];
   if (integrity !== 'ok' && integrity !== 'n/a') problems.push(`integrity_check: ${integrity}`);
   for (const row of rows.balances) {
-    if (big(row.balance) !== big(row.ledger)) problems.push(`account ${row.id}: balance ${row.balance} != ledger sum ${row.ledger}`);
+    if (big(row.balance) !== big(row.ledger))
+      problems.push(`account ${row.id}: balance ${row.balance} != ledger sum ${row.ledger}`);
     if (big(row.balance) < 0n) problems.push(`account ${row.id}: negative balance ${row.balance}`);
   }
   const perAccount = new Map<string, { credits: bigint; prompt: bigint; completion: bigint }>();
@@ -85,16 +91,23 @@ export async function auditLedger(target: AuditTarget): Promise<Audit> {
       debitedRequests.set(d.request_id, amount);
     }
   }
-  const usage = new Map(rows.usage.map((u) => [u.account_id as string, { credits: big(u.credits), prompt: big(u.prompt), completion: big(u.completion) }]));
+  const usage = new Map(
+    rows.usage.map((u) => [
+      u.account_id as string,
+      { credits: big(u.credits), prompt: big(u.prompt), completion: big(u.completion) },
+    ]),
+  );
   for (const id of new Set([...perAccount.keys(), ...usage.keys()])) {
     const debits = perAccount.get(id) ?? { credits: 0n, prompt: 0n, completion: 0n };
     const counted = usage.get(id) ?? { credits: 0n, prompt: 0n, completion: 0n };
     for (const field of ['credits', 'prompt', 'completion'] as const) {
-      if (debits[field] !== counted[field]) problems.push(`account ${id}: usage ${field} ${counted[field]} != debits ${debits[field]}`);
+      if (debits[field] !== counted[field])
+        problems.push(`account ${id}: usage ${field} ${counted[field]} != debits ${debits[field]}`);
     }
   }
   for (const key of rows.keys) {
-    if (big(key.spent_nano) !== (perKey.get(key.id) ?? 0n)) problems.push(`key ${key.id}: spent ${key.spent_nano} != debits ${perKey.get(key.id) ?? 0n}`);
+    if (big(key.spent_nano) !== (perKey.get(key.id) ?? 0n))
+      problems.push(`key ${key.id}: spent ${key.spent_nano} != debits ${perKey.get(key.id) ?? 0n}`);
   }
   return {
     accounts: rows.balances.length,

@@ -75,7 +75,14 @@ export async function startMockAnthropic(options: { apiKey: string }): Promise<M
     } catch {
       body = text;
     }
-    const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, remotePort: req.socket.remotePort, eventsSent: 0 };
+    const record: RecordedRequest = {
+      method: req.method ?? '',
+      path: req.url ?? '',
+      headers: req.headers,
+      body,
+      remotePort: req.socket.remotePort,
+      eventsSent: 0,
+    };
     requests.push(record);
     res.on('close', () => {
       record.closedAt = Date.now();
@@ -85,9 +92,15 @@ export async function startMockAnthropic(options: { apiKey: string }): Promise<M
     if (!req.headers['anthropic-version']) return error(res, 400, 'anthropic-version: header is required');
     if (req.method === 'GET' && req.url?.startsWith('/v1/models')) {
       if (probeStatus !== 200) return error(res, probeStatus, 'Overloaded');
-      return json(res, 200, { data: [{ type: 'model', id: 'claude-test', display_name: 'Claude Test', created_at: '2026-01-01T00:00:00Z' }], has_more: false, first_id: 'claude-test', last_id: 'claude-test' });
+      return json(res, 200, {
+        data: [{ type: 'model', id: 'claude-test', display_name: 'Claude Test', created_at: '2026-01-01T00:00:00Z' }],
+        has_more: false,
+        first_id: 'claude-test',
+        last_id: 'claude-test',
+      });
     }
-    if (req.method !== 'POST' || req.url !== '/v1/messages') return error(res, 404, `Not found: ${req.method} ${req.url}`);
+    if (req.method !== 'POST' || req.url !== '/v1/messages')
+      return error(res, 404, `Not found: ${req.method} ${req.url}`);
     const problem = validate(body);
     if (problem) return error(res, 400, problem);
     await serve(queue.shift() ?? behavior, body, res, record);
@@ -108,7 +121,9 @@ export async function startMockAnthropic(options: { apiKey: string }): Promise<M
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_mock${++counter}` }).end(JSON.stringify(body));
+  res
+    .writeHead(status, { 'content-type': 'application/json', 'request-id': `req_mock${++counter}` })
+    .end(JSON.stringify(body));
 }
 
 function error(res: ServerResponse, status: number, message: string, type = ERROR_TYPES[status] ?? 'api_error'): void {
@@ -121,28 +136,61 @@ export function validate(body: any): string | undefined {
   if (typeof body.model !== 'string') return 'model: Field required';
   if (!Number.isInteger(body.max_tokens) || body.max_tokens < 1) return 'max_tokens: Field required';
   if (!Array.isArray(body.messages) || body.messages.length === 0) return 'messages: at least one message is required';
-  const allowed = new Set(['model', 'max_tokens', 'messages', 'system', 'stream', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'metadata']);
+  const allowed = new Set([
+    'model',
+    'max_tokens',
+    'messages',
+    'system',
+    'stream',
+    'stop_sequences',
+    'temperature',
+    'top_p',
+    'top_k',
+    'tools',
+    'tool_choice',
+    'metadata',
+  ]);
   for (const key of Object.keys(body)) if (!allowed.has(key)) return `${key}: Extra inputs are not permitted`;
-  if (body.temperature !== undefined && (body.temperature < 0 || body.temperature > 1)) return 'temperature: range: 0..1';
+  if (body.temperature !== undefined && (body.temperature < 0 || body.temperature > 1))
+    return 'temperature: range: 0..1';
   // Claude models since Opus 4.1 take one of the two.
-  if (body.temperature !== undefined && body.top_p !== undefined) return '`temperature` and `top_p` cannot both be specified for this model. Please use only one.';
-  if (body.system !== undefined && typeof body.system !== 'string' && !body.system.every((b: any) => b.type === 'text' && typeof b.text === 'string')) return 'system: text blocks only';
-  if (body.stop_sequences !== undefined && !(Array.isArray(body.stop_sequences) && body.stop_sequences.every((s: unknown) => typeof s === 'string'))) return 'stop_sequences: list of strings';
+  if (body.temperature !== undefined && body.top_p !== undefined)
+    return '`temperature` and `top_p` cannot both be specified for this model. Please use only one.';
+  if (
+    body.system !== undefined &&
+    typeof body.system !== 'string' &&
+    !body.system.every((b: any) => b.type === 'text' && typeof b.text === 'string')
+  )
+    return 'system: text blocks only';
+  if (
+    body.stop_sequences !== undefined &&
+    !(Array.isArray(body.stop_sequences) && body.stop_sequences.every((s: unknown) => typeof s === 'string'))
+  )
+    return 'stop_sequences: list of strings';
   const toolUses = new Set<string>();
   for (const [i, message] of body.messages.entries()) {
-    if (message.role !== 'user' && message.role !== 'assistant') return `messages.${i}.role: Input should be 'user' or 'assistant'`;
-    if (i > 0 && body.messages[i - 1].role === message.role) return 'messages: roles must alternate between "user" and "assistant"';
+    if (message.role !== 'user' && message.role !== 'assistant')
+      return `messages.${i}.role: Input should be 'user' or 'assistant'`;
+    if (i > 0 && body.messages[i - 1].role === message.role)
+      return 'messages: roles must alternate between "user" and "assistant"';
     const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
-    if (!Array.isArray(blocks) || blocks.length === 0) return `messages.${i}.content: must be a string or a non-empty list`;
+    if (!Array.isArray(blocks) || blocks.length === 0)
+      return `messages.${i}.content: must be a string or a non-empty list`;
     for (const block of blocks) {
       if (block.type === 'text' && typeof block.text === 'string' && block.text) continue;
       if (block.type === 'image' && message.role === 'user') {
         const s = block.source;
-        if (s?.type === 'base64' && /^image\/(png|jpeg|gif|webp)$/.test(s.media_type) && typeof s.data === 'string') continue;
+        if (s?.type === 'base64' && /^image\/(png|jpeg|gif|webp)$/.test(s.media_type) && typeof s.data === 'string')
+          continue;
         if (s?.type === 'url' && /^https?:\/\//.test(s.url)) continue;
         return `messages.${i}.content: invalid image source`;
       }
-      if (block.type === 'tool_use' && message.role === 'assistant' && typeof block.id === 'string' && typeof block.input === 'object') {
+      if (
+        block.type === 'tool_use' &&
+        message.role === 'assistant' &&
+        typeof block.id === 'string' &&
+        typeof block.input === 'object'
+      ) {
         toolUses.add(block.id);
         continue;
       }
@@ -151,37 +199,59 @@ export function validate(body: any): string | undefined {
     }
   }
   if (body.tools !== undefined) {
-    for (const tool of body.tools) if (typeof tool.name !== 'string' || tool.input_schema?.type !== 'object') return 'tools: each tool needs a name and an object input_schema';
+    for (const tool of body.tools)
+      if (typeof tool.name !== 'string' || tool.input_schema?.type !== 'object')
+        return 'tools: each tool needs a name and an object input_schema';
   }
   if (body.tool_choice !== undefined) {
     if (!['auto', 'any', 'tool', 'none'].includes(body.tool_choice.type)) return 'tool_choice.type: invalid';
-    if (body.tool_choice.type === 'tool' && !body.tools?.some((t: any) => t.name === body.tool_choice.name)) return 'tool_choice.name: no such tool';
+    if (body.tool_choice.type === 'tool' && !body.tools?.some((t: any) => t.name === body.tool_choice.name))
+      return 'tool_choice.name: no such tool';
   }
   return undefined;
 }
 
 function answer(b: Extract<AnthropicBehavior, { kind: 'ok' }>, request: any) {
   const forced = request.tool_choice?.type === 'tool' ? request.tool_choice.name : undefined;
-  const tools: Array<{ name: string; input: unknown; id?: string }> | undefined = b.tools ?? (forced ? [{ name: forced, input: { answer: 'ok', n: 1 } }] : undefined);
+  const tools: Array<{ name: string; input: unknown; id?: string }> | undefined =
+    b.tools ?? (forced ? [{ name: forced, input: { answer: 'ok', n: 1 } }] : undefined);
   const content: any[] = [];
   if (!tools || b.text) content.push({ type: 'text', text: b.text ?? ANTHROPIC_TEXT });
-  for (const [i, t] of (tools ?? []).entries()) content.push({ type: 'tool_use', id: t.id ?? `toolu_mock${i}`, name: t.name, input: t.input });
+  for (const [i, t] of (tools ?? []).entries())
+    content.push({ type: 'tool_use', id: t.id ?? `toolu_mock${i}`, name: t.name, input: t.input });
   const inputTokens = Math.ceil(JSON.stringify(request.messages).length / 4);
   return { content, stopReason: b.stopReason ?? (tools ? 'tool_use' : 'end_turn'), inputTokens };
 }
 
 async function serve(b: AnthropicBehavior, request: any, res: ServerResponse, record: RecordedRequest): Promise<void> {
   if (b.kind === 'hang') return;
-  if (b.kind === 'raw') return void res.writeHead(b.status ?? 200, b.headers ?? { 'content-type': 'application/json' }).end(b.body);
+  if (b.kind === 'raw')
+    return void res.writeHead(b.status ?? 200, b.headers ?? { 'content-type': 'application/json' }).end(b.body);
   if (b.kind === 'error') return error(res, b.status, b.message ?? `Mock error ${b.status}`, b.type);
-  if (b.kind === 'echo-headers') return error(res, b.status, `Invalid request headers: ${JSON.stringify(record.headers)}`);
+  if (b.kind === 'echo-headers')
+    return error(res, b.status, `Invalid request headers: ${JSON.stringify(record.headers)}`);
   if (b.kind === 'ok' && b.latencyMs) await sleep(b.latencyMs);
-  const ok = b.kind === 'ok' ? b : { kind: 'ok' as const, text: Array.from({ length: 10 }, (_, i) => `part${i} `).join('') };
+  const ok =
+    b.kind === 'ok' ? b : { kind: 'ok' as const, text: Array.from({ length: 10 }, (_, i) => `part${i} `).join('') };
   const { content, stopReason, inputTokens } = answer(ok, request);
   const outputTokens = content.reduce((n, block) => n + (block.type === 'text' ? block.text.split(' ').length : 5), 0);
   const id = `msg_mock${++counter}`;
   if (!request.stream) {
-    return json(res, 200, { id, type: 'message', role: 'assistant', model: request.model, content, stop_reason: stopReason, stop_sequence: null, usage: { input_tokens: inputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 2, output_tokens: outputTokens } });
+    return json(res, 200, {
+      id,
+      type: 'message',
+      role: 'assistant',
+      model: request.model,
+      content,
+      stop_reason: stopReason,
+      stop_sequence: null,
+      usage: {
+        input_tokens: inputTokens,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 2,
+        output_tokens: outputTokens,
+      },
+    });
   }
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   const send = (event: string, data: unknown) =>
@@ -195,8 +265,15 @@ async function serve(b: AnthropicBehavior, request: any, res: ServerResponse, re
   const delta = async (data: unknown) => {
     if (deltas++ === failAfter) {
       if (b.kind === 'cut') res.socket?.destroy();
-      else if (b.kind === 'malformed') await new Promise((r) => res.write('event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {\n\n', r));
-      else if (b.kind === 'stream-error') await send('error', { type: 'error', error: { type: b.type ?? 'overloaded_error', message: b.message ?? 'Overloaded' } });
+      else if (b.kind === 'malformed')
+        await new Promise((r) =>
+          res.write('event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {\n\n', r),
+        );
+      else if (b.kind === 'stream-error')
+        await send('error', {
+          type: 'error',
+          error: { type: b.type ?? 'overloaded_error', message: b.message ?? 'Overloaded' },
+        });
       if (b.kind !== 'cut') res.end();
       throw new Error('stopped');
     }
@@ -204,27 +281,74 @@ async function serve(b: AnthropicBehavior, request: any, res: ServerResponse, re
     await send('content_block_delta', data);
   };
   try {
-    await send('message_start', { type: 'message_start', message: { id, type: 'message', role: 'assistant', model: request.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: inputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 2, output_tokens: 1 } } });
+    await send('message_start', {
+      type: 'message_start',
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model: request.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: {
+          input_tokens: inputTokens,
+          cache_creation_input_tokens: 0,
+          cache_read_input_tokens: 2,
+          output_tokens: 1,
+        },
+      },
+    });
     let index = 0;
     if (ok.thinking) {
-      await send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '' } });
-      await send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: 'Let me think.' } });
-      await send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: 'sig' } });
+      await send('content_block_start', {
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'thinking', thinking: '' },
+      });
+      await send('content_block_delta', {
+        type: 'content_block_delta',
+        index,
+        delta: { type: 'thinking_delta', thinking: 'Let me think.' },
+      });
+      await send('content_block_delta', {
+        type: 'content_block_delta',
+        index,
+        delta: { type: 'signature_delta', signature: 'sig' },
+      });
       await send('content_block_stop', { type: 'content_block_stop', index: index++ });
     }
     await send('ping', { type: 'ping' });
     for (const block of content) {
       if (block.type === 'text') {
-        await send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
-        for (const piece of block.text.match(/\S+\s*/g) ?? []) await delta({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } });
+        await send('content_block_start', {
+          type: 'content_block_start',
+          index,
+          content_block: { type: 'text', text: '' },
+        });
+        for (const piece of block.text.match(/\S+\s*/g) ?? [])
+          await delta({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } });
       } else {
-        await send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
+        await send('content_block_start', {
+          type: 'content_block_start',
+          index,
+          content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} },
+        });
         const args = JSON.stringify(block.input);
-        for (let i = 0; i < args.length; i += 7) await delta({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: args.slice(i, i + 7) } });
+        for (let i = 0; i < args.length; i += 7)
+          await delta({
+            type: 'content_block_delta',
+            index,
+            delta: { type: 'input_json_delta', partial_json: args.slice(i, i + 7) },
+          });
       }
       await send('content_block_stop', { type: 'content_block_stop', index: index++ });
     }
-    await send('message_delta', { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } });
+    await send('message_delta', {
+      type: 'message_delta',
+      delta: { stop_reason: stopReason, stop_sequence: null },
+      usage: { output_tokens: outputTokens },
+    });
     if (ok.noStop) return void res.socket?.destroy();
     await send('message_stop', { type: 'message_stop' });
     res.end();

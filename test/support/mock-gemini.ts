@@ -39,7 +39,15 @@ export interface MockGemini {
   close(): Promise<void>;
 }
 
-const STATUS: Record<number, string> = { 400: 'INVALID_ARGUMENT', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 503: 'UNAVAILABLE', 504: 'DEADLINE_EXCEEDED' };
+const STATUS: Record<number, string> = {
+  400: 'INVALID_ARGUMENT',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  429: 'RESOURCE_EXHAUSTED',
+  500: 'INTERNAL',
+  503: 'UNAVAILABLE',
+  504: 'DEADLINE_EXCEEDED',
+};
 export const GEMINI_TEXT = 'Hello from the Gemini mock.';
 /** Models that sign their function calls and check the signatures: Gemini 3 and later. */
 const GEMINI_3 = /gemini-([3-9]|\d\d)/;
@@ -62,7 +70,14 @@ export async function startMockGemini(options: { apiKey: string }): Promise<Mock
     } catch {
       body = Buffer.concat(parts).toString('utf8');
     }
-    const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, remotePort: req.socket.remotePort, eventsSent: 0 };
+    const record: RecordedRequest = {
+      method: req.method ?? '',
+      path: req.url ?? '',
+      headers: req.headers,
+      body,
+      remotePort: req.socket.remotePort,
+      eventsSent: 0,
+    };
     requests.push(record);
     res.on('close', () => {
       record.closedAt = Date.now();
@@ -70,9 +85,23 @@ export async function startMockGemini(options: { apiKey: string }): Promise<Mock
     });
     if (req.headers['x-goog-api-key'] !== options.apiKey) {
       // What Google answers for a wrong key: a 400, with the reason in the details.
-      return json(res, 400, { error: { code: 400, message: 'API key not valid. Please pass a valid API key.', status: 'INVALID_ARGUMENT', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com' }] } });
+      return json(res, 400, {
+        error: {
+          code: 400,
+          message: 'API key not valid. Please pass a valid API key.',
+          status: 'INVALID_ARGUMENT',
+          details: [
+            {
+              '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+              reason: 'API_KEY_INVALID',
+              domain: 'googleapis.com',
+            },
+          ],
+        },
+      });
     }
-    if (req.method === 'GET' && req.url?.startsWith('/v1beta/models')) return json(res, 200, { models: [{ name: 'models/gemini-test' }] });
+    if (req.method === 'GET' && req.url?.startsWith('/v1beta/models'))
+      return json(res, 200, { models: [{ name: 'models/gemini-test' }] });
     const match = PATH.exec(req.url ?? '');
     if (req.method !== 'POST' || !match) return error(res, 404, `Method not found: ${req.url}`);
     const streaming = match[2] === 'streamGenerateContent';
@@ -104,35 +133,73 @@ function error(res: ServerResponse, status: number, message: string): void {
 }
 
 const PART_FIELDS = ['text', 'inlineData', 'fileData', 'functionCall', 'functionResponse'];
-const GENERATION_FIELDS = new Set(['maxOutputTokens', 'temperature', 'topP', 'topK', 'stopSequences', 'candidateCount', 'seed', 'presencePenalty', 'frequencyPenalty', 'responseMimeType', 'responseSchema', 'responseJsonSchema']);
+const GENERATION_FIELDS = new Set([
+  'maxOutputTokens',
+  'temperature',
+  'topP',
+  'topK',
+  'stopSequences',
+  'candidateCount',
+  'seed',
+  'presencePenalty',
+  'frequencyPenalty',
+  'responseMimeType',
+  'responseSchema',
+  'responseJsonSchema',
+]);
 
 /** The documented shape of a GenerateContentRequest; the message of the first violation. */
 export function validate(body: any): string | undefined {
   if (typeof body !== 'object' || body === null) return 'Invalid JSON payload received.';
-  const allowed = new Set(['contents', 'systemInstruction', 'tools', 'toolConfig', 'generationConfig', 'safetySettings']);
-  for (const key of Object.keys(body)) if (!allowed.has(key)) return `Invalid JSON payload received. Unknown name "${key}": Cannot find field.`;
-  if (!Array.isArray(body.contents) || body.contents.length === 0) return '* GenerateContentRequest.contents: contents is not specified';
+  const allowed = new Set([
+    'contents',
+    'systemInstruction',
+    'tools',
+    'toolConfig',
+    'generationConfig',
+    'safetySettings',
+  ]);
+  for (const key of Object.keys(body))
+    if (!allowed.has(key)) return `Invalid JSON payload received. Unknown name "${key}": Cannot find field.`;
+  if (!Array.isArray(body.contents) || body.contents.length === 0)
+    return '* GenerateContentRequest.contents: contents is not specified';
   for (const [i, content] of body.contents.entries()) {
-    if (content.role !== 'user' && content.role !== 'model') return `contents[${i}].role: Please use a valid role: user, model.`;
+    if (content.role !== 'user' && content.role !== 'model')
+      return `contents[${i}].role: Please use a valid role: user, model.`;
     if (!Array.isArray(content.parts) || content.parts.length === 0) return `contents[${i}].parts: must not be empty`;
     for (const part of content.parts) {
       const fields = Object.keys(part).filter((k) => PART_FIELDS.includes(k));
       const others = Object.keys(part).filter((k) => !PART_FIELDS.includes(k));
       if (fields.length !== 1) return `contents[${i}].parts: each part holds exactly one data field`;
-      if (others.some((k) => k !== 'thought' && k !== 'thoughtSignature')) return `Invalid JSON payload received. Unknown name "${others[0]}" at 'contents[${i}].parts'`;
-      if (part.thoughtSignature !== undefined && typeof part.thoughtSignature !== 'string') return 'thoughtSignature: must be a base64 string';
-      if (part.inlineData && !(typeof part.inlineData.mimeType === 'string' && typeof part.inlineData.data === 'string')) return 'inlineData: mimeType and data required';
-      if (part.functionResponse && (typeof part.functionResponse.name !== 'string' || typeof part.functionResponse.response !== 'object')) return 'functionResponse: name and object response required';
+      if (others.some((k) => k !== 'thought' && k !== 'thoughtSignature'))
+        return `Invalid JSON payload received. Unknown name "${others[0]}" at 'contents[${i}].parts'`;
+      if (part.thoughtSignature !== undefined && typeof part.thoughtSignature !== 'string')
+        return 'thoughtSignature: must be a base64 string';
+      if (
+        part.inlineData &&
+        !(typeof part.inlineData.mimeType === 'string' && typeof part.inlineData.data === 'string')
+      )
+        return 'inlineData: mimeType and data required';
+      if (
+        part.functionResponse &&
+        (typeof part.functionResponse.name !== 'string' || typeof part.functionResponse.response !== 'object')
+      )
+        return 'functionResponse: name and object response required';
     }
   }
-  if (body.systemInstruction && !body.systemInstruction.parts?.every((p: any) => typeof p.text === 'string')) return 'systemInstruction: text parts only';
-  for (const key of Object.keys(body.generationConfig ?? {})) if (!GENERATION_FIELDS.has(key)) return `Invalid JSON payload received. Unknown name "${key}" at 'generation_config'`;
+  if (body.systemInstruction && !body.systemInstruction.parts?.every((p: any) => typeof p.text === 'string'))
+    return 'systemInstruction: text parts only';
+  for (const key of Object.keys(body.generationConfig ?? {}))
+    if (!GENERATION_FIELDS.has(key))
+      return `Invalid JSON payload received. Unknown name "${key}" at 'generation_config'`;
   for (const tool of body.tools ?? []) {
     if (!Array.isArray(tool.functionDeclarations)) return 'tools: functionDeclarations expected';
-    for (const fn of tool.functionDeclarations) if (typeof fn.name !== 'string') return 'functionDeclarations.name: required';
+    for (const fn of tool.functionDeclarations)
+      if (typeof fn.name !== 'string') return 'functionDeclarations.name: required';
   }
   const mode = body.toolConfig?.functionCallingConfig?.mode;
-  if (mode !== undefined && !['AUTO', 'ANY', 'NONE', 'VALIDATED'].includes(mode)) return 'functionCallingConfig.mode: invalid';
+  if (mode !== undefined && !['AUTO', 'ANY', 'NONE', 'VALIDATED'].includes(mode))
+    return 'functionCallingConfig.mode: invalid';
   return undefined;
 }
 
@@ -146,35 +213,60 @@ export function checkSignatures(body: any, model: string, issued: ReadonlySet<st
     const call = content.role === 'model' ? content.parts.find((p: any) => p.functionCall) : undefined;
     if (!call) continue;
     const signature = call.thoughtSignature;
-    if (signature === undefined) return `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${call.functionCall.name}\` , position ${i + 1}.`;
-    if (signature !== 'skip_thought_signature_validator' && !issued.has(signature)) return `Corrupted thought signature.`;
+    if (signature === undefined)
+      return `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${call.functionCall.name}\` , position ${i + 1}.`;
+    if (signature !== 'skip_thought_signature_validator' && !issued.has(signature))
+      return `Corrupted thought signature.`;
   }
   return undefined;
 }
 
-async function serve(b: GeminiBehavior, request: any, model: string, streaming: boolean, res: ServerResponse, record: RecordedRequest, signatures: Set<string>): Promise<void> {
+async function serve(
+  b: GeminiBehavior,
+  request: any,
+  model: string,
+  streaming: boolean,
+  res: ServerResponse,
+  record: RecordedRequest,
+  signatures: Set<string>,
+): Promise<void> {
   if (b.kind === 'hang') return;
-  if (b.kind === 'raw') return void res.writeHead(b.status ?? 200, b.headers ?? { 'content-type': 'application/json' }).end(b.body);
+  if (b.kind === 'raw')
+    return void res.writeHead(b.status ?? 200, b.headers ?? { 'content-type': 'application/json' }).end(b.body);
   if (b.kind === 'error') return error(res, b.status, b.message ?? `Mock error ${b.status}`);
   if (b.kind === 'ok' && b.latencyMs) await sleep(b.latencyMs);
-  const ok = b.kind === 'ok' ? b : { kind: 'ok' as const, text: Array.from({ length: 10 }, (_, i) => `part${i} `).join('') };
+  const ok =
+    b.kind === 'ok' ? b : { kind: 'ok' as const, text: Array.from({ length: 10 }, (_, i) => `part${i} `).join('') };
   const json_ = request.generationConfig?.responseMimeType === 'application/json';
   const text = ok.text ?? (json_ ? '{"answer": "ok", "n": 1}' : GEMINI_TEXT);
   const promptTokenCount = Math.ceil(JSON.stringify(request.contents).length / 4);
   const words = ok.calls ? [] : (text.match(/\S+\s*/g) ?? []);
-  const usageMetadata = { promptTokenCount, candidatesTokenCount: words.length + (ok.calls?.length ?? 0) * 5, totalTokenCount: 0, thoughtsTokenCount: 3 };
+  const usageMetadata = {
+    promptTokenCount,
+    candidatesTokenCount: words.length + (ok.calls?.length ?? 0) * 5,
+    totalTokenCount: 0,
+    thoughtsTokenCount: 3,
+  };
   usageMetadata.totalTokenCount = usageMetadata.promptTokenCount + usageMetadata.candidatesTokenCount + 3;
   const finishReason = ok.finishReason ?? 'STOP';
   const responseId = `mockresp${Date.now()}`;
   const base = { modelVersion: model, responseId, ...(ok.usage === false ? {} : { usageMetadata }) };
   // Gemini 3 signs the first function call of a step (https://ai.google.dev/gemini-api/docs/thought-signatures).
-  const signature = GEMINI_3.test(model) ? Buffer.from(`sig-${responseId}-${signatures.size}`).toString('base64') : undefined;
+  const signature = GEMINI_3.test(model)
+    ? Buffer.from(`sig-${responseId}-${signatures.size}`).toString('base64')
+    : undefined;
   if (signature && ok.calls?.length) signatures.add(signature);
-  const callParts = (ok.calls ?? []).map((call, i) => ({ functionCall: { name: call.name, args: call.args }, ...(signature && i === 0 ? { thoughtSignature: signature } : {}) }));
+  const callParts = (ok.calls ?? []).map((call, i) => ({
+    functionCall: { name: call.name, args: call.args },
+    ...(signature && i === 0 ? { thoughtSignature: signature } : {}),
+  }));
   if (!streaming) {
     if (ok.blockPrompt) return json(res, 200, { promptFeedback: { blockReason: 'SAFETY' }, ...base });
     const parts = ok.calls ? callParts : [{ text }];
-    return json(res, 200, { candidates: [{ content: { role: 'model', parts }, finishReason, index: 0, safetyRatings: [] }], ...base });
+    return json(res, 200, {
+      candidates: [{ content: { role: 'model', parts }, finishReason, index: 0, safetyRatings: [] }],
+      ...base,
+    });
   }
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   const send = (data: unknown) =>
@@ -193,7 +285,13 @@ async function serve(b: GeminiBehavior, request: any, model: string, streaming: 
       if (b.kind === 'cut') return void res.socket?.destroy();
       if (b.kind === 'stream-error') {
         const code = b.status ?? 503;
-        await send({ error: { code, message: b.message ?? 'The model is overloaded. Please try again later.', status: STATUS[code] ?? 'UNKNOWN' } });
+        await send({
+          error: {
+            code,
+            message: b.message ?? 'The model is overloaded. Please try again later.',
+            status: STATUS[code] ?? 'UNKNOWN',
+          },
+        });
         return void res.end();
       }
       await new Promise((r) => res.write('data: {"candidates": [{"content": {"parts": [{"text": "br\r\n\r\n', r));
@@ -204,7 +302,9 @@ async function serve(b: GeminiBehavior, request: any, model: string, streaming: 
     // Usage comes on every event (growing); finishReason on the last.
     await send({
       candidates: [{ content: { role: 'model', parts }, index: 0, ...(last ? { finishReason } : {}) }],
-      ...(ok.usage === false ? {} : { usageMetadata: last ? usageMetadata : { promptTokenCount, totalTokenCount: promptTokenCount } }),
+      ...(ok.usage === false
+        ? {}
+        : { usageMetadata: last ? usageMetadata : { promptTokenCount, totalTokenCount: promptTokenCount } }),
       modelVersion: model,
       responseId,
     });

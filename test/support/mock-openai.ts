@@ -30,7 +30,15 @@ export type Behavior =
       comment?: boolean;
     }
   /** OpenAI's error envelope with the given status; `retryAfter` (seconds) adds the Retry-After header. */
-  | { kind: 'error'; status: number; message?: string; type?: string; code?: string | null; param?: string | null; retryAfter?: number }
+  | {
+      kind: 'error';
+      status: number;
+      message?: string;
+      type?: string;
+      code?: string | null;
+      param?: string | null;
+      retryAfter?: number;
+    }
   /** An error whose message echoes the request's headers (as some proxies and misconfigured servers do). */
   | { kind: 'echo-headers'; status: number }
   /** Streams `afterChunks` content chunks, then destroys the socket. */
@@ -110,11 +118,28 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
     // The model list (health probes, `tollgate doctor`) is answered apart: it is not a recorded request.
     if (req.method === 'GET' && req.url?.startsWith('/v1/models')) {
       const authorized = !options.apiKey || req.headers.authorization === `Bearer ${options.apiKey}`;
-      if (!authorized) return sendError(res, { status: 401, message: 'Incorrect API key provided.', type: 'invalid_request_error', code: 'invalid_api_key' });
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: 'gpt-mock', object: 'model', created: 0, owned_by: 'mock' }] }));
+      if (!authorized)
+        return sendError(res, {
+          status: 401,
+          message: 'Incorrect API key provided.',
+          type: 'invalid_request_error',
+          code: 'invalid_api_key',
+        });
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(
+          JSON.stringify({ object: 'list', data: [{ id: 'gpt-mock', object: 'model', created: 0, owned_by: 'mock' }] }),
+        );
       return;
     }
-    const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, remotePort: req.socket.remotePort, eventsSent: 0 };
+    const record: RecordedRequest = {
+      method: req.method ?? '',
+      path: req.url ?? '',
+      headers: req.headers,
+      body,
+      remotePort: req.socket.remotePort,
+      eventsSent: 0,
+    };
     requests.push(record);
     records.set(res, record);
     res.on('close', () => {
@@ -132,7 +157,11 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
       });
     }
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
-      return sendError(res, { status: 404, message: `Unknown request URL: ${req.method} ${req.url}.`, code: 'unknown_url' });
+      return sendError(res, {
+        status: 404,
+        message: `Unknown request URL: ${req.method} ${req.url}.`,
+        code: 'unknown_url',
+      });
     }
     if (typeof body !== 'object' || body === null) {
       return sendError(res, { status: 400, message: 'We could not parse the JSON body of your request.' });
@@ -165,7 +194,14 @@ async function readBody(req: IncomingMessage): Promise<string> {
 
 function sendError(
   res: ServerResponse,
-  e: { status: number; message?: string; type?: string; code?: string | null; param?: string | null; retryAfter?: number },
+  e: {
+    status: number;
+    message?: string;
+    type?: string;
+    code?: string | null;
+    param?: string | null;
+    retryAfter?: number;
+  },
 ): void {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (e.retryAfter !== undefined) headers['retry-after'] = String(e.retryAfter);
@@ -188,12 +224,19 @@ async function serve(behavior: Behavior, request: any, res: ServerResponse): Pro
     case 'error':
       return sendError(res, behavior);
     case 'echo-headers':
-      return sendError(res, { status: behavior.status, message: `Invalid request headers: ${JSON.stringify(records.get(res)?.headers)}` });
+      return sendError(res, {
+        status: behavior.status,
+        message: `Invalid request headers: ${JSON.stringify(records.get(res)?.headers)}`,
+      });
     case 'raw':
-      res.writeHead(behavior.status ?? 200, behavior.headers ?? { 'content-type': 'application/json' }).end(behavior.body);
+      res
+        .writeHead(behavior.status ?? 200, behavior.headers ?? { 'content-type': 'application/json' })
+        .end(behavior.body);
       return;
     case 'reset': {
-      const text = JSON.stringify(completion({ kind: 'ok', content: 'This answer is cut in the middle of its body. '.repeat(20) }, request));
+      const text = JSON.stringify(
+        completion({ kind: 'ok', content: 'This answer is cut in the middle of its body. '.repeat(20) }, request),
+      );
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) });
       res.write(text.slice(0, behavior.bytes ?? 100), () => res.socket?.destroy());
       return;
@@ -216,7 +259,11 @@ async function serve(behavior: Behavior, request: any, res: ServerResponse): Pro
 
 function usageFor(request: any, completionTokens: number) {
   const promptTokens = Math.ceil(JSON.stringify(request.messages ?? []).length / 4);
-  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+  };
 }
 
 /** Splits `text` into `n` pieces of nearly equal length, or into words (with their leading space). */
@@ -327,7 +374,12 @@ async function streamReply(b: Extract<Behavior, { kind: 'ok' }>, request: any, r
   if (b.toolCalls) {
     await out.chunk({ role: 'assistant', content: null, refusal: null });
     for (const [index, call] of b.toolCalls.entries()) {
-      const header = { index, id: toolCallId(call, index), type: 'function', function: { name: call.name, arguments: '' } };
+      const header = {
+        index,
+        id: toolCallId(call, index),
+        type: 'function',
+        function: { name: call.name, arguments: '' },
+      };
       await out.chunk({ tool_calls: [header] });
       for (const piece of split(call.arguments, b.chunks)) {
         await pause();
@@ -338,7 +390,8 @@ async function streamReply(b: Extract<Behavior, { kind: 'ok' }>, request: any, r
     }
   } else {
     await out.chunk({ role: 'assistant', content: '', refusal: null });
-    const content = b.content ?? (b.chunks ? Array.from({ length: b.chunks }, (_, i) => `token${i} `).join('') : DEFAULT_CONTENT);
+    const content =
+      b.content ?? (b.chunks ? Array.from({ length: b.chunks }, (_, i) => `token${i} `).join('') : DEFAULT_CONTENT);
     for (const piece of split(content, b.chunks)) {
       await pause();
       if (out.gone) return;
@@ -373,7 +426,12 @@ async function streamFailure(
       return;
     case 'stream-error':
       await out.data({
-        error: { message: b.message ?? 'The server had an error while processing your request.', type: 'server_error', param: null, code: b.code ?? null },
+        error: {
+          message: b.message ?? 'The server had an error while processing your request.',
+          type: 'server_error',
+          param: null,
+          code: b.code ?? null,
+        },
       });
       res.end();
   }
@@ -394,7 +452,9 @@ async function hugeReply(b: Extract<Behavior, { kind: 'huge' }>, request: any, r
       res.on('drain', done).on('close', done);
     });
   if (!request.stream) {
-    const [head, tail] = JSON.stringify(completion({ kind: 'ok', content: '@@', usage: false }, request)).split('@@') as [string, string];
+    const [head, tail] = JSON.stringify(completion({ kind: 'ok', content: '@@', usage: false }, request)).split(
+      '@@',
+    ) as [string, string];
     const length = b.chunked ? {} : { 'content-length': String(head.length + pieces * size + tail.length) };
     res.writeHead(200, { 'content-type': 'application/json', ...length });
     await write(head);

@@ -67,51 +67,92 @@ export async function startMockStripe(): Promise<MockStripe> {
   const refunds: Json[] = [];
 
   const routes: Array<[string, RegExp, (params: Json, match: RegExpExecArray) => [number, Json]]> = [
-    ['POST', /^\/v1\/customers$/, (params) => {
-      const customer = { id: token('cus'), object: 'customer', email: params.email ?? null, metadata: params.metadata ?? {}, created: now(), livemode: false };
-      customers.set(customer.id, customer);
-      return [200, customer];
-    }],
-    ['POST', /^\/v1\/checkout\/sessions$/, (params) => {
-      for (const required of ['mode', 'success_url']) if (!params[required]) return missing(required);
-      const items: Json[] = params.line_items ?? [];
-      if (items.length === 0) return missing('line_items');
-      if (params.customer && !customers.has(params.customer)) return [400, stripeError('invalid_request_error', 'resource_missing', `No such customer: '${params.customer}'`, 'customer')];
-      const amount = items.reduce((sum, item) => sum + Number(item.price_data.unit_amount) * Number(item.quantity ?? 1), 0);
-      const id = `cs_test_${randomBytes(16).toString('hex')}`;
-      const session = {
-        id,
-        object: 'checkout.session',
-        mode: params.mode,
-        status: 'open',
-        payment_status: 'unpaid',
-        amount_total: amount,
-        amount_subtotal: amount,
-        currency: items[0]!.price_data.currency,
-        customer: params.customer ?? null,
-        client_reference_id: params.client_reference_id ?? null,
-        metadata: params.metadata ?? {},
-        payment_intent: null,
-        success_url: params.success_url,
-        cancel_url: params.cancel_url ?? null,
-        url: `https://checkout.stripe.test/c/pay/${id}`,
-        created: now(),
-        expires_at: now() + 86_400,
-        livemode: false,
-      };
-      sessions.set(id, session);
-      return [200, session];
-    }],
-    ['GET', /^\/v1\/charges\/([^/]+)$/, (_params, match) => {
-      const charge = charges.get(match[1]!);
-      return charge ? [200, charge] : [404, stripeError('invalid_request_error', 'resource_missing', `No such charge: '${match[1]}'`, 'id')];
-    }],
-    ['GET', /^\/v1\/payment_intents\/([^/]+)$/, (params, match) => {
-      const intent = intents.get(match[1]!);
-      if (!intent) return [404, stripeError('invalid_request_error', 'resource_missing', `No such payment_intent: '${match[1]}'`, 'intent')];
-      const expand: string[] = params.expand ?? [];
-      return [200, { ...intent, latest_charge: expand.includes('latest_charge') ? intent.charge : intent.charge.id }];
-    }],
+    [
+      'POST',
+      /^\/v1\/customers$/,
+      (params) => {
+        const customer = {
+          id: token('cus'),
+          object: 'customer',
+          email: params.email ?? null,
+          metadata: params.metadata ?? {},
+          created: now(),
+          livemode: false,
+        };
+        customers.set(customer.id, customer);
+        return [200, customer];
+      },
+    ],
+    [
+      'POST',
+      /^\/v1\/checkout\/sessions$/,
+      (params) => {
+        for (const required of ['mode', 'success_url']) if (!params[required]) return missing(required);
+        const items: Json[] = params.line_items ?? [];
+        if (items.length === 0) return missing('line_items');
+        if (params.customer && !customers.has(params.customer))
+          return [
+            400,
+            stripeError(
+              'invalid_request_error',
+              'resource_missing',
+              `No such customer: '${params.customer}'`,
+              'customer',
+            ),
+          ];
+        const amount = items.reduce(
+          (sum, item) => sum + Number(item.price_data.unit_amount) * Number(item.quantity ?? 1),
+          0,
+        );
+        const id = `cs_test_${randomBytes(16).toString('hex')}`;
+        const session = {
+          id,
+          object: 'checkout.session',
+          mode: params.mode,
+          status: 'open',
+          payment_status: 'unpaid',
+          amount_total: amount,
+          amount_subtotal: amount,
+          currency: items[0]!.price_data.currency,
+          customer: params.customer ?? null,
+          client_reference_id: params.client_reference_id ?? null,
+          metadata: params.metadata ?? {},
+          payment_intent: null,
+          success_url: params.success_url,
+          cancel_url: params.cancel_url ?? null,
+          url: `https://checkout.stripe.test/c/pay/${id}`,
+          created: now(),
+          expires_at: now() + 86_400,
+          livemode: false,
+        };
+        sessions.set(id, session);
+        return [200, session];
+      },
+    ],
+    [
+      'GET',
+      /^\/v1\/charges\/([^/]+)$/,
+      (_params, match) => {
+        const charge = charges.get(match[1]!);
+        return charge
+          ? [200, charge]
+          : [404, stripeError('invalid_request_error', 'resource_missing', `No such charge: '${match[1]}'`, 'id')];
+      },
+    ],
+    [
+      'GET',
+      /^\/v1\/payment_intents\/([^/]+)$/,
+      (params, match) => {
+        const intent = intents.get(match[1]!);
+        if (!intent)
+          return [
+            404,
+            stripeError('invalid_request_error', 'resource_missing', `No such payment_intent: '${match[1]}'`, 'intent'),
+          ];
+        const expand: string[] = params.expand ?? [];
+        return [200, { ...intent, latest_charge: expand.includes('latest_charge') ? intent.charge : intent.charge.id }];
+      },
+    ],
   ];
 
   /** A charge as Stripe shows it, kept so refunds can find it by payment intent and `GET /v1/charges/{id}` can show it. */
@@ -137,16 +178,51 @@ export async function startMockStripe(): Promise<MockStripe> {
   function createRefund(params: Json): [number, Json] {
     if (!params.payment_intent && !params.charge) return missing('payment_intent');
     const charge = params.charge ? charges.get(params.charge) : intents.get(params.payment_intent)?.charge;
-    if (!charge) return [400, stripeError('invalid_request_error', 'resource_missing', `No such payment_intent: '${params.payment_intent}'`, 'payment_intent')];
+    if (!charge)
+      return [
+        400,
+        stripeError(
+          'invalid_request_error',
+          'resource_missing',
+          `No such payment_intent: '${params.payment_intent}'`,
+          'payment_intent',
+        ),
+      ];
     const left = charge.amount - charge.amount_refunded;
     const amount = params.amount === undefined ? left : Number(params.amount);
-    if (left === 0) return [400, stripeError('invalid_request_error', 'charge_already_refunded', `Charge ${charge.id} has already been refunded.`)];
+    if (left === 0)
+      return [
+        400,
+        stripeError(
+          'invalid_request_error',
+          'charge_already_refunded',
+          `Charge ${charge.id} has already been refunded.`,
+        ),
+      ];
     if (!(amount > 0) || amount > left) {
-      return [400, stripeError('invalid_request_error', 'amount_too_large', `Refund amount ($${(amount / 100).toFixed(2)}) is greater than unrefunded amount on charge ($${(left / 100).toFixed(2)})`, 'amount')];
+      return [
+        400,
+        stripeError(
+          'invalid_request_error',
+          'amount_too_large',
+          `Refund amount ($${(amount / 100).toFixed(2)}) is greater than unrefunded amount on charge ($${(left / 100).toFixed(2)})`,
+          'amount',
+        ),
+      ];
     }
     charge.amount_refunded += amount;
     charge.refunded = charge.amount_refunded === charge.amount;
-    const refund = { id: token('re'), object: 'refund', amount, charge: charge.id, currency: charge.currency, payment_intent: charge.payment_intent, metadata: params.metadata ?? {}, status: 'succeeded', created: now() };
+    const refund = {
+      id: token('re'),
+      object: 'refund',
+      amount,
+      charge: charge.id,
+      currency: charge.currency,
+      payment_intent: charge.payment_intent,
+      metadata: params.metadata ?? {},
+      status: 'succeeded',
+      created: now(),
+    };
     refunds.push(refund);
     return [200, refund];
   }
@@ -158,7 +234,11 @@ export async function startMockStripe(): Promise<MockStripe> {
   /** `POST /v1/payment_intents` with `confirm`: the intent as Stripe leaves it, or Stripe's 402 card error carrying it. */
   function createIntent(params: Json): [number, Json] {
     for (const required of ['amount', 'currency']) if (!params[required]) return missing(required);
-    if (params.customer && !customers.has(params.customer)) return [400, stripeError('invalid_request_error', 'resource_missing', `No such customer: '${params.customer}'`, 'customer')];
+    if (params.customer && !customers.has(params.customer))
+      return [
+        400,
+        stripeError('invalid_request_error', 'resource_missing', `No such customer: '${params.customer}'`, 'customer'),
+      ];
     const outcome = mock.intentOutcome;
     if (outcome === 'api_error') return [500, stripeError('api_error', null, 'An unknown error occurred')];
     const intentId = token('pi');
@@ -183,7 +263,10 @@ export async function startMockStripe(): Promise<MockStripe> {
     intents.set(intent.id, intent);
     const { charge: _charge, ...shown } = intent;
     if (outcome === 'succeeded') return [200, shown];
-    const message = outcome === 'card_declined' ? 'Your card was declined.' : 'Your card was declined. This transaction requires authentication.';
+    const message =
+      outcome === 'card_declined'
+        ? 'Your card was declined.'
+        : 'Your card was declined. This transaction requires authentication.';
     const declineCode = outcome === 'card_declined' ? 'generic_decline' : 'authentication_required';
     const lastError = { type: 'card_error', code: outcome, decline_code: declineCode, message, charge: charge.id };
     intent.last_payment_error = shown.last_payment_error = lastError;
@@ -219,7 +302,11 @@ export async function startMockStripe(): Promise<MockStripe> {
         return send(res, status, body);
       }
     }
-    send(res, 404, stripeError('invalid_request_error', null, `Unrecognized request URL (${req.method}: ${url.pathname}).`));
+    send(
+      res,
+      404,
+      stripeError('invalid_request_error', null, `Unrecognized request URL (${req.method}: ${url.pathname}).`),
+    );
   }
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

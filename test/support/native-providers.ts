@@ -15,7 +15,12 @@ export async function startWithNativeProviders(): Promise<NativeProviders> {
   const anthropic = await startMockAnthropic({ apiKey: 'sk-ant-e2e' });
   const gemini = await startMockGemini({ apiKey: 'gm-e2e' });
   const gw = await startGateway({
-    env: { ANTHROPIC_API_KEY: 'sk-ant-e2e', ANTHROPIC_BASE_URL: anthropic.url, GEMINI_API_KEY: 'gm-e2e', GEMINI_BASE_URL: gemini.url },
+    env: {
+      ANTHROPIC_API_KEY: 'sk-ant-e2e',
+      ANTHROPIC_BASE_URL: anthropic.url,
+      GEMINI_API_KEY: 'gm-e2e',
+      GEMINI_BASE_URL: gemini.url,
+    },
     // Error mapping is under test: no circuit opens, retries come quickly.
     overrides: { routing: { ...defaultConfig().routing, backoff_ms: 5, breaker_failures: 1_000 } },
   });

@@ -1,6 +1,11 @@
 /** What the adapter tests share: a provider call, collecting a stream, and catching an UpstreamError. */
 import { expect } from 'vitest';
-import { UpstreamError, type ChatCompletionChunk, type ChatRequest, type ProviderCall } from '../../src/providers/index.js';
+import {
+  UpstreamError,
+  type ChatCompletionChunk,
+  type ChatRequest,
+  type ProviderCall,
+} from '../../src/providers/index.js';
 
 /** A 1x1 PNG, base64. */
 export const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';

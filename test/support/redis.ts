@@ -20,7 +20,11 @@ export async function withRedis<T>(use: (redis: Redis) => Promise<T>, url = REDI
  * MONITOR is read from a plain socket: ioredis enters its monitoring mode one microtask after MONITOR's OK, so a
  * command line that arrives in the same read as the OK was taken for a reply ("Command queue state error").
  */
-export async function commandsDuring<T>(prefix: string, body: () => Promise<T>, url = REDIS_TEST_URL): Promise<[T, string[][]]> {
+export async function commandsDuring<T>(
+  prefix: string,
+  body: () => Promise<T>,
+  url = REDIS_TEST_URL,
+): Promise<[T, string[][]]> {
   const { hostname, port } = new URL(url);
   const socket = connect(Number(port || 6379), hostname);
   const marker = `${prefix}monitor-end`;

@@ -156,11 +156,14 @@ export async function startReplicas(n: number, options: ReplicaOptions = {}): Pr
     const until = Date.now() + START_TIMEOUT_MS;
     for (;;) {
       if (listening) return;
-      if (exitCode !== undefined) throw new Error(`replica ${i} exited (${exitCode}) before listening; output:\n${slot.text}`);
+      if (exitCode !== undefined)
+        throw new Error(`replica ${i} exited (${exitCode}) before listening; output:\n${slot.text}`);
       if (Date.now() > until) {
         child.kill('SIGKILL');
         await slot.exited;
-        throw new Error(`replica ${i} did not print "listening on" within ${START_TIMEOUT_MS} ms; output:\n${slot.text}`);
+        throw new Error(
+          `replica ${i} did not print "listening on" within ${START_TIMEOUT_MS} ms; output:\n${slot.text}`,
+        );
       }
       await sleep(25);
     }

@@ -41,7 +41,9 @@ describe('countPromptTokens', () => {
     const counts = texts.map((text) => countTextTokens(text));
     // 40 x 64 K characters are more than the 2 M characters kept: the first ones are counted afresh, still right.
     for (let round = 0; round < 2; round++) {
-      texts.forEach((text, i) => expect(countPromptTokens({ messages: [{ role: 'user', content: text }] })).toBe(3 + 3 + 1 + counts[i]!));
+      texts.forEach((text, i) =>
+        expect(countPromptTokens({ messages: [{ role: 'user', content: text }] })).toBe(3 + 3 + 1 + counts[i]!),
+      );
     }
   }, 60_000);
 });

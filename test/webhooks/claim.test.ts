@@ -21,7 +21,9 @@ async function setup(dialect: 'sqlite' | 'postgres') {
   const options = { dataDir: database.dataDir, databaseUrl: database.databaseUrl };
   const storage = await openStorage(options);
   const config = loadConfig({ env: { TOLLGATE_DATA_DIR: database.dataDir }, file: undefined });
-  const { account } = await new AdminService(storage, config, 'k'.repeat(32), { onChange: () => undefined }).createAccount({ email: `claim-${Date.now()}@example.com` });
+  const { account } = await new AdminService(storage, config, 'k'.repeat(32), {
+    onChange: () => undefined,
+  }).createAccount({ email: `claim-${Date.now()}@example.com` });
   return { database, options, storage, accountId: account.id };
 }
 
@@ -43,7 +45,12 @@ async function seed(storage: Storage, accountId: string, url: string, count: num
   });
   const rows = Array.from({ length: count }, (_, i) => {
     const eventId = `evt_${i}`;
-    const payload = JSON.stringify({ id: eventId, timestamp: new Date().toISOString(), event: 'llm.completion', data: { i } });
+    const payload = JSON.stringify({
+      id: eventId,
+      timestamp: new Date().toISOString(),
+      event: 'llm.completion',
+      data: { i },
+    });
     return { id: newId('whd'), webhookId, accountId, eventId, eventType: 'llm.completion', payload, at: now };
   });
   await storage.webhooks.insertDeliveries(rows);
@@ -81,7 +88,9 @@ describe('two delivery workers on one PostgreSQL database', () => {
     count(env.storage, 0);
     count(second, 1);
     const logger = pino({ level: 'silent' });
-    const workers = [env.storage, second].map((storage) => new DeliveryWorker({ storage, concurrency: 8, pollIntervalMs: 5, allowPrivate: true, logger }));
+    const workers = [env.storage, second].map(
+      (storage) => new DeliveryWorker({ storage, concurrency: 8, pollIntervalMs: 5, allowPrivate: true, logger }),
+    );
     workers.forEach((w) => w.start());
     try {
       await receiver.waitFor(300, undefined, 30_000);
@@ -100,7 +109,9 @@ describe('two delivery workers on one PostgreSQL database', () => {
   it('hands out disjoint rows to 20 concurrent claims', async () => {
     const webhookId = await seed(env.storage, env.accountId, receiver.url, 100);
     const claims = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => (i % 2 ? second : env.storage).webhooks.claim(Date.now(), 10, 60_000, `token-${i}`)),
+      Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? second : env.storage).webhooks.claim(Date.now(), 10, 60_000, `token-${i}`),
+      ),
     );
     const rows = claims.flat().filter((row: DeliveryRecord) => row.webhookId === webhookId);
     expect(rows).toHaveLength(100);
@@ -122,14 +133,20 @@ describe('caps on attempts in flight, two storages on one PostgreSQL database', 
   });
 
   it('never lets 20 concurrent claims take more than the caps between them', async () => {
-    const webhooks = [await seed(env.storage, env.accountId, 'http://127.0.0.1:9/a', 100), await seed(env.storage, env.accountId, 'http://127.0.0.1:9/b', 100)];
+    const webhooks = [
+      await seed(env.storage, env.accountId, 'http://127.0.0.1:9/a', 100),
+      await seed(env.storage, env.accountId, 'http://127.0.0.1:9/b', 100),
+    ];
     const caps = { perEndpoint: 4, perAccount: 6 };
     const claims = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => (i % 2 ? second : env.storage).webhooks.claim(Date.now(), 10, 60_000, `token-${i}`, caps)),
+      Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? second : env.storage).webhooks.claim(Date.now(), 10, 60_000, `token-${i}`, caps),
+      ),
     );
     const rows = claims.flat();
     expect(rows).toHaveLength(6);
-    for (const webhookId of webhooks) expect(rows.filter((row) => row.webhookId === webhookId).length).toBeLessThanOrEqual(4);
+    for (const webhookId of webhooks)
+      expect(rows.filter((row) => row.webhookId === webhookId).length).toBeLessThanOrEqual(4);
     // Once the claims' leases run out, their rows are due again, within the same caps.
     expect(await env.storage.webhooks.claim(Date.now() + 60_001, 100, 60_000, 'later', caps)).toHaveLength(6);
   });
@@ -154,7 +171,14 @@ describe.each(DIALECTS)('leases on %s', (dialect) => {
     await sleep(80);
     const [again] = await store.claim(Date.now(), 10, 60_000, 'worker-b');
     expect(again!.id).toBe(first!.id);
-    const outcome = { status: 'succeeded' as const, attempts: 1, nextAttemptAt: Date.now(), lastStatus: 200, lastError: null, at: Date.now() };
+    const outcome = {
+      status: 'succeeded' as const,
+      attempts: 1,
+      nextAttemptAt: Date.now(),
+      lastStatus: 200,
+      lastError: null,
+      at: Date.now(),
+    };
     expect(await store.finishAttempt(first!.id, 'worker-a', outcome)).toBe(false);
     expect(await store.finishAttempt(first!.id, 'worker-b', outcome)).toBe(true);
     expect((await store.getDelivery(first!.id))!.status).toBe('succeeded');
@@ -170,9 +194,24 @@ describe.each(DIALECTS)('leases on %s', (dialect) => {
       });
     });
     await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
-    const webhookId = await seed(env.storage, env.accountId, `http://127.0.0.1:${(slow.address() as AddressInfo).port}/`, 1);
+    const webhookId = await seed(
+      env.storage,
+      env.accountId,
+      `http://127.0.0.1:${(slow.address() as AddressInfo).port}/`,
+      1,
+    );
     const logger = pino({ level: 'silent' });
-    const workers = [0, 1].map(() => new DeliveryWorker({ storage: env.storage, concurrency: 4, pollIntervalMs: 50, leaseMs: 500, allowPrivate: true, logger }));
+    const workers = [0, 1].map(
+      () =>
+        new DeliveryWorker({
+          storage: env.storage,
+          concurrency: 4,
+          pollIntervalMs: 50,
+          leaseMs: 500,
+          allowPrivate: true,
+          logger,
+        }),
+    );
     workers.forEach((worker) => worker.start());
     try {
       await sleep(2_300);

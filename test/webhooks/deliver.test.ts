@@ -5,7 +5,10 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 
-const dns = vi.hoisted(() => ({ answers: [] as Array<Array<{ address: string; family: number }>>, calls: [] as string[] }));
+const dns = vi.hoisted(() => ({
+  answers: [] as Array<Array<{ address: string; family: number }>>,
+  calls: [] as string[],
+}));
 vi.mock('node:dns/promises', () => ({
   lookup: async (host: string) => {
     dns.calls.push(host);
@@ -36,7 +39,12 @@ beforeEach(() => {
   dns.calls = [];
 });
 
-const target = (host: string, path = '/hook') => ({ url: `http://${host}:${port}${path}`, secret: SECRET, headers: { 'X-Tenant': 'acme' }, timeoutMs: 2000 });
+const target = (host: string, path = '/hook') => ({
+  url: `http://${host}:${port}${path}`,
+  secret: SECRET,
+  headers: { 'X-Tenant': 'acme' },
+  timeoutMs: 2000,
+});
 
 describe('attemptDelivery', () => {
   it('resolves the host once and connects to that address (a name unknown to the system resolver)', async () => {
@@ -54,7 +62,10 @@ describe('attemptDelivery', () => {
   it('refuses a name that resolves inside when private URLs are not allowed, without connecting (not retried)', async () => {
     const before = receiver.received.length;
     for (const address of ['127.0.0.1', '169.254.169.254', '10.1.2.3']) {
-      dns.answers.push([{ address: '93.184.215.14', family: 4 }, { address, family: 4 }]);
+      dns.answers.push([
+        { address: '93.184.215.14', family: 4 },
+        { address, family: 4 },
+      ]);
       const outcome = await attemptDelivery(target('rebind.tollgate.invalid'), PAYLOAD, meta, false);
       expect(outcome, address).toMatchObject({ ok: false, retryable: false, status: null });
       expect(outcome.error).toContain(address);
@@ -75,11 +86,23 @@ describe('attemptDelivery', () => {
   });
 
   it('retries when the name does not resolve; sends other statuses and redirects to the dead letters', async () => {
-    expect(await attemptDelivery(target('nowhere.tollgate.invalid'), PAYLOAD, meta, true)).toMatchObject({ ok: false, retryable: true, status: null });
+    expect(await attemptDelivery(target('nowhere.tollgate.invalid'), PAYLOAD, meta, true)).toMatchObject({
+      ok: false,
+      retryable: true,
+      status: null,
+    });
     dns.answers.push([{ address: '127.0.0.1', family: 4 }], [{ address: '127.0.0.1', family: 4 }]);
-    expect(await attemptDelivery(target('a.tollgate.invalid', '/gone'), PAYLOAD, meta, true)).toMatchObject({ ok: false, retryable: false, status: 410 });
+    expect(await attemptDelivery(target('a.tollgate.invalid', '/gone'), PAYLOAD, meta, true)).toMatchObject({
+      ok: false,
+      retryable: false,
+      status: 410,
+    });
     const before = receiver.received.length;
-    expect(await attemptDelivery(target('a.tollgate.invalid', '/moved'), PAYLOAD, meta, true)).toMatchObject({ ok: false, retryable: false, status: 307 });
+    expect(await attemptDelivery(target('a.tollgate.invalid', '/moved'), PAYLOAD, meta, true)).toMatchObject({
+      ok: false,
+      retryable: false,
+      status: 307,
+    });
     expect(receiver.received).toHaveLength(before + 1);
   });
 });

@@ -20,4 +20,9 @@ export const EMBEDDING_PRIVATE_IPV4 = [
 ];
 
 /** The same forms around public IPv4 addresses (8.8.8.8, 65.54.227.120). */
-export const EMBEDDING_PUBLIC_IPV4 = ['::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1', '2001:0:4136:e378:8000:63bf:f7f7:f7f7'];
+export const EMBEDDING_PUBLIC_IPV4 = [
+  '::ffff:8.8.8.8',
+  '64:ff9b::808:808',
+  '2002:808:808::1',
+  '2001:0:4136:e378:8000:63bf:f7f7:f7f7',
+];

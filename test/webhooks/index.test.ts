@@ -58,7 +58,12 @@ describe('filters and envelopes', () => {
   const envelope = toEnvelope(event, 'evt_1');
 
   it('builds the 6.2 envelope', () => {
-    expect(envelope).toEqual({ id: 'evt_1', timestamp: new Date(event.at).toISOString(), event: 'llm.completion', data: event.data });
+    expect(envelope).toEqual({
+      id: 'evt_1',
+      timestamp: new Date(event.at).toISOString(),
+      event: 'llm.completion',
+      data: event.data,
+    });
   });
 
   it('matches every filter exactly on dotted paths', () => {
@@ -73,14 +78,29 @@ describe('filters and envelopes', () => {
   });
 
   it('gives credit.low_balance the fields of spec 6.1 and the envelope', () => {
-    const low = toEnvelope({ type: 'credit.low_balance', created: 1_800_000_000, accountId: 'acct_a', keyId: 'key_a', balanceNano: 999_999_000n, thresholdNano: 1_000_000_000n }, 'evt_2');
+    const low = toEnvelope(
+      {
+        type: 'credit.low_balance',
+        created: 1_800_000_000,
+        accountId: 'acct_a',
+        keyId: 'key_a',
+        balanceNano: 999_999_000n,
+        thresholdNano: 1_000_000_000n,
+      },
+      'evt_2',
+    );
     expect(low).toEqual({
       id: 'evt_2',
       type: 'credit.low_balance',
       event: 'credit.low_balance',
       created: 1_800_000_000,
       timestamp: new Date(1_800_000_000_000).toISOString(),
-      data: { balance: { credits: 0.999999, currency: 'USD' }, threshold: 1, api_key_id: 'key_a', account_id: 'acct_a' },
+      data: {
+        balance: { credits: 0.999999, currency: 'USD' },
+        threshold: 1,
+        api_key_id: 'key_a',
+        account_id: 'acct_a',
+      },
     });
   });
 });

@@ -14,9 +14,15 @@ const read = (path: string) => readFileSync(new URL(path, root), 'utf8');
 
 describe('the tollgate/webhooks entry', () => {
   it('is exported by package.json and maps to the build of src/webhooks/receiver/index.ts', () => {
-    const pkg = JSON.parse(read('package.json')) as { name: string; exports: Record<string, { types: string; default: string }> };
+    const pkg = JSON.parse(read('package.json')) as {
+      name: string;
+      exports: Record<string, { types: string; default: string }>;
+    };
     expect(pkg.name).toBe('tollgate');
-    expect(pkg.exports['./webhooks']).toEqual({ types: './dist/webhooks/receiver/index.d.ts', default: './dist/webhooks/receiver/index.js' });
+    expect(pkg.exports['./webhooks']).toEqual({
+      types: './dist/webhooks/receiver/index.d.ts',
+      default: './dist/webhooks/receiver/index.js',
+    });
     const build = JSON.parse(read('tsconfig.build.json')) as { compilerOptions: { rootDir: string; outDir: string } };
     expect(build.compilerOptions).toMatchObject({ rootDir: 'src', outDir: 'dist' });
     expect(existsSync(new URL('src/webhooks/receiver/index.ts', root))).toBe(true);
@@ -66,7 +72,8 @@ describe.skipIf(!built)('examples/webhook-receiver.ts (needs `npm run build`)', 
       event: 'llm.completion',
       data: { requestId: 'req_1', userId: 'u', model: 'sandbox/echo', prompt: 'Hi', completion: 'Hello' },
     });
-    const send = (headers: Record<string, string>) => fetch(`http://127.0.0.1:${port}/webhooks`, { method: 'POST', headers, body });
+    const send = (headers: Record<string, string>) =>
+      fetch(`http://127.0.0.1:${port}/webhooks`, { method: 'POST', headers, body });
     expect((await send(signWebhook(body, secret))).status).toBe(204);
     expect((await send(signWebhook(body, secret))).status).toBe(200);
     const forged = await send(signWebhook(body, 'another-secret-0123456789-0123456789-01'));

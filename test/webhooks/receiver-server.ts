@@ -29,7 +29,12 @@ export async function startReceiver(respond: Respond = () => 200): Promise<Recei
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      const entry: Received = { path: request.url ?? '/', at: Date.now(), headers: request.headers, body: Buffer.concat(chunks).toString('utf8') };
+      const entry: Received = {
+        path: request.url ?? '/',
+        at: Date.now(),
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
       const index = received.push(entry) - 1;
       response.on('close', () => (entry.closedAt = Date.now()));
       for (const wake of waiters) wake();

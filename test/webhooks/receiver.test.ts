@@ -17,7 +17,8 @@ const completion = (overrides: Record<string, unknown> = {}, data: Record<string
   });
 
 /** Signs independently of the library: hex HMAC-SHA-256 of `<timestamp>.<raw body>`. */
-const sign = (body: string, timestamp: number | string, secret = SECRET) => createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
+const sign = (body: string, timestamp: number | string, secret = SECRET) =>
+  createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
 
 const headersFor = (body: string, timestamp: number | string = NOW) => ({
   'x-webhook-signature': sign(body, timestamp),
@@ -41,22 +42,43 @@ describe('verifyWebhook', () => {
     const body = completion();
     const h = headersFor(body);
     expect(verify(Buffer.from(body) as unknown as string, h).ok).toBe(true);
-    expect(verifyWebhook(body, { 'X-Webhook-Signature': h['x-webhook-signature'], 'X-Webhook-Timestamp': h['x-webhook-timestamp'] }, SECRET, { now: NOW }).ok).toBe(true);
-    expect(verifyWebhook(body, new Headers({ ...h, 'X-Webhook-Algorithm': 'sha256' }), SECRET, { now: NOW }).ok).toBe(true);
+    expect(
+      verifyWebhook(
+        body,
+        { 'X-Webhook-Signature': h['x-webhook-signature'], 'X-Webhook-Timestamp': h['x-webhook-timestamp'] },
+        SECRET,
+        { now: NOW },
+      ).ok,
+    ).toBe(true);
+    expect(verifyWebhook(body, new Headers({ ...h, 'X-Webhook-Algorithm': 'sha256' }), SECRET, { now: NOW }).ok).toBe(
+      true,
+    );
   });
 
   it('rule 1: rejects a missing signature or timestamp', () => {
     const body = completion();
     const { 'x-webhook-signature': signature, 'x-webhook-timestamp': timestamp } = headersFor(body);
-    expect(verify(body, { 'x-webhook-timestamp': timestamp })).toMatchObject({ ok: false, reason: 'missing_signature' });
-    expect(verify(body, { 'x-webhook-signature': signature })).toMatchObject({ ok: false, reason: 'missing_timestamp' });
-    expect(verify(body, { 'x-webhook-signature': '', 'x-webhook-timestamp': timestamp })).toMatchObject({ ok: false, reason: 'missing_signature' });
+    expect(verify(body, { 'x-webhook-timestamp': timestamp })).toMatchObject({
+      ok: false,
+      reason: 'missing_signature',
+    });
+    expect(verify(body, { 'x-webhook-signature': signature })).toMatchObject({
+      ok: false,
+      reason: 'missing_timestamp',
+    });
+    expect(verify(body, { 'x-webhook-signature': '', 'x-webhook-timestamp': timestamp })).toMatchObject({
+      ok: false,
+      reason: 'missing_signature',
+    });
   });
 
   it('rule 2: rejects a timestamp that is not an integer', () => {
     const body = completion();
     for (const bad of ['1800000000.5', 'abc', '-1800000000', '1e9', ' 1800000000']) {
-      expect(verify(body, { 'x-webhook-signature': sign(body, bad), 'x-webhook-timestamp': bad })).toMatchObject({ ok: false, reason: 'invalid_timestamp' });
+      expect(verify(body, { 'x-webhook-signature': sign(body, bad), 'x-webhook-timestamp': bad })).toMatchObject({
+        ok: false,
+        reason: 'invalid_timestamp',
+      });
     }
   });
 
@@ -65,17 +87,31 @@ describe('verifyWebhook', () => {
     expect(verify(body, headersFor(body, NOW - 300)).ok).toBe(true);
     expect(verify(body, headersFor(body, NOW - 301))).toMatchObject({ ok: false, reason: 'timestamp_too_old' });
     expect(verify(body, headersFor(body, NOW - 301), { maxAgeSeconds: 600 }).ok).toBe(true);
-    expect(verify(body, headersFor(body, NOW - 61), { maxAgeSeconds: 60 })).toMatchObject({ ok: false, reason: 'timestamp_too_old' });
+    expect(verify(body, headersFor(body, NOW - 61), { maxAgeSeconds: 60 })).toMatchObject({
+      ok: false,
+      reason: 'timestamp_too_old',
+    });
   });
 
   it('rule 4: rejects a signature that differs (other secret, changed body, changed timestamp, truncated)', () => {
     const body = completion();
     const good = headersFor(body);
-    expect(verify(body, { ...good, 'x-webhook-signature': sign(body, NOW, 'another-secret-another-secret-000') })).toMatchObject({ ok: false, reason: 'invalid_signature' });
+    expect(
+      verify(body, { ...good, 'x-webhook-signature': sign(body, NOW, 'another-secret-another-secret-000') }),
+    ).toMatchObject({ ok: false, reason: 'invalid_signature' });
     expect(verify(body.replace('Hello', 'Hellp'), good)).toMatchObject({ ok: false, reason: 'invalid_signature' });
-    expect(verify(body, { ...good, 'x-webhook-timestamp': String(NOW - 1) })).toMatchObject({ ok: false, reason: 'invalid_signature' });
-    expect(verify(body, { ...good, 'x-webhook-signature': good['x-webhook-signature'].slice(0, 20) })).toMatchObject({ ok: false, reason: 'invalid_signature' });
-    expect(verify(body, { ...good, 'x-webhook-algorithm': 'sha1' })).toMatchObject({ ok: false, reason: 'unsupported_algorithm' });
+    expect(verify(body, { ...good, 'x-webhook-timestamp': String(NOW - 1) })).toMatchObject({
+      ok: false,
+      reason: 'invalid_signature',
+    });
+    expect(verify(body, { ...good, 'x-webhook-signature': good['x-webhook-signature'].slice(0, 20) })).toMatchObject({
+      ok: false,
+      reason: 'invalid_signature',
+    });
+    expect(verify(body, { ...good, 'x-webhook-algorithm': 'sha1' })).toMatchObject({
+      ok: false,
+      reason: 'unsupported_algorithm',
+    });
   });
 
   it('rule 5: rejects an envelope without id, timestamp, event or data, or with a timestamp more than 1 hour away', () => {
@@ -100,15 +136,26 @@ describe('verifyWebhook', () => {
       expect(result).toMatchObject({ ok: false, reason: 'missing_fields' });
       if (!result.ok) expect(result.message).toContain(field);
     }
-    const error = (data: Record<string, unknown>) => completion({ event: 'llm.error' }, { completion: undefined, ...data });
+    const error = (data: Record<string, unknown>) =>
+      completion({ event: 'llm.error' }, { completion: undefined, ...data });
     const good = error({ error: { code: 'upstream_error', message: 'boom' } });
     expect(verify(good, headersFor(good)).ok).toBe(true);
-    for (const data of [{ error: { code: 'x' } }, { error: { message: 'x' } }, { error: undefined }, { requestId: undefined, error: { code: 'x', message: 'y' } }]) {
+    for (const data of [
+      { error: { code: 'x' } },
+      { error: { message: 'x' } },
+      { error: undefined },
+      { requestId: undefined, error: { code: 'x', message: 'y' } },
+    ]) {
       const body = error(data);
       expect(verify(body, headersFor(body))).toMatchObject({ ok: false, reason: 'missing_fields' });
     }
     // Other types need only the envelope.
-    const chunk = JSON.stringify({ id: 'e', timestamp: iso(NOW), event: 'llm.streaming.chunk', data: { requestId: 'r', streamId: 's', chunkIndex: 0, content: 'x' } });
+    const chunk = JSON.stringify({
+      id: 'e',
+      timestamp: iso(NOW),
+      event: 'llm.streaming.chunk',
+      data: { requestId: 'r', streamId: 's', chunkIndex: 0, content: 'x' },
+    });
     expect(verify(chunk, headersFor(chunk)).ok).toBe(true);
   });
 

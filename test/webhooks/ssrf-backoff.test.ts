@@ -46,10 +46,19 @@ describe('isPublicAddress', () => {
 
 describe('resolveTarget', () => {
   it('refuses names and literals that resolve inside unless private URLs are allowed', async () => {
-    for (const url of ['http://localhost:8080/hook', 'http://127.0.0.1/x', 'http://[::1]:9/x', 'http://169.254.169.254/latest/meta-data', 'http://10.0.0.5/']) {
+    for (const url of [
+      'http://localhost:8080/hook',
+      'http://127.0.0.1/x',
+      'http://[::1]:9/x',
+      'http://169.254.169.254/latest/meta-data',
+      'http://10.0.0.5/',
+    ]) {
       await expect(resolveTarget(new URL(url), false), url).rejects.toBeInstanceOf(BlockedAddressError);
     }
-    await expect(resolveTarget(new URL('http://127.0.0.1:9/x'), true)).resolves.toEqual({ address: '127.0.0.1', family: 4 });
+    await expect(resolveTarget(new URL('http://127.0.0.1:9/x'), true)).resolves.toEqual({
+      address: '127.0.0.1',
+      family: 4,
+    });
     await expect(resolveTarget(new URL('http://[::1]:9/x'), true)).resolves.toEqual({ address: '::1', family: 6 });
   });
 });

@@ -66,7 +66,13 @@ function fakeStorage(claimDelayMs: number) {
 describe('DeliveryWorker.stop', () => {
   it('waits for a claim under way and the attempt it started, and records its outcome', async () => {
     const { storage, finished } = fakeStorage(150);
-    const worker = new DeliveryWorker({ storage, concurrency: 4, pollIntervalMs: 10_000, allowPrivate: true, logger: pino({ level: 'silent' }) });
+    const worker = new DeliveryWorker({
+      storage,
+      concurrency: 4,
+      pollIntervalMs: 10_000,
+      allowPrivate: true,
+      logger: pino({ level: 'silent' }),
+    });
     worker.start();
     await sleep(20); // the claim is under way
     await worker.stop();

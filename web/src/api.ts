@@ -33,11 +33,18 @@ export async function api<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: 
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   if (response.status === 204) return undefined as T;
-  const data = (await response.json().catch(() => ({}))) as { error?: { message?: string; code?: string; param?: string | null } };
+  const data = (await response.json().catch(() => ({}))) as {
+    error?: { message?: string; code?: string; param?: string | null };
+  };
   if (!response.ok) {
     const error = data.error ?? {};
     if (error.code === 'not_signed_in') onSignedOut();
-    throw new ApiError(error.message ?? `Request failed (${response.status})`, response.status, error.code ?? 'unknown', error.param ?? null);
+    throw new ApiError(
+      error.message ?? `Request failed (${response.status})`,
+      response.status,
+      error.code ?? 'unknown',
+      error.param ?? null,
+    );
   }
   return data as T;
 }
@@ -91,7 +98,10 @@ export interface Overview {
   environment: 'live' | 'test';
   balance: { credits: number; currency: string };
   usage: { daily: UsageTotals; monthly: UsageTotals };
-  limits: { rate_limit: { requests_per_minute: number; tokens_per_minute: number }; daily_limit: { credits: number; remaining: number } | null };
+  limits: {
+    rate_limit: { requests_per_minute: number; tokens_per_minute: number };
+    daily_limit: { credits: number; remaining: number } | null;
+  };
   billing: { plan: string; next_billing_date: string; auto_recharge: AutoRecharge };
   low_balance_thresholds: number[];
 }
@@ -129,7 +139,11 @@ export interface Model {
   context_length: number;
   max_tokens: number;
   capabilities: Record<string, boolean>;
-  performance: { avg_response_time: number | null; avg_tokens_per_second: number | null; uptime_percentage: number | null };
+  performance: {
+    avg_response_time: number | null;
+    avg_tokens_per_second: number | null;
+    uptime_percentage: number | null;
+  };
   status: { active: boolean; message: string };
   aliases?: string[];
 }

@@ -1,9 +1,30 @@
 /** Chart.js, bundled, with only the parts the dashboard draws. */
-import { BarController, BarElement, CategoryScale, Chart, Legend, LineController, LineElement, LinearScale, PointElement, Tooltip } from 'chart.js';
+import {
+  BarController,
+  BarElement,
+  CategoryScale,
+  Chart,
+  Legend,
+  LineController,
+  LineElement,
+  LinearScale,
+  PointElement,
+  Tooltip,
+} from 'chart.js';
 import type { UsageHistory } from './api.js';
 import { count, usd } from './format.js';
 
-Chart.register(BarController, BarElement, LineController, LineElement, PointElement, CategoryScale, LinearScale, Tooltip, Legend);
+Chart.register(
+  BarController,
+  BarElement,
+  LineController,
+  LineElement,
+  PointElement,
+  CategoryScale,
+  LinearScale,
+  Tooltip,
+  Legend,
+);
 
 const SPEND = '#4f46e5';
 const TOKENS = '#0d9488';
@@ -14,7 +35,13 @@ export function dailyChart(canvas: HTMLCanvasElement, history: UsageHistory): Ch
     data: {
       labels: history.days.map((d) => d.day.slice(5)),
       datasets: [
-        { type: 'bar', label: 'Spend (USD)', data: history.days.map((d) => d.credits), backgroundColor: SPEND, yAxisID: 'spend' },
+        {
+          type: 'bar',
+          label: 'Spend (USD)',
+          data: history.days.map((d) => d.credits),
+          backgroundColor: SPEND,
+          yAxisID: 'spend',
+        },
         {
           type: 'line',
           label: 'Tokens',
@@ -33,10 +60,23 @@ export function dailyChart(canvas: HTMLCanvasElement, history: UsageHistory): Ch
       interaction: { mode: 'index', intersect: false },
       scales: {
         spend: { type: 'linear', position: 'left', beginAtZero: true, ticks: { callback: (v) => usd(Number(v)) } },
-        tokens: { type: 'linear', position: 'right', beginAtZero: true, grid: { drawOnChartArea: false }, ticks: { callback: (v) => count(Number(v)) } },
+        tokens: {
+          type: 'linear',
+          position: 'right',
+          beginAtZero: true,
+          grid: { drawOnChartArea: false },
+          ticks: { callback: (v) => count(Number(v)) },
+        },
       },
       plugins: {
-        tooltip: { callbacks: { label: (item) => (item.dataset.yAxisID === 'spend' ? `Spend: ${usd(Number(item.raw))}` : `Tokens: ${count(Number(item.raw))}`) } },
+        tooltip: {
+          callbacks: {
+            label: (item) =>
+              item.dataset.yAxisID === 'spend'
+                ? `Spend: ${usd(Number(item.raw))}`
+                : `Tokens: ${count(Number(item.raw))}`,
+          },
+        },
       },
     },
   });

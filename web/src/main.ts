@@ -83,17 +83,21 @@ function show(): void {
 
 function shell(path: string) {
   const link = (to: string, label: string) =>
-    html`<a href=${BASE + to} class=${to === path ? 'active' : ''} aria-current=${to === path ? 'page' : 'false'}>${label}</a>`;
+    html`<a href=${BASE + to} class=${to === path ? 'active' : ''} aria-current=${to === path ? 'page' : 'false'}
+      >${label}</a
+    >`;
   return html`
     <header class="topbar">
       <a class="brand" href=${BASE + '/keys'}>tollgate</a>
-      ${app.session.signed_in
-        ? html`<nav aria-label="Main">${NAV.map(([to, label]) => link(to, label))}</nav>
-            <div class="user">
-              <span class="email" title=${app.session.email ?? ''}>${app.session.email}</span>
-              <button type="button" class="secondary small" @click=${signOut}>Sign out</button>
-            </div>`
-        : null}
+      ${
+        app.session.signed_in
+          ? html`<nav aria-label="Main">${NAV.map(([to, label]) => link(to, label))}</nav>
+              <div class="user">
+                <span class="email" title=${app.session.email ?? ''}>${app.session.email}</span>
+                <button type="button" class="secondary small" @click=${signOut}>Sign out</button>
+              </div>`
+          : null
+      }
     </header>
     <main id="page" tabindex="-1"></main>
   `;

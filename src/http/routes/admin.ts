@@ -2,7 +2,14 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { usdNumber } from '../../billing/index.js';
 import { invalidRequest } from '../../errors/index.js';
-import { AddCreditsSchema, CreateAccountSchema, CreateKeySchema, PatchAccountSchema, RefundPurchaseSchema, usd } from '../../admin/index.js';
+import {
+  AddCreditsSchema,
+  CreateAccountSchema,
+  CreateKeySchema,
+  PatchAccountSchema,
+  RefundPurchaseSchema,
+  usd,
+} from '../../admin/index.js';
 import type { AdminGuard } from '../admin-guard.js';
 import type { HttpDeps } from '../deps.js';
 import { renderAccount, renderKey, renderLedgerEntry } from '../render.js';
@@ -15,7 +22,8 @@ const PurchaseParams = Type.Object({ id: Type.String(), purchase: Type.String() 
 /** `?limit=` of the admin lists: 1 to `max`, `fallback` when absent. */
 function pageLimit(limit: string | string[] | undefined, fallback: number, max: number): number {
   const parsed = limit === undefined ? fallback : Number(limit);
-  if (!Number.isInteger(parsed) || parsed < 1 || parsed > max) throw invalidRequest(`limit must be 1 to ${max}`, 'limit');
+  if (!Number.isInteger(parsed) || parsed < 1 || parsed > max)
+    throw invalidRequest(`limit must be 1 to ${max}`, 'limit');
   return parsed;
 }
 
@@ -52,45 +60,76 @@ export function adminRoutes(server: FastifyInstance, deps: HttpDeps, guard: Admi
       return renderAccount(account, deps);
     });
 
-    admin.post('/admin/accounts/:id/keys', { schema: { params: IdParams, body: CreateKeySchema }, preValidation: emptyBodyIsObject }, async (request, reply) => {
-      const created = await deps.admin.createKey(request.params.id, request.body);
-      return reply.code(201).send({ ...renderKey(created.record), key: created.key });
-    });
+    admin.post(
+      '/admin/accounts/:id/keys',
+      { schema: { params: IdParams, body: CreateKeySchema }, preValidation: emptyBodyIsObject },
+      async (request, reply) => {
+        const created = await deps.admin.createKey(request.params.id, request.body);
+        return reply.code(201).send({ ...renderKey(created.record), key: created.key });
+      },
+    );
 
-    admin.post('/admin/accounts/:id/credits', { schema: { params: IdParams, body: AddCreditsSchema } }, async (request) => {
-      const { amount, note } = request.body;
-      const { id } = request.params;
-      const result = await deps.admin.addCredits(id, amount, note);
-      return { object: 'credit_adjustment', account_id: id, amount: usdNumber(result.appliedNano), balance: { credits: usdNumber(result.balanceNano), currency: 'USD' } };
-    });
+    admin.post(
+      '/admin/accounts/:id/credits',
+      { schema: { params: IdParams, body: AddCreditsSchema } },
+      async (request) => {
+        const { amount, note } = request.body;
+        const { id } = request.params;
+        const result = await deps.admin.addCredits(id, amount, note);
+        return {
+          object: 'credit_adjustment',
+          account_id: id,
+          amount: usdNumber(result.appliedNano),
+          balance: { credits: usdNumber(result.balanceNano), currency: 'USD' },
+        };
+      },
+    );
 
-    admin.get('/admin/accounts/:id/ledger', { schema: { params: IdParams, querystring: PageQuery } }, async (request) => {
-      const { id } = request.params;
-      await deps.admin.getAccount(id);
-      const parsed = pageLimit(request.query.limit, 50, 500);
-      const before = single(request.query.before, 'before');
-      const entries = await deps.storage.ledger.list(id, { limit: parsed, ...(before ? { before } : {}) });
-      return { object: 'list', data: entries.map(renderLedgerEntry), has_more: entries.length === parsed };
-    });
+    admin.get(
+      '/admin/accounts/:id/ledger',
+      { schema: { params: IdParams, querystring: PageQuery } },
+      async (request) => {
+        const { id } = request.params;
+        await deps.admin.getAccount(id);
+        const parsed = pageLimit(request.query.limit, 50, 500);
+        const before = single(request.query.before, 'before');
+        const entries = await deps.storage.ledger.list(id, { limit: parsed, ...(before ? { before } : {}) });
+        return { object: 'list', data: entries.map(renderLedgerEntry), has_more: entries.length === parsed };
+      },
+    );
 
-    admin.get('/admin/accounts/:id/purchases', { schema: { params: IdParams, querystring: PageQuery } }, async (request) => {
-      const { id } = request.params;
-      await deps.admin.getAccount(id);
-      const parsed = pageLimit(request.query.limit, 50, 500);
-      const before = single(request.query.before, 'before');
-      const purchases = await deps.payments.purchases.list(id, { limit: parsed, ...(before ? { before } : {}) });
-      return { object: 'list', data: purchases.map(renderPurchase), has_more: purchases.length === parsed };
-    });
+    admin.get(
+      '/admin/accounts/:id/purchases',
+      { schema: { params: IdParams, querystring: PageQuery } },
+      async (request) => {
+        const { id } = request.params;
+        await deps.admin.getAccount(id);
+        const parsed = pageLimit(request.query.limit, 50, 500);
+        const before = single(request.query.before, 'before');
+        const purchases = await deps.payments.purchases.list(id, { limit: parsed, ...(before ? { before } : {}) });
+        return { object: 'list', data: purchases.map(renderPurchase), has_more: purchases.length === parsed };
+      },
+    );
 
-    admin.post('/admin/accounts/:id/purchases/:purchase/refund', { schema: { params: PurchaseParams, body: RefundPurchaseSchema }, preValidation: emptyBodyIsObject }, async (request) => {
-      const { id, purchase } = request.params;
-      const { amount } = request.body;
-      await deps.admin.getAccount(id);
-      const refunded = await deps.payments.reversals.refund(id, purchase, amount === undefined ? undefined : usd(amount, 'amount'));
-      const { account } = await deps.admin.getAccount(id);
-      return renderRefund(refunded, account.balanceNano);
-    });
+    admin.post(
+      '/admin/accounts/:id/purchases/:purchase/refund',
+      { schema: { params: PurchaseParams, body: RefundPurchaseSchema }, preValidation: emptyBodyIsObject },
+      async (request) => {
+        const { id, purchase } = request.params;
+        const { amount } = request.body;
+        await deps.admin.getAccount(id);
+        const refunded = await deps.payments.reversals.refund(
+          id,
+          purchase,
+          amount === undefined ? undefined : usd(amount, 'amount'),
+        );
+        const { account } = await deps.admin.getAccount(id);
+        return renderRefund(refunded, account.balanceNano);
+      },
+    );
 
-    admin.delete('/admin/keys/:id', { schema: { params: IdParams } }, async (request) => renderKey(await deps.admin.revokeKey(request.params.id)));
+    admin.delete('/admin/keys/:id', { schema: { params: IdParams } }, async (request) =>
+      renderKey(await deps.admin.revokeKey(request.params.id)),
+    );
   });
 }

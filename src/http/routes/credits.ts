@@ -13,7 +13,11 @@ export function creditRoutes(server: FastifyInstance, deps: HttpDeps): void {
     const account = await deps.storage.accounts.get(key.accountId);
     if (!account) throw new GatewayError('invalid_api_key');
     // A refund or a dispute can take the balance below zero; then nothing runs until credit is added.
-    const balance = { credits: usdNumber(account.balanceNano), currency: 'USD', ...(account.balanceNano < 0n ? { can_spend: false, reason: NEGATIVE_BALANCE } : {}) };
+    const balance = {
+      credits: usdNumber(account.balanceNano),
+      currency: 'USD',
+      ...(account.balanceNano < 0n ? { can_spend: false, reason: NEGATIVE_BALANCE } : {}),
+    };
     if (!seesFullCredits(key)) return { object: 'credit_balance', balance };
 
     const now = new Date();
@@ -36,14 +40,20 @@ export function creditRoutes(server: FastifyInstance, deps: HttpDeps): void {
           ? {
               daily_limit: {
                 credits: usdNumber(limits.dailyLimitNano),
-                remaining: usdNumber(limits.dailyLimitNano > liveToday.creditsNano ? limits.dailyLimitNano - liveToday.creditsNano : 0n),
+                remaining: usdNumber(
+                  limits.dailyLimitNano > liveToday.creditsNano ? limits.dailyLimitNano - liveToday.creditsNano : 0n,
+                ),
               },
             }
           : {}),
       },
       billing: {
         plan: account.plan,
-        auto_recharge: renderOwnAutoRecharge(account.settings, deps.processors, await hasSavedPaymentMethod(deps.storage, account.id)),
+        auto_recharge: renderOwnAutoRecharge(
+          account.settings,
+          deps.processors,
+          await hasSavedPaymentMethod(deps.storage, account.id),
+        ),
         next_billing_date: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
       },
     };
@@ -55,6 +65,10 @@ function renderUsage(totals: UsageTotals) {
   return {
     credits_used: usdNumber(totals.creditsNano),
     requests: totals.requests,
-    tokens: { prompt: totals.promptTokens, completion: totals.completionTokens, total: totals.promptTokens + totals.completionTokens },
+    tokens: {
+      prompt: totals.promptTokens,
+      completion: totals.completionTokens,
+      total: totals.promptTokens + totals.completionTokens,
+    },
   };
 }

@@ -6,7 +6,12 @@ import { admitRead } from '../admit-read.js';
 import type { HttpDeps } from '../deps.js';
 import { QueryValue, single, typed } from './typed.js';
 
-const ModelsQuery = Type.Object({ include_capabilities: QueryValue, active_only: QueryValue, provider: QueryValue, capability: QueryValue });
+const ModelsQuery = Type.Object({
+  include_capabilities: QueryValue,
+  active_only: QueryValue,
+  provider: QueryValue,
+  capability: QueryValue,
+});
 type Query = Static<typeof ModelsQuery>;
 
 export function modelRoutes(app: FastifyInstance, deps: HttpDeps): void {
@@ -22,10 +27,17 @@ export function modelRoutes(app: FastifyInstance, deps: HttpDeps): void {
     if (capabilityName !== undefined) {
       capability = CAPABILITY_ALIASES[capabilityName];
       if (!capability) {
-        throw invalidRequest(`Invalid value for 'capability': use one of ${Object.keys(CAPABILITY_ALIASES).join(', ')}`, 'capability');
+        throw invalidRequest(
+          `Invalid value for 'capability': use one of ${Object.keys(CAPABILITY_ALIASES).join(', ')}`,
+          'capability',
+        );
       }
     }
-    const models = deps.catalog.list({ activeOnly, ...(provider ? { provider } : {}), ...(capability ? { capability } : {}) });
+    const models = deps.catalog.list({
+      activeOnly,
+      ...(provider ? { provider } : {}),
+      ...(capability ? { capability } : {}),
+    });
     return { object: 'list', data: models.map((m) => renderModel(m, deps.performance.figures(m.id), detailed)) };
   });
 

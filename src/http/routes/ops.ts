@@ -10,7 +10,9 @@ export function opsRoutes(server: FastifyInstance, deps: HttpDeps, guard: AdminG
   server.get('/health', async () => ({ status: 'ok' }));
 
   const openapi = JSON.stringify(openApiDocument());
-  server.get('/v1/openapi.json', async (_request, reply) => reply.header('content-type', 'application/json; charset=utf-8').send(openapi));
+  server.get('/v1/openapi.json', async (_request, reply) =>
+    reply.header('content-type', 'application/json; charset=utf-8').send(openapi),
+  );
 
   server.get('/ready', async (_request, reply) => {
     try {

@@ -53,7 +53,11 @@ export function purchaseRoutes(app: FastifyInstance, deps: HttpDeps, payments: P
     const key = await admitRead(deps, request, reply, 'manage');
     const account = await deps.storage.accounts.get(key.accountId);
     if (!account) throw new GatewayError('invalid_api_key');
-    const purchase = await payments.purchases.create({ id: account.id, email: account.email }, request.body, returnTo(request));
+    const purchase = await payments.purchases.create(
+      { id: account.id, email: account.email },
+      request.body,
+      returnTo(request),
+    );
     return reply.code(201).send(renderPurchase(purchase));
   });
 

@@ -43,11 +43,16 @@ export function renderDelivery(delivery: DeliveryRecord): Record<string, unknown
   };
 }
 
-const list = (items: DeliveryRecord[], limit: number) => ({ object: 'list', data: items.map(renderDelivery), has_more: items.length === limit });
+const list = (items: DeliveryRecord[], limit: number) => ({
+  object: 'list',
+  data: items.map(renderDelivery),
+  has_more: items.length === limit,
+});
 
 export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, webhooks: WebhookService): void {
   const server = typed(app);
-  const account = async (request: FastifyRequest, reply: FastifyReply) => (await admitRead(deps, request, reply, 'manage')).accountId;
+  const account = async (request: FastifyRequest, reply: FastifyReply) =>
+    (await admitRead(deps, request, reply, 'manage')).accountId;
   const params = { params: IdParams };
 
   server.post('/v1/webhooks', async (request, reply) => {
@@ -72,7 +77,9 @@ export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, webhooks: We
     return reply.code(202).send(renderDelivery(delivery));
   });
 
-  server.get('/v1/webhooks/:id', { schema: params }, async (request, reply) => renderWebhook(await webhooks.get(await account(request, reply), request.params.id)));
+  server.get('/v1/webhooks/:id', { schema: params }, async (request, reply) =>
+    renderWebhook(await webhooks.get(await account(request, reply), request.params.id)),
+  );
 
   server.patch('/v1/webhooks/:id', { schema: params }, async (request, reply) =>
     renderWebhook(await webhooks.update(await account(request, reply), request.params.id, request.body)),
@@ -83,11 +90,15 @@ export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, webhooks: We
     return { id: request.params.id, object: 'webhook', deleted: true };
   });
 
-  server.get('/v1/webhooks/:id/deliveries', { schema: { params: IdParams, querystring: DeliveryQuery } }, async (request, reply) => {
-    const owner = await account(request, reply);
-    const page = parsePage(request.query, true);
-    return list(await webhooks.deliveries(owner, request.params.id, page), page.limit);
-  });
+  server.get(
+    '/v1/webhooks/:id/deliveries',
+    { schema: { params: IdParams, querystring: DeliveryQuery } },
+    async (request, reply) => {
+      const owner = await account(request, reply);
+      const page = parsePage(request.query, true);
+      return list(await webhooks.deliveries(owner, request.params.id, page), page.limit);
+    },
+  );
 
   server.post('/v1/webhooks/:id/test', { schema: params }, async (request, reply) => {
     const { delivery, outcome } = await webhooks.test(await account(request, reply), request.params.id);

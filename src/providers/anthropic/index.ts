@@ -4,6 +4,7 @@
  */
 import { HttpClient } from '../http-client.js';
 import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';
+import { isObject } from '../translate.js';
 import type { ChatCompletion, ChatCompletionChunk } from '../types.js';
 import { toAnthropicRequest } from './request.js';
 import { StreamTranslator, anthropicError, fromAnthropicMessage } from './response.js';
@@ -22,9 +23,17 @@ export type AnthropicProvider = Provider & { close(): Promise<void> };
 
 export function createAnthropicProvider(options: AnthropicOptions): AnthropicProvider {
   const { id } = options;
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'anthropic-version': ANTHROPIC_VERSION };
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'anthropic-version': ANTHROPIC_VERSION,
+  };
   if (options.apiKey) headers['x-api-key'] = options.apiKey;
-  const http = new HttpClient({ id, baseUrl: options.baseUrl, headers, ...(options.connections ? { connections: options.connections } : {}) });
+  const http = new HttpClient({
+    id,
+    baseUrl: options.baseUrl,
+    headers,
+    ...(options.connections ? { connections: options.connections } : {}),
+  });
 
   async function complete(call: ProviderCall): Promise<ChatCompletion> {
     const { body, jsonTool } = toAnthropicRequest(id, call.body, false, call.defaultMaxTokens);

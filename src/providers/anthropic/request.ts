@@ -20,7 +20,12 @@ export interface Translated {
 /** Anthropic requires max_tokens; without one in the request, the model's own limit (or this) is sent. */
 const FALLBACK_MAX_TOKENS = 4_096;
 
-export function toAnthropicRequest(provider: string, request: ChatRequest, stream: boolean, defaultMaxTokens?: number): Translated {
+export function toAnthropicRequest(
+  provider: string,
+  request: ChatRequest,
+  stream: boolean,
+  defaultMaxTokens?: number,
+): Translated {
   if ((request.n ?? 1) > 1) throw unsupported(provider, `${provider} cannot return more than one choice (n > 1)`, 'n');
   const system: Block[] = [];
   const messages: Message[] = [];
@@ -42,7 +47,9 @@ export function toAnthropicRequest(provider: string, request: ChatRequest, strea
       case 'assistant':
         return push('assistant', assistantBlocks(message));
       case 'tool':
-        return push('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: textOf(message.content) }]);
+        return push('user', [
+          { type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: textOf(message.content) },
+        ]);
       default:
         return push('user', userBlocks(provider, message, index));
     }
@@ -69,16 +76,24 @@ export function toAnthropicRequest(provider: string, request: ChatRequest, strea
   if (format && format.type !== 'text') {
     if (tools.length === 0) {
       const schema = format.json_schema?.schema;
-      tools.push({ name: JSON_TOOL, description: 'Give the answer as this JSON object.', input_schema: schema ?? { type: 'object' } });
+      tools.push({
+        name: JSON_TOOL,
+        description: 'Give the answer as this JSON object.',
+        input_schema: schema ?? { type: 'object' },
+      });
       toolChoice = { type: 'tool', name: JSON_TOOL };
       jsonTool = true;
     } else {
-      system.push({ type: 'text', text: 'When you answer without calling a tool, answer with one JSON object and nothing else.' });
+      system.push({
+        type: 'text',
+        text: 'When you answer without calling a tool, answer with one JSON object and nothing else.',
+      });
     }
   }
   if (tools.length) body.tools = tools;
   if (toolChoice) {
-    if (request.parallel_tool_calls === false && toolChoice.type !== 'none') toolChoice.disable_parallel_tool_use = true;
+    if (request.parallel_tool_calls === false && toolChoice.type !== 'none')
+      toolChoice.disable_parallel_tool_use = true;
     body.tool_choice = toolChoice;
   }
   if (system.length) body.system = system;

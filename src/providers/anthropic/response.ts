@@ -64,7 +64,13 @@ function finishReason(stop: string | null | undefined, jsonTool: boolean): Finis
  * to refuse.
  */
 export function toUsage(usage: AnthropicUsage | undefined): Usage | undefined {
-  if (typeof usage !== 'object' || usage === null || usage.input_tokens === undefined || usage.output_tokens === undefined) return undefined;
+  if (
+    typeof usage !== 'object' ||
+    usage === null ||
+    usage.input_tokens === undefined ||
+    usage.output_tokens === undefined
+  )
+    return undefined;
   // Cached prompt tokens are prompt tokens too: Anthropic reports them apart from input_tokens.
   const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
   const prompt = usage.input_tokens + cached;
@@ -82,7 +88,7 @@ function isBlock(block: unknown): block is AnthropicBlock {
   return true;
 }
 
-/** A message tollgate can read: its content blocks; the other fields pass through as they came. */
+/** A message tollgate can read: its content blocks; the other fields pass through unchecked. */
 function isMessage(json: Record<string, unknown>): json is Record<string, unknown> & AnthropicMessage {
   return Array.isArray(json.content) && json.content.every(isBlock);
 }
@@ -93,7 +99,11 @@ export function fromAnthropicMessage(provider: string, json: unknown, jsonTool: 
   }
   const message = json;
   if (!isMessage(message)) {
-    throw new UpstreamError(provider, 'protocol', `${provider} answered with a message whose content blocks are malformed`);
+    throw new UpstreamError(
+      provider,
+      'protocol',
+      `${provider} answered with a message whose content blocks are malformed`,
+    );
   }
   let text = '';
   const toolCalls: ToolCall[] = [];
@@ -113,7 +123,12 @@ export function fromAnthropicMessage(provider: string, json: unknown, jsonTool: 
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: toolCalls.length && !text ? null : text, ...(toolCalls.length ? { tool_calls: toolCalls } : {}), refusal: null },
+        message: {
+          role: 'assistant',
+          content: toolCalls.length && !text ? null : text,
+          ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+          refusal: null,
+        },
         logprobs: null,
         finish_reason: finishReason(message.stop_reason, jsonTool),
       },
@@ -158,7 +173,12 @@ export class StreamTranslator {
     try {
       event = JSON.parse(data);
     } catch (cause) {
-      throw new UpstreamError(this.provider, 'protocol', `${this.provider} sent a malformed stream event: ${data.slice(0, 200)}`, { cause });
+      throw new UpstreamError(
+        this.provider,
+        'protocol',
+        `${this.provider} sent a malformed stream event: ${data.slice(0, 200)}`,
+        { cause },
+      );
     }
     if (!isObject(event)) throw this.malformed(data);
     return this.translateEvent(type, event as StreamEvent, data);
@@ -182,7 +202,9 @@ export class StreamTranslator {
         }
         const index = this.toolCount++;
         this.tools.set(event.index, index);
-        return this.chunk({ tool_calls: [{ index, id: block.id, type: 'function', function: { name: block.name, arguments: '' } }] });
+        return this.chunk({
+          tool_calls: [{ index, id: block.id, type: 'function', function: { name: block.name, arguments: '' } }],
+        });
       }
       case 'content_block_delta': {
         const delta: unknown = event.delta ?? {};
@@ -219,15 +241,30 @@ export class StreamTranslator {
   /** The closing chunk: usage from message_start and message_delta, choices empty (null if they reported none). */
   usageChunk(): ChatCompletionChunk | null {
     const usage = toUsage(this.usage);
-    return usage ? { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage } : null;
+    return usage
+      ? { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage }
+      : null;
   }
 
   private malformed(data: string): UpstreamError {
-    return new UpstreamError(this.provider, 'protocol', `${this.provider} sent a stream event tollgate cannot read: ${data.slice(0, 200)}`);
+    return new UpstreamError(
+      this.provider,
+      'protocol',
+      `${this.provider} sent a stream event tollgate cannot read: ${data.slice(0, 200)}`,
+    );
   }
 
-  private chunk(delta: ChatCompletionChunk['choices'][number]['delta'], reason: FinishReason | null = null): ChatCompletionChunk {
-    return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: reason }] };
+  private chunk(
+    delta: ChatCompletionChunk['choices'][number]['delta'],
+    reason: FinishReason | null = null,
+  ): ChatCompletionChunk {
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: reason }],
+    };
   }
 }
 

@@ -4,6 +4,7 @@
  */
 import { HttpClient } from '../http-client.js';
 import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';
+import { isObject } from '../translate.js';
 import type { ChatCompletion, ChatCompletionChunk } from '../types.js';
 import { toGeminiRequest } from './request.js';
 import { StreamTranslator, fromGeminiResponse, geminiError } from './response.js';
@@ -32,16 +33,26 @@ export function createGeminiProvider(options: GeminiOptions): GeminiProvider {
       return undefined;
     }
   };
-  const http = new HttpClient({ id, baseUrl: options.baseUrl, headers, mapError, ...(options.connections ? { connections: options.connections } : {}) });
+  const http = new HttpClient({
+    id,
+    baseUrl: options.baseUrl,
+    headers,
+    mapError,
+    ...(options.connections ? { connections: options.connections } : {}),
+  });
 
   async function complete(call: ProviderCall): Promise<ChatCompletion> {
     const json = await http.json(call, `${modelPath(call.body.model)}:generateContent`, toGeminiRequest(id, call.body));
-    if ((json as { error?: unknown } | null)?.error !== undefined) throw geminiError(id, 502, json);
+    if (isObject(json) && json.error !== undefined) throw geminiError(id, 502, json);
     return fromGeminiResponse(id, json, call.body.model);
   }
 
   async function* stream(call: ProviderCall): AsyncGenerator<ChatCompletionChunk> {
-    const res = await http.openStream(call, `${modelPath(call.body.model)}:streamGenerateContent?alt=sse`, toGeminiRequest(id, call.body));
+    const res = await http.openStream(
+      call,
+      `${modelPath(call.body.model)}:streamGenerateContent?alt=sse`,
+      toGeminiRequest(id, call.body),
+    );
     const translator = new StreamTranslator(id, call.body.model);
     for await (const event of http.events(res, call.signal, () => translator.finished)) {
       if (!event.data.trim()) continue;

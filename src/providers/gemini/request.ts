@@ -44,7 +44,8 @@ export function toGeminiRequest(provider: string, request: ChatRequest): Record<
   if (maxTokens != null) generationConfig.maxOutputTokens = maxTokens;
   if (request.temperature != null) generationConfig.temperature = request.temperature;
   if (request.top_p != null) generationConfig.topP = request.top_p;
-  if (request.stop != null) generationConfig.stopSequences = typeof request.stop === 'string' ? [request.stop] : request.stop;
+  if (request.stop != null)
+    generationConfig.stopSequences = typeof request.stop === 'string' ? [request.stop] : request.stop;
   if (request.n != null && request.n > 1) generationConfig.candidateCount = request.n;
   if (request.seed != null) generationConfig.seed = request.seed;
   if (typeof request.presence_penalty === 'number') generationConfig.presencePenalty = request.presence_penalty;
@@ -107,7 +108,10 @@ function modelParts(message: ChatMessage, callNames: Map<string, string>, signed
     }
     // The signature Gemini gave the call; the first call of a turn must carry one for Gemini 3.
     const signature = signatureOf(call.id) ?? (signed && i === 0 ? SKIP_SIGNATURE : undefined);
-    parts.push({ functionCall: { name: call.function.name, args }, ...(signature ? { thoughtSignature: signature } : {}) });
+    parts.push({
+      functionCall: { name: call.function.name, args },
+      ...(signature ? { thoughtSignature: signature } : {}),
+    });
   }
   return parts;
 }

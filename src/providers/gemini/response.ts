@@ -1,7 +1,14 @@
 /** Gemini GenerateContentResponse (one JSON body, or one per SSE event) -> OpenAI completions and chunks. */
 import { UpstreamError } from '../provider.js';
 import { isObject } from '../translate.js';
-import type { ChatCompletion, ChatCompletionChunk, ChunkToolCallDelta, FinishReason, ToolCall, Usage } from '../types.js';
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChunkToolCallDelta,
+  FinishReason,
+  ToolCall,
+  Usage,
+} from '../types.js';
 import { withSignature } from './signature.js';
 
 interface GeminiPart {
@@ -20,14 +27,27 @@ interface GeminiCandidate {
 interface GeminiResponse {
   candidates?: GeminiCandidate[];
   promptFeedback?: { blockReason?: string };
-  usageMetadata?: { promptTokenCount?: number; candidatesTokenCount?: number; thoughtsTokenCount?: number; toolUsePromptTokenCount?: number };
+  usageMetadata?: {
+    promptTokenCount?: number;
+    candidatesTokenCount?: number;
+    thoughtsTokenCount?: number;
+    toolUsePromptTokenCount?: number;
+  };
   modelVersion?: string;
   responseId?: string;
   error?: unknown;
 }
 
 /** Safety and policy stops are content filters; FINISH_REASON_UNSPECIFIED and OTHER end the answer plainly. */
-const FILTERED = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY', 'LANGUAGE']);
+const FILTERED = new Set([
+  'SAFETY',
+  'RECITATION',
+  'BLOCKLIST',
+  'PROHIBITED_CONTENT',
+  'SPII',
+  'IMAGE_SAFETY',
+  'LANGUAGE',
+]);
 
 export function finishReason(reason: string | undefined, hasCalls: boolean): FinishReason | null {
   if (!reason) return null;
@@ -56,17 +76,27 @@ function isCandidate(candidate: unknown): candidate is GeminiCandidate {
   if (!isObject(candidate)) return false;
   const { content } = candidate;
   if (content === undefined) return true;
-  return isObject(content) && (content.parts === undefined || (Array.isArray(content.parts) && content.parts.every(isPart)));
+  return (
+    isObject(content) && (content.parts === undefined || (Array.isArray(content.parts) && content.parts.every(isPart)))
+  );
 }
 
 function read(provider: string, json: unknown): GeminiResponse {
   if (!isObject(json)) {
-    throw new UpstreamError(provider, 'protocol', `${provider} answered with JSON that is not a GenerateContentResponse`);
+    throw new UpstreamError(
+      provider,
+      'protocol',
+      `${provider} answered with JSON that is not a GenerateContentResponse`,
+    );
   }
-  if (json.candidates !== undefined && !(Array.isArray(json.candidates) && json.candidates.every(isCandidate))) {
+  if (!isResponse(json))
     throw new UpstreamError(provider, 'protocol', `${provider} answered with candidates tollgate cannot read`);
-  }
-  return json as GeminiResponse;
+  return json;
+}
+
+/** An answer tollgate can read: its candidates; the other fields pass through unchecked. */
+function isResponse(json: Record<string, unknown>): json is Record<string, unknown> & GeminiResponse {
+  return json.candidates === undefined || (Array.isArray(json.candidates) && json.candidates.every(isCandidate));
 }
 
 function callsOf(parts: GeminiPart[], first: number): ToolCall[] {
@@ -79,7 +109,8 @@ function callsOf(parts: GeminiPart[], first: number): ToolCall[] {
     }));
 }
 
-const textOfParts = (parts: GeminiPart[]) => parts.map((part) => (part.text !== undefined && !part.thought ? part.text : '')).join('');
+const textOfParts = (parts: GeminiPart[]) =>
+  parts.map((part) => (part.text !== undefined && !part.thought ? part.text : '')).join('');
 
 export function fromGeminiResponse(provider: string, json: unknown, model: string): ChatCompletion {
   const response = read(provider, json);
@@ -90,14 +121,24 @@ export function fromGeminiResponse(provider: string, json: unknown, model: strin
     const text = textOfParts(parts);
     return {
       index: candidate.index ?? i,
-      message: { role: 'assistant', content: calls.length && !text ? null : text, ...(calls.length ? { tool_calls: calls } : {}), refusal: null },
+      message: {
+        role: 'assistant',
+        content: calls.length && !text ? null : text,
+        ...(calls.length ? { tool_calls: calls } : {}),
+        refusal: null,
+      },
       logprobs: null,
       finish_reason: finishReason(candidate.finishReason ?? 'STOP', calls.length > 0),
     };
   });
   // A blocked prompt has no candidates, only promptFeedback.blockReason.
   if (choices.length === 0) {
-    choices.push({ index: 0, message: { role: 'assistant', content: null, refusal: null }, logprobs: null, finish_reason: 'content_filter' });
+    choices.push({
+      index: 0,
+      message: { role: 'assistant', content: null, refusal: null },
+      logprobs: null,
+      finish_reason: 'content_filter',
+    });
   }
   const usage = toUsage(response.usageMetadata);
   return {
@@ -130,7 +171,12 @@ export class StreamTranslator {
     try {
       json = JSON.parse(data);
     } catch (cause) {
-      throw new UpstreamError(this.provider, 'protocol', `${this.provider} sent a malformed stream event: ${data.slice(0, 200)}`, { cause });
+      throw new UpstreamError(
+        this.provider,
+        'protocol',
+        `${this.provider} sent a malformed stream event: ${data.slice(0, 200)}`,
+        { cause },
+      );
     }
     const response = read(this.provider, json);
     if (response.error !== undefined) throw geminiError(this.provider, 502, response);
@@ -139,7 +185,12 @@ export class StreamTranslator {
     const choices: ChatCompletionChunk['choices'] = [];
     const candidates = response.candidates ?? [];
     if (candidates.length === 0 && response.promptFeedback?.blockReason) {
-      choices.push({ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: 'content_filter' });
+      choices.push({
+        index: 0,
+        delta: { role: 'assistant', content: '' },
+        logprobs: null,
+        finish_reason: 'content_filter',
+      });
     }
     candidates.forEach((candidate, i) => {
       const index = candidate.index ?? i;
@@ -155,25 +206,47 @@ export class StreamTranslator {
         delta.tool_calls = calls.map((call, k): ChunkToolCallDelta => ({ index: seen + k, ...call }));
         this.calls.set(index, seen + calls.length);
       }
-      choices.push({ index, delta, logprobs: null, finish_reason: finishReason(candidate.finishReason, (this.calls.get(index) ?? 0) > 0) });
+      choices.push({
+        index,
+        delta,
+        logprobs: null,
+        finish_reason: finishReason(candidate.finishReason, (this.calls.get(index) ?? 0) > 0),
+      });
     });
     this.started ||= choices.length > 0;
     if (choices.some((choice) => choice.finish_reason)) this.finished = true;
     if (choices.length === 0) return null;
-    return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: response.modelVersion ?? this.model, choices };
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: response.modelVersion ?? this.model,
+      choices,
+    };
   }
 
   /** The closing chunk, after the stream ended: the last usage reported, choices empty (null if none was). */
   usageChunk(): ChatCompletionChunk | null {
     if (!this.usage) return null;
-    return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage: this.usage };
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [],
+      usage: this.usage,
+    };
   }
 }
 
 /** Gemini's error body `{"error": {"code", "message", "status", "details"}}`; an invalid key comes as a 400. */
 export function geminiError(provider: string, status: number, json: unknown): UpstreamError {
-  const error = (json as { error?: { code?: number; message?: string; status?: string; details?: Array<{ reason?: string }> } } | null)?.error;
-  const badKey = error?.details?.some((detail) => detail.reason === 'API_KEY_INVALID') ?? false;
+  const error = isObject(json) && isObject(json.error) ? json.error : undefined;
+  const badKey =
+    Array.isArray(error?.details) &&
+    error.details.some((detail) => isObject(detail) && detail.reason === 'API_KEY_INVALID');
   const code = typeof error?.code === 'number' && error.code >= 400 ? error.code : status;
-  return new UpstreamError(provider, 'http', error?.message ?? `${provider} answered HTTP ${status}`, { status: badKey ? 401 : code });
+  return new UpstreamError(provider, 'http', String(error?.message ?? `${provider} answered HTTP ${status}`), {
+    status: badKey ? 401 : code,
+  });
 }

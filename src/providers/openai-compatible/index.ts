@@ -34,7 +34,8 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     // One spread (an undefined field is left out of the JSON): object rest is a slow path on every request.
     const json = await http.json(call, chatPath, { ...call.body, stream: false, stream_options: undefined });
     if (typeof json === 'object' && json !== null && 'error' in json) throw inBandError(id, json);
-    if (!isCompletion(json)) throw new UpstreamError(id, 'protocol', `${id} answered with JSON that is not a chat completion`);
+    if (!isCompletion(json))
+      throw new UpstreamError(id, 'protocol', `${id} answered with JSON that is not a chat completion`);
     return json;
   }
 
@@ -44,7 +45,12 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     const res = await http.openStream(call, chatPath, { ...call.body, stream: true, stream_options: streamOptions });
     let finished = false;
     let ended = false;
-    for await (const event of http.events(res, call.signal, () => finished, () => ended)) {
+    for await (const event of http.events(
+      res,
+      call.signal,
+      () => finished,
+      () => ended,
+    )) {
       const chunk = parseStreamEvent(id, event);
       if (chunk === 'skip') continue;
       if (chunk === 'done') {
@@ -67,9 +73,15 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
   };
 }
 
-/** An answer the gateway can meter and relay: choices it can read; the rest passes through as it came. */
+/** An answer the gateway can meter and relay: choices it can read; the rest passes through unchecked. */
 function isCompletion(json: unknown): json is ChatCompletion {
-  return typeof json === 'object' && json !== null && 'choices' in json && Array.isArray(json.choices) && json.choices.every(isChoice);
+  return (
+    typeof json === 'object' &&
+    json !== null &&
+    'choices' in json &&
+    Array.isArray(json.choices) &&
+    json.choices.every(isChoice)
+  );
 }
 
 /** A choice the gateway can meter and relay: a message object, and tool calls (if any) that are function calls. */
@@ -79,5 +91,8 @@ function isChoice(choice: unknown): boolean {
   if (!message || typeof message !== 'object') return false;
   const calls = 'tool_calls' in message ? message.tool_calls : undefined;
   if (calls === undefined || calls === null) return true;
-  return Array.isArray(calls) && calls.every((call) => !!call && typeof call === 'object' && !!call.function && typeof call.function === 'object');
+  return (
+    Array.isArray(calls) &&
+    calls.every((call) => !!call && typeof call === 'object' && !!call.function && typeof call.function === 'object')
+  );
 }

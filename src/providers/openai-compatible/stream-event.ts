@@ -16,9 +16,12 @@ export function parseStreamEvent(provider: string, event: SseEvent): ChatComplet
   try {
     json = JSON.parse(data);
   } catch (cause) {
-    throw new UpstreamError(provider, 'protocol', `${provider} sent a malformed stream event: ${data.slice(0, 200)}`, { cause });
+    throw new UpstreamError(provider, 'protocol', `${provider} sent a malformed stream event: ${data.slice(0, 200)}`, {
+      cause,
+    });
   }
-  if (!isObject(json)) throw new UpstreamError(provider, 'protocol', `${provider} sent a stream event that is not an object`);
+  if (!isObject(json))
+    throw new UpstreamError(provider, 'protocol', `${provider} sent a stream event that is not an object`);
   if (json.error !== undefined || event.event === 'error') throw inBandError(provider, json);
   // Some servers leave `choices` out of the final usage chunk.
   if (json.choices === undefined) json.choices = [];
@@ -28,13 +31,19 @@ export function parseStreamEvent(provider: string, event: SseEvent): ChatComplet
   const choices: unknown[] = json.choices;
   for (const choice of choices) {
     // Some servers leave `delta` out of the finishing chunk.
-    if (typeof choice === 'object' && choice !== null && (!('delta' in choice) || choice.delta === undefined || choice.delta === null)) Object.assign(choice, { delta: {} });
+    if (
+      typeof choice === 'object' &&
+      choice !== null &&
+      (!('delta' in choice) || choice.delta === undefined || choice.delta === null)
+    )
+      Object.assign(choice, { delta: {} });
   }
-  if (!isChunk(json)) throw new UpstreamError(provider, 'protocol', `${provider} sent a stream chunk whose choices are not deltas`);
+  if (!isChunk(json))
+    throw new UpstreamError(provider, 'protocol', `${provider} sent a stream chunk whose choices are not deltas`);
   return json;
 }
 
-/** A chunk the relay can read: its choices are deltas; the rest passes through as it came. */
+/** A chunk the relay can read: its choices are deltas; the rest passes through unchecked. */
 function isChunk(json: Record<string, unknown>): json is ChatCompletionChunk {
   return Array.isArray(json.choices) && json.choices.every(isDeltaChoice);
 }
@@ -45,5 +54,9 @@ function isDeltaChoice(choice: unknown): boolean {
   const { delta } = choice;
   if (typeof delta !== 'object' || delta === null) return false;
   const calls = 'tool_calls' in delta ? delta.tool_calls : undefined;
-  return calls === undefined || calls === null || (Array.isArray(calls) && calls.every((call) => typeof call === 'object' && call !== null));
+  return (
+    calls === undefined ||
+    calls === null ||
+    (Array.isArray(calls) && calls.every((call) => typeof call === 'object' && call !== null))
+  );
 }

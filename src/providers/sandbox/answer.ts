@@ -34,7 +34,10 @@ export function buildAnswer(call: ProviderCall): SandboxAnswer {
   );
   const prompt = countPromptTokens(body);
   const completion = choices.reduce((sum, choice) => sum + choiceTokens(choice), 0);
-  return { choices, usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } };
+  return {
+    choices,
+    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+  };
 }
 
 /** Where each choice is cut: the request's token limit and this choice's share of the size cap. */
@@ -54,10 +57,13 @@ function textChoice(body: ChatRequest, index: number, limits: Limits): SandboxCh
 
 function toolCallChoice(call: ProviderCall, tool: ToolDefinition, index: number, limits: Limits): SandboxChoice {
   const { name, parameters } = tool.function;
-  const full = JSON.stringify(sampleValue(parameters, lastUserText(call.body.messages) || 'sandbox', { bytes: limits.bytes }));
+  const full = JSON.stringify(
+    sampleValue(parameters, lastUserText(call.body.messages) || 'sandbox', { bytes: limits.bytes }),
+  );
   // Like OpenAI, a token limit cuts the arguments mid-JSON (the name counts against it too); so does the size cap.
   const capped = cutToBytes(full, limits.bytes);
-  const args = limits.tokens === undefined ? capped : cutToTokens(capped, Math.max(0, limits.tokens - countTextTokens(name)));
+  const args =
+    limits.tokens === undefined ? capped : cutToTokens(capped, Math.max(0, limits.tokens - countTextTokens(name)));
   const id = `call_${hash(`${call.requestId}/${index}/${name}`).toString(16).padStart(8, '0')}`;
   return {
     index,
@@ -89,7 +95,10 @@ function forcedTool(body: ChatRequest): ToolDefinition | undefined {
   const tools = body.tools ?? [];
   if (choice === 'required') {
     if (tools[0]) return tools[0];
-    throw badRequest("Invalid value for 'tool_choice': 'required' is only allowed when 'tools' are specified.", 'tool_choice');
+    throw badRequest(
+      "Invalid value for 'tool_choice': 'required' is only allowed when 'tools' are specified.",
+      'tool_choice',
+    );
   }
   const name = choice.function?.name;
   const tool = tools.find((candidate) => candidate.function.name === name);

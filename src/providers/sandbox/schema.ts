@@ -30,7 +30,9 @@ export function sampleValue(schema: unknown, text: string, budget = { bytes: Inf
       return null;
     default: {
       const properties = isObject(schema.properties) ? schema.properties : {};
-      return Object.fromEntries(Object.entries(properties).map(([name, value]) => [name, sampleValue(value, text, budget)]));
+      return Object.fromEntries(
+        Object.entries(properties).map(([name, value]) => [name, sampleValue(value, text, budget)]),
+      );
     }
   }
 }

@@ -10,7 +10,11 @@ type Head = Pick<ChatCompletionChunk, 'id' | 'object' | 'created' | 'model' | 's
  * Per choice: an opening delta, content (or argument) pieces, a closing delta with the finish reason; choices
  * interleaved as OpenAI does; then always a usage chunk. Returns early once the call is aborted.
  */
-export async function* streamAnswer(call: ProviderCall, answer: SandboxAnswer, head: Head): AsyncGenerator<ChatCompletionChunk> {
+export async function* streamAnswer(
+  call: ProviderCall,
+  answer: SandboxAnswer,
+  head: Head,
+): AsyncGenerator<ChatCompletionChunk> {
   const perChoice = answer.choices.map(choiceDeltas);
   const steps = Math.max(...perChoice.map((deltas) => deltas.length));
   for (let step = 0; step < steps; step++) {
@@ -40,7 +44,8 @@ function choiceDeltas(choice: SandboxChoice): ChunkChoice[] {
     const { id, type, function: fn } = choice.toolCall;
     const opening = { index: 0, id, type, function: { name: fn.name, arguments: '' } };
     parts.push(part({ role: 'assistant', content: null, tool_calls: [opening] }));
-    for (const piece of pieces(fn.arguments)) parts.push(part({ tool_calls: [{ index: 0, function: { arguments: piece } }] }));
+    for (const piece of pieces(fn.arguments))
+      parts.push(part({ tool_calls: [{ index: 0, function: { arguments: piece } }] }));
   } else {
     parts.push(part({ role: 'assistant', content: '' }));
     for (const piece of pieces(choice.content ?? '')) parts.push(part({ content: piece }));

@@ -27,7 +27,7 @@ export function loremText(seed: number): string {
   const random = mulberry32(seed);
   const pick = (count: number) => Math.floor(random() * count);
   const sentences: string[] = [];
-  for (let left = 30 + pick(31); left > 0; ) {
+  for (let left = 30 + pick(31); left > 0;) {
     const length = Math.min(left, 5 + pick(8));
     const words = Array.from({ length }, () => WORDS[pick(WORDS.length)]!).join(' ');
     sentences.push(`${words[0]!.toUpperCase()}${words.slice(1)}.`);

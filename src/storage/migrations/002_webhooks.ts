@@ -43,9 +43,21 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .addColumn('completed_at', 'bigint')
     .execute();
-  await db.schema.createIndex('webhook_deliveries_due').on('webhook_deliveries').columns(['status', 'next_attempt_at']).execute();
-  await db.schema.createIndex('webhook_deliveries_webhook').on('webhook_deliveries').columns(['webhook_id', 'id']).execute();
-  await db.schema.createIndex('webhook_deliveries_account').on('webhook_deliveries').columns(['account_id', 'status', 'id']).execute();
+  await db.schema
+    .createIndex('webhook_deliveries_due')
+    .on('webhook_deliveries')
+    .columns(['status', 'next_attempt_at'])
+    .execute();
+  await db.schema
+    .createIndex('webhook_deliveries_webhook')
+    .on('webhook_deliveries')
+    .columns(['webhook_id', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('webhook_deliveries_account')
+    .on('webhook_deliveries')
+    .columns(['account_id', 'status', 'id'])
+    .execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

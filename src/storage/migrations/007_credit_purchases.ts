@@ -21,7 +21,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('paid_at', 'bigint')
     .execute();
-  await db.schema.createIndex('credit_purchases_account').on('credit_purchases').columns(['account_id', 'id']).execute();
+  await db.schema
+    .createIndex('credit_purchases_account')
+    .on('credit_purchases')
+    .columns(['account_id', 'id'])
+    .execute();
 
   await db.schema
     .createTable('payment_events')
@@ -42,5 +46,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  for (const table of ['payment_customers', 'payment_events', 'credit_purchases']) await db.schema.dropTable(table).execute();
+  for (const table of ['payment_customers', 'payment_events', 'credit_purchases'])
+    await db.schema.dropTable(table).execute();
 }

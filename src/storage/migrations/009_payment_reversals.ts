@@ -37,12 +37,18 @@ export async function up(db: Kysely<unknown>): Promise<void> {
  * Kysely runs SQLite migrations outside a transaction, so this one opens its own.
  */
 async function dropSqliteBalanceCheck(db: Kysely<unknown>): Promise<void> {
-  const table = await sql<{ sql: string }>`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'accounts'`.execute(db);
+  const table = await sql<{
+    sql: string;
+  }>`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'accounts'`.execute(db);
   const definition = table.rows[0]?.sql ?? '';
   const check = /,\s*constraint\s+"?accounts_balance_not_negative"?\s+check\s*\(\s*balance_nano\s*>=\s*0\s*\)/i;
   if (!check.test(definition)) return;
-  const rebuilt = definition.replace(check, '').replace(/^create table\s+"?accounts"?/i, 'CREATE TABLE "accounts_rebuilt"');
-  const indexes = await sql<{ sql: string }>`SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'accounts' AND sql IS NOT NULL`.execute(db);
+  const rebuilt = definition
+    .replace(check, '')
+    .replace(/^create table\s+"?accounts"?/i, 'CREATE TABLE "accounts_rebuilt"');
+  const indexes = await sql<{
+    sql: string;
+  }>`SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'accounts' AND sql IS NOT NULL`.execute(db);
 
   await sql`PRAGMA foreign_keys = OFF`.execute(db);
   try {

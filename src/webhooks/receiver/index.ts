@@ -3,7 +3,15 @@
  * say, and signs one (for tests and for anyone who sends the same format). Depends on node:crypto only.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { HeaderSource, KnownEventType, KnownWebhookEvent, VerifyFailureReason, VerifyOptions, VerifyResult, WebhookEvent } from './types.js';
+import type {
+  HeaderSource,
+  KnownEventType,
+  KnownWebhookEvent,
+  VerifyFailureReason,
+  VerifyOptions,
+  VerifyResult,
+  WebhookEvent,
+} from './types.js';
 
 export type * from './types.js';
 
@@ -23,7 +31,11 @@ export function computeSignature(secret: string, timestamp: number | string, raw
 }
 
 /** The headers of a delivery of `rawBody` signed with `secret` (timestamp: now, in Unix seconds). */
-export function signWebhook(rawBody: string | Uint8Array, secret: string, options: { timestamp?: number } = {}): Record<string, string> {
+export function signWebhook(
+  rawBody: string | Uint8Array,
+  secret: string,
+  options: { timestamp?: number } = {},
+): Record<string, string> {
   const timestamp = options.timestamp ?? Math.floor(Date.now() / 1000);
   return {
     'content-type': 'application/json',
@@ -37,7 +49,12 @@ export function signWebhook(rawBody: string | Uint8Array, secret: string, option
  * Checks a delivery: `rawBody` must be the exact bytes received (not re-serialised JSON). Returns the typed
  * event, or the reason of the first rule that failed.
  */
-export function verifyWebhook(rawBody: string | Uint8Array, headers: HeaderSource, secret: string, options: VerifyOptions = {}): VerifyResult {
+export function verifyWebhook(
+  rawBody: string | Uint8Array,
+  headers: HeaderSource,
+  secret: string,
+  options: VerifyOptions = {},
+): VerifyResult {
   if (typeof rawBody !== 'string' && !(rawBody instanceof Uint8Array)) {
     throw new TypeError('verifyWebhook needs the raw request body (string or Buffer), not parsed JSON');
   }
@@ -52,7 +69,8 @@ export function verifyWebhook(rawBody: string | Uint8Array, headers: HeaderSourc
   // Rule 2.
   if (!/^\d{1,15}$/.test(timestamp)) return fail('invalid_timestamp', 'X-Webhook-Timestamp is not an integer');
   // Rule 3.
-  if (now - Number(timestamp) > maxAge) return fail('timestamp_too_old', `X-Webhook-Timestamp is older than ${maxAge} seconds`);
+  if (now - Number(timestamp) > maxAge)
+    return fail('timestamp_too_old', `X-Webhook-Timestamp is older than ${maxAge} seconds`);
   // Rule 4.
   const algorithm = (header(headers, ALGORITHM_HEADER) ?? 'sha256').toLowerCase();
   if (algorithm !== 'sha256') return fail('unsupported_algorithm', `Unsupported X-Webhook-Algorithm "${algorithm}"`);
@@ -86,7 +104,10 @@ export function verifyWebhook(rawBody: string | Uint8Array, headers: HeaderSourc
 }
 
 /** Narrows a verified event to one known type. */
-export function isEventType<T extends KnownEventType>(event: WebhookEvent, type: T): event is Extract<KnownWebhookEvent, { event: T }> {
+export function isEventType<T extends KnownEventType>(
+  event: WebhookEvent,
+  type: T,
+): event is Extract<KnownWebhookEvent, { event: T }> {
   return event.event === type;
 }
 

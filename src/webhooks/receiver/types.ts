@@ -46,9 +46,12 @@ export type KnownEventType = keyof WebhookDataByType;
 
 /** The envelope of spec 6.2; `credit.low_balance` also carries spec 6.1's `type` and `created`. */
 export type KnownWebhookEvent = {
-  [T in KnownEventType]: { id: string; timestamp: string; event: T; data: WebhookDataByType[T] } & (T extends 'credit.low_balance'
-    ? { type: 'credit.low_balance'; created: number }
-    : unknown);
+  [T in KnownEventType]: {
+    id: string;
+    timestamp: string;
+    event: T;
+    data: WebhookDataByType[T];
+  } & (T extends 'credit.low_balance' ? { type: 'credit.low_balance'; created: number } : unknown);
 }[KnownEventType];
 
 /** A type this version of the library does not know yet (valid under rules 5 and 6, passed through). */
@@ -79,7 +82,8 @@ export type VerifyFailureReason =
   /** Rule 6. */
   | 'missing_fields';
 
-export type VerifyResult = { ok: true; event: WebhookEvent } | { ok: false; reason: VerifyFailureReason; message: string };
+export type VerifyResult =
+  { ok: true; event: WebhookEvent } | { ok: false; reason: VerifyFailureReason; message: string };
 
 /** Node's `IncomingHttpHeaders`, a plain object, or a Fetch `Headers`. */
 export type HeaderSource = Record<string, string | string[] | undefined> | { get(name: string): string | null };

@@ -67,10 +67,26 @@ export const creditsPage: Page = (container) => {
       <section class="card" aria-labelledby="limits-heading">
         <h2 id="limits-heading">Limits of your plan</h2>
         <dl class="facts">
-          <div><dt>Requests per minute</dt><dd>${count(o.limits.rate_limit.requests_per_minute)}</dd></div>
-          <div><dt>Tokens per minute</dt><dd>${count(o.limits.rate_limit.tokens_per_minute)}</dd></div>
-          <div><dt>Daily limit</dt><dd>${o.limits.daily_limit ? usd(o.limits.daily_limit.credits) : 'None'}</dd></div>
-          ${o.limits.daily_limit ? html`<div><dt>Left today</dt><dd>${usd(o.limits.daily_limit.remaining)}</dd></div>` : null}
+          <div>
+            <dt>Requests per minute</dt>
+            <dd>${count(o.limits.rate_limit.requests_per_minute)}</dd>
+          </div>
+          <div>
+            <dt>Tokens per minute</dt>
+            <dd>${count(o.limits.rate_limit.tokens_per_minute)}</dd>
+          </div>
+          <div>
+            <dt>Daily limit</dt>
+            <dd>${o.limits.daily_limit ? usd(o.limits.daily_limit.credits) : 'None'}</dd>
+          </div>
+          ${
+            o.limits.daily_limit
+              ? html`<div>
+                  <dt>Left today</dt>
+                  <dd>${usd(o.limits.daily_limit.remaining)}</dd>
+                </div>`
+              : null
+          }
         </dl>
       </section>
     `;
@@ -80,29 +96,43 @@ export const creditsPage: Page = (container) => {
     return html`
       <section class="card" aria-labelledby="usage-heading">
         <h2 id="usage-heading">Last 30 days</h2>
-        <div class="chart tall"><canvas id="daily-chart" role="img" aria-label="Daily spend and tokens over the last 30 days"></canvas></div>
+        <div class="chart tall">
+          <canvas id="daily-chart" role="img" aria-label="Daily spend and tokens over the last 30 days"></canvas>
+        </div>
         <h3>By model</h3>
-        ${h.models.length
-          ? html`<div class="chart"><canvas id="model-chart" role="img" aria-label="Spend per model"></canvas></div>
-              <div class="table-wrap">
-                <table id="model-usage" class="cards-on-mobile">
-                  <caption class="visually-hidden">Usage per model over the last 30 days</caption>
-                  <thead><tr><th>Model</th><th class="num">Requests</th><th class="num">Prompt tokens</th><th class="num">Completion tokens</th><th class="num">Spend</th></tr></thead>
-                  <tbody>
-                    ${h.models.map(
-                      (m) =>
-                        html`<tr>
-                          <td data-label="Model">${m.model}</td>
-                          <td data-label="Requests" class="num">${count(m.requests)}</td>
-                          <td data-label="Prompt tokens" class="num">${count(m.prompt_tokens)}</td>
-                          <td data-label="Completion tokens" class="num">${count(m.completion_tokens)}</td>
-                          <td data-label="Spend" class="num">${usd(m.credits)}</td>
-                        </tr>`,
-                    )}
-                  </tbody>
-                </table>
-              </div>`
-          : html`<p class="muted">No requests in the last 30 days.</p>`}
+        ${
+          h.models.length
+            ? html`<div class="chart"><canvas id="model-chart" role="img" aria-label="Spend per model"></canvas></div>
+                <div class="table-wrap">
+                  <table id="model-usage" class="cards-on-mobile">
+                    <caption class="visually-hidden">
+                      Usage per model over the last 30 days
+                    </caption>
+                    <thead>
+                      <tr>
+                        <th>Model</th>
+                        <th class="num">Requests</th>
+                        <th class="num">Prompt tokens</th>
+                        <th class="num">Completion tokens</th>
+                        <th class="num">Spend</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      ${h.models.map(
+                        (m) =>
+                          html`<tr>
+                            <td data-label="Model">${m.model}</td>
+                            <td data-label="Requests" class="num">${count(m.requests)}</td>
+                            <td data-label="Prompt tokens" class="num">${count(m.prompt_tokens)}</td>
+                            <td data-label="Completion tokens" class="num">${count(m.completion_tokens)}</td>
+                            <td data-label="Spend" class="num">${usd(m.credits)}</td>
+                          </tr>`,
+                      )}
+                    </tbody>
+                  </table>
+                </div>`
+            : html`<p class="muted">No requests in the last 30 days.</p>`
+        }
       </section>
     `;
   }
@@ -114,7 +144,10 @@ export const creditsPage: Page = (container) => {
           <h1>Credits &amp; usage</h1>
           <label class="inline">
             Usage of
-            <select aria-label="Usage of which keys" @change=${(e: Event) => ((environment = (e.target as HTMLSelectElement).value as 'live' | 'test'), void load())}>
+            <select
+              aria-label="Usage of which keys"
+              @change=${(e: Event) => ((environment = (e.target as HTMLSelectElement).value as 'live' | 'test'), void load())}
+            >
               <option value="live" ?selected=${environment === 'live'}>live keys</option>
               <option value="test" ?selected=${environment === 'test'}>test keys</option>
             </select>

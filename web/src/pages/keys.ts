@@ -105,15 +105,27 @@ export const keysPage: Page = (container, app) => {
     <section class="card new-key" aria-labelledby="new-key-heading">
       <h2 id="new-key-heading" tabindex="-1">${entry.first ? 'Your first API key' : 'Your new API key'}</h2>
       <p class="warning" role="note">
-        <strong>Copy this key now.</strong> It is shown only once and cannot be shown again; if you lose it, create a new key.
+        <strong>Copy this key now.</strong> It is shown only once and cannot be shown again; if you lose it, create a
+        new key.
       </p>
       <div class="copy-row">
         <label class="visually-hidden" for="new-key-value">API key ${entry.key.name}</label>
-        <input id="new-key-value" class="mono" readonly .value=${entry.key.key ?? ''} @focus=${(e: Event) => (e.target as HTMLInputElement).select()} />
+        <input
+          id="new-key-value"
+          class="mono"
+          readonly
+          .value=${entry.key.key ?? ''}
+          @focus=${(e: Event) => (e.target as HTMLInputElement).select()}
+        />
         <button type="button" @click=${copy}>${copied ? 'Copied' : 'Copy'}</button>
       </div>
-      <p class="help">Use it from server-side code: <code>Authorization: Bearer &lt;key&gt;</code> with base URL <code>${location.origin}/v1</code>.</p>
-      <button type="button" class="secondary" @click=${() => ((created = undefined), draw())}>I have stored the key</button>
+      <p class="help">
+        Use it from server-side code: <code>Authorization: Bearer &lt;key&gt;</code> with base URL
+        <code>${location.origin}/v1</code>.
+      </p>
+      <button type="button" class="secondary" @click=${() => ((created = undefined), draw())}>
+        I have stored the key
+      </button>
     </section>
   `;
 
@@ -129,21 +141,27 @@ export const keysPage: Page = (container, app) => {
           <label class="inline"><input type="radio" name="environment" value="test" /> Test (sandbox, free)</label>
         </fieldset>
         <label for="key-permissions">Permissions</label>
-        <select id="key-permissions" name="permissions" @change=${(e: Event) => ((permission = (e.target as HTMLSelectElement).value), draw())}>
+        <select
+          id="key-permissions"
+          name="permissions"
+          @change=${(e: Event) => ((permission = (e.target as HTMLSelectElement).value), draw())}
+        >
           <option value="full">Full access</option>
           <option value="read_only">Read-only (models and balance)</option>
           <option value="project">Project (chosen models, own spend limit)</option>
         </select>
-        ${permission === 'project'
-          ? html`<fieldset>
-                <legend>Allowed models <span class="muted">(none selected = all)</span></legend>
-                <div class="checklist">
-                  ${models.map((m) => html`<label class="inline"><input type="checkbox" name="models" value=${m.id} /> ${m.id}</label>`)}
-                </div>
-              </fieldset>
-              <label for="key-spend-limit">Spend limit (USD, optional)</label>
-              <input id="key-spend-limit" name="spend_limit" type="number" min="0" step="0.01" inputmode="decimal" />`
-          : null}
+        ${
+          permission === 'project'
+            ? html`<fieldset>
+                  <legend>Allowed models <span class="muted">(none selected = all)</span></legend>
+                  <div class="checklist">
+                    ${models.map((m) => html`<label class="inline"><input type="checkbox" name="models" value=${m.id} /> ${m.id}</label>`)}
+                  </div>
+                </fieldset>
+                <label for="key-spend-limit">Spend limit (USD, optional)</label>
+                <input id="key-spend-limit" name="spend_limit" type="number" min="0" step="0.01" inputmode="decimal" />`
+            : null
+        }
         ${formError ? html`<p class="error" role="alert">${formError}</p>` : null}
         <div class="actions">
           <button type="submit">Create key</button>
@@ -161,15 +179,23 @@ export const keysPage: Page = (container, app) => {
       <td data-label="Permissions">
         <div>
           ${PERMISSION_LABELS[key.permissions]}
-          ${key.permissions === 'project'
-            ? html`<div class="muted small">${key.models.length ? key.models.join(', ') : 'all models'}${key.spend_limit !== null ? html` · limit ${usd(key.spend_limit)}` : null}</div>`
-            : null}
+          ${
+            key.permissions === 'project'
+              ? html`<div class="muted small">
+                  ${key.models.length ? key.models.join(', ') : 'all models'}${key.spend_limit !== null ? html` · limit ${usd(key.spend_limit)}` : null}
+                </div>`
+              : null
+          }
         </div>
       </td>
       <td data-label="Created">${date(key.created)}</td>
       <td data-label="Last used">${dateTime(key.last_used)}</td>
-      <td data-label="Status"><span class="badge ${key.revoked ? 'off' : 'on'}">${key.revoked ? 'Revoked' : 'Active'}</span></td>
-      <td data-label="">${key.revoked ? null : html`<button type="button" class="danger small" @click=${() => askRevoke(key)}>Revoke<span class="visually-hidden"> ${key.name}</span></button>`}</td>
+      <td data-label="Status">
+        <span class="badge ${key.revoked ? 'off' : 'on'}">${key.revoked ? 'Revoked' : 'Active'}</span>
+      </td>
+      <td data-label="">
+        ${key.revoked ? null : html`<button type="button" class="danger small" @click=${() => askRevoke(key)}>Revoke<span class="visually-hidden"> ${key.name}</span></button>`}
+      </td>
     </tr>
   `;
 
@@ -183,23 +209,46 @@ export const keysPage: Page = (container, app) => {
         <p class="status ${noticeFailed ? 'failed' : ''}" role="status">${notice}</p>
         ${created ? newKeyPanel(created) : null} ${creating ? createForm() : null}
         ${loadError ? html`<p class="error" role="alert">${loadError}</p>` : null}
-        ${keys === undefined
-          ? html`<p class="loading">Loading keys…</p>`
-          : keys.length === 0
-            ? html`<p class="muted">No keys yet. Create one to call the API.</p>`
-            : html`<div class="table-wrap">
-                <table class="cards-on-mobile">
-                  <caption class="visually-hidden">Your API keys</caption>
-                  <thead><tr><th>Name</th><th>Key</th><th>Environment</th><th>Permissions</th><th>Created</th><th>Last used</th><th>Status</th><th><span class="visually-hidden">Actions</span></th></tr></thead>
-                  <tbody>${keys.map(keyRow)}</tbody>
-                </table>
-              </div>`}
+        ${
+          keys === undefined
+            ? html`<p class="loading">Loading keys…</p>`
+            : keys.length === 0
+              ? html`<p class="muted">No keys yet. Create one to call the API.</p>`
+              : html`<div class="table-wrap">
+                  <table class="cards-on-mobile">
+                    <caption class="visually-hidden">
+                      Your API keys
+                    </caption>
+                    <thead>
+                      <tr>
+                        <th>Name</th>
+                        <th>Key</th>
+                        <th>Environment</th>
+                        <th>Permissions</th>
+                        <th>Created</th>
+                        <th>Last used</th>
+                        <th>Status</th>
+                        <th><span class="visually-hidden">Actions</span></th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      ${keys.map(keyRow)}
+                    </tbody>
+                  </table>
+                </div>`
+        }
         <dialog id="revoke-dialog" aria-labelledby="revoke-title" @close=${() => (revoking = undefined)}>
           <h2 id="revoke-title">Revoke key “${revoking?.name}”?</h2>
           <p>Requests with <code>${revoking?.hint}</code> will be refused immediately. This cannot be undone.</p>
           <div class="actions">
             <button type="button" class="danger" @click=${confirmRevoke}>Revoke key</button>
-            <button type="button" class="secondary" @click=${() => container.querySelector<HTMLDialogElement>('#revoke-dialog')?.close()}>Cancel</button>
+            <button
+              type="button"
+              class="secondary"
+              @click=${() => container.querySelector<HTMLDialogElement>('#revoke-dialog')?.close()}
+            >
+              Cancel
+            </button>
           </div>
         </dialog>
       `,

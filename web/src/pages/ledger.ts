@@ -14,7 +14,10 @@ export function ledgerSection(container: HTMLElement): void {
 
   async function load() {
     try {
-      page = await api<List<LedgerEntry>>('GET', `/ledger?limit=${PAGE}${cursor ? `&before=${encodeURIComponent(cursor)}` : ''}`);
+      page = await api<List<LedgerEntry>>(
+        'GET',
+        `/ledger?limit=${PAGE}${cursor ? `&before=${encodeURIComponent(cursor)}` : ''}`,
+      );
       error = '';
     } catch (caught) {
       error = (caught as Error).message;
@@ -39,7 +42,9 @@ export function ledgerSection(container: HTMLElement): void {
       <td data-label="Amount" class="num ${e.amount < 0 ? 'negative' : 'positive'}">${usd(e.amount)}</td>
       <td data-label="Balance after" class="num">${usd(e.balance_after)}</td>
       <td data-label="Model or note">${e.model ?? e.note ?? ''}</td>
-      <td data-label="Tokens" class="num">${e.prompt_tokens === null ? '' : count((e.prompt_tokens ?? 0) + (e.completion_tokens ?? 0))}</td>
+      <td data-label="Tokens" class="num">
+        ${e.prompt_tokens === null ? '' : count((e.prompt_tokens ?? 0) + (e.completion_tokens ?? 0))}
+      </td>
       <td data-label="Request"><code class="small">${e.request_id ?? ''}</code></td>
     </tr>
   `;
@@ -50,20 +55,40 @@ export function ledgerSection(container: HTMLElement): void {
         <section class="card" aria-labelledby="ledger-heading">
           <h2 id="ledger-heading">Ledger</h2>
           ${error ? html`<p class="error" role="alert">${error}</p>` : null}
-          ${!page
-            ? html`<p class="loading">Loading…</p>`
-            : html`<div class="table-wrap">
-                  <table id="ledger" class="cards-on-mobile">
-                    <caption class="visually-hidden">Ledger entries, newest first</caption>
-                    <thead><tr><th>Time</th><th>Kind</th><th class="num">Amount</th><th class="num">Balance after</th><th>Model or note</th><th class="num">Tokens</th><th>Request</th></tr></thead>
-                    <tbody>${page.data.map(row)}</tbody>
-                  </table>
-                </div>
-                <nav class="pager" aria-label="Ledger pages">
-                  <button type="button" class="secondary small" ?disabled=${cursors.length === 0} @click=${newer}>Newer</button>
-                  <span class="muted small">Page ${cursors.length + 1}</span>
-                  <button type="button" class="secondary small" ?disabled=${!page.has_more} @click=${older}>Older</button>
-                </nav>`}
+          ${
+            !page
+              ? html`<p class="loading">Loading…</p>`
+              : html`<div class="table-wrap">
+                    <table id="ledger" class="cards-on-mobile">
+                      <caption class="visually-hidden">
+                        Ledger entries, newest first
+                      </caption>
+                      <thead>
+                        <tr>
+                          <th>Time</th>
+                          <th>Kind</th>
+                          <th class="num">Amount</th>
+                          <th class="num">Balance after</th>
+                          <th>Model or note</th>
+                          <th class="num">Tokens</th>
+                          <th>Request</th>
+                        </tr>
+                      </thead>
+                      <tbody>
+                        ${page.data.map(row)}
+                      </tbody>
+                    </table>
+                  </div>
+                  <nav class="pager" aria-label="Ledger pages">
+                    <button type="button" class="secondary small" ?disabled=${cursors.length === 0} @click=${newer}>
+                      Newer
+                    </button>
+                    <span class="muted small">Page ${cursors.length + 1}</span>
+                    <button type="button" class="secondary small" ?disabled=${!page.has_more} @click=${older}>
+                      Older
+                    </button>
+                  </nav>`
+          }
         </section>
       `,
       container,

@@ -48,16 +48,32 @@ export const modelsPage: Page = (container) => {
 
   const row = (m: Model) => html`
     <tr>
-      <td data-label="Model"><div><strong>${m.id}</strong><div class="muted small">${m.provider.name}${m.aliases?.length ? ` · also ${m.aliases.join(', ')}` : ''}</div></div></td>
+      <td data-label="Model">
+        <div>
+          <strong>${m.id}</strong>
+          <div class="muted small">${m.provider.name}${m.aliases?.length ? ` · also ${m.aliases.join(', ')}` : ''}</div>
+        </div>
+      </td>
       <td data-label="Prompt / 1K" class="num">${price(m.pricing.prompt)}</td>
       <td data-label="Completion / 1K" class="num">${price(m.pricing.completion)}</td>
       <td data-label="Context" class="num">${count(m.context_length)}</td>
       <td data-label="Max output" class="num">${count(m.max_tokens)}</td>
-      <td data-label="Capabilities"><ul class="chips">${CAPABILITIES.filter((c) => m.capabilities[c]).map((c) => html`<li>${c.replace('_', ' ')}</li>`)}</ul></td>
-      <td data-label="Avg response" class="num">${orDash(m.performance.avg_response_time, (v) => `${v.toFixed(2)} s`)}</td>
+      <td data-label="Capabilities">
+        <ul class="chips">
+          ${CAPABILITIES.filter((c) => m.capabilities[c]).map((c) => html`<li>${c.replace('_', ' ')}</li>`)}
+        </ul>
+      </td>
+      <td data-label="Avg response" class="num">
+        ${orDash(m.performance.avg_response_time, (v) => `${v.toFixed(2)} s`)}
+      </td>
       <td data-label="Tokens/s" class="num">${orDash(m.performance.avg_tokens_per_second, (v) => v.toFixed(1))}</td>
       <td data-label="Uptime" class="num">${orDash(m.performance.uptime_percentage, (v) => `${v.toFixed(1)}%`)}</td>
-      <td data-label="Status"><div><span class="badge ${m.status.active ? 'on' : 'off'}">${m.status.active ? 'Active' : 'Unavailable'}</span><div class="muted small">${m.status.message}</div></div></td>
+      <td data-label="Status">
+        <div>
+          <span class="badge ${m.status.active ? 'on' : 'off'}">${m.status.active ? 'Active' : 'Unavailable'}</span>
+          <div class="muted small">${m.status.message}</div>
+        </div>
+      </td>
     </tr>
   `;
 
@@ -66,33 +82,64 @@ export const modelsPage: Page = (container) => {
       html`
         <div class="page-head"><h1>Models</h1></div>
         <form class="filters" @submit=${(e: Event) => e.preventDefault()} aria-label="Filter models">
-          <label>Provider
+          <label
+            >Provider
             <select name="provider" @change=${change('provider')}>
               <option value="">All providers</option>
               ${providers.map((p) => html`<option value=${p.id} ?selected=${filter.provider === p.id}>${p.name}</option>`)}
             </select>
           </label>
-          <label>Capability
+          <label
+            >Capability
             <select name="capability" @change=${change('capability')}>
               ${CAPABILITY_FILTERS.map(([value, label]) => html`<option value=${value} ?selected=${filter.capability === value}>${label}</option>`)}
             </select>
           </label>
-          <label class="inline"><input type="checkbox" name="active_only" ?checked=${filter.active_only}
-            @change=${(e: Event) => ((filter.active_only = (e.target as HTMLInputElement).checked), void load())} /> Active models only</label>
+          <label class="inline"
+            ><input
+              type="checkbox"
+              name="active_only"
+              ?checked=${filter.active_only}
+              @change=${(e: Event) => ((filter.active_only = (e.target as HTMLInputElement).checked), void load())}
+            />
+            Active models only</label
+          >
         </form>
-        <p class="help">Prices are USD per 1,000 tokens. Performance is measured live: response time and speed over the last hour, uptime over the last 24 hours.</p>
+        <p class="help">
+          Prices are USD per 1,000 tokens. Performance is measured live: response time and speed over the last hour,
+          uptime over the last 24 hours.
+        </p>
         ${error ? html`<p class="error" role="alert">${error}</p>` : null}
-        ${models === undefined
-          ? html`<p class="loading">Loading models…</p>`
-          : models.length === 0
-            ? html`<p class="muted">No model matches these filters.</p>`
-            : html`<div class="table-wrap">
-                <table id="models" class="cards-on-mobile">
-                  <caption class="visually-hidden">Models</caption>
-                  <thead><tr><th>Model</th><th class="num">Prompt / 1K</th><th class="num">Completion / 1K</th><th class="num">Context</th><th class="num">Max output</th><th>Capabilities</th><th class="num">Avg response</th><th class="num">Tokens/s</th><th class="num">Uptime</th><th>Status</th></tr></thead>
-                  <tbody>${models.map(row)}</tbody>
-                </table>
-              </div>`}
+        ${
+          models === undefined
+            ? html`<p class="loading">Loading models…</p>`
+            : models.length === 0
+              ? html`<p class="muted">No model matches these filters.</p>`
+              : html`<div class="table-wrap">
+                  <table id="models" class="cards-on-mobile">
+                    <caption class="visually-hidden">
+                      Models
+                    </caption>
+                    <thead>
+                      <tr>
+                        <th>Model</th>
+                        <th class="num">Prompt / 1K</th>
+                        <th class="num">Completion / 1K</th>
+                        <th class="num">Context</th>
+                        <th class="num">Max output</th>
+                        <th>Capabilities</th>
+                        <th class="num">Avg response</th>
+                        <th class="num">Tokens/s</th>
+                        <th class="num">Uptime</th>
+                        <th>Status</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      ${models.map(row)}
+                    </tbody>
+                  </table>
+                </div>`
+        }
       `,
       container,
     );

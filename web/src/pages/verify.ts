@@ -33,11 +33,15 @@ export const verifyPage: Page = (container, app) => {
       html`
         <section class="auth card">
           <h1>Confirm your email</h1>
-          ${state === 'done'
-            ? html`<p>Your email is confirmed. <a href="/dashboard/signin">Sign in</a> to continue.</p>`
-            : html`<p class="muted">One click finishes creating your account.</p>
-                ${error ? html`<p class="error" role="alert">${error}</p>` : null}
-                <button type="button" ?disabled=${!token || state === 'busy'} @click=${confirm}>Confirm my email</button>`}
+          ${
+            state === 'done'
+              ? html`<p>Your email is confirmed. <a href="/dashboard/signin">Sign in</a> to continue.</p>`
+              : html`<p class="muted">One click finishes creating your account.</p>
+                  ${error ? html`<p class="error" role="alert">${error}</p>` : null}
+                  <button type="button" ?disabled=${!token || state === 'busy'} @click=${confirm}>
+                    Confirm my email
+                  </button>`
+          }
         </section>
       `,
       container,

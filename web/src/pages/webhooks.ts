@@ -16,10 +16,19 @@ const EVENTS: Array<[string, string]> = [
 /** A signing secret made in the browser: 32 random bytes, base64url. */
 function newSecret(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return `whsec_${btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')}`;
+  return `whsec_${btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '')}`;
 }
 
-const STATUS_BADGE: Record<Delivery['status'], string> = { succeeded: 'on', dead: 'off', failed: 'off', pending: '', delivering: '' };
+const STATUS_BADGE: Record<Delivery['status'], string> = {
+  succeeded: 'on',
+  dead: 'off',
+  failed: 'off',
+  pending: '',
+  delivering: '',
+};
 
 export const webhooksPage: Page = (container) => {
   let endpoints: Webhook[] | undefined;
@@ -97,7 +106,10 @@ export const webhooksPage: Page = (container) => {
     failed = false;
     draw();
     try {
-      const result = await api<{ success: boolean; status: number | null; error: string | null }>('POST', `/webhooks/${encodeURIComponent(webhook.id)}/test`);
+      const result = await api<{ success: boolean; status: number | null; error: string | null }>(
+        'POST',
+        `/webhooks/${encodeURIComponent(webhook.id)}/test`,
+      );
       failed = !result.success;
       notice = result.success
         ? `Test event delivered to ${webhook.url} (HTTP ${result.status}).`
@@ -141,15 +153,23 @@ export const webhooksPage: Page = (container) => {
       <h2 id="secret-heading" tabindex="-1">Endpoint added</h2>
       <p><code class="url">${webhook.url}</code> signs every delivery with this secret.</p>
       <p class="warning" role="note">
-        <strong>Copy this secret now.</strong> It is shown only once and cannot be shown again. Your receiver checks each delivery's
-        signature with it (<code>verifyWebhook</code> of <code>tollgate/webhooks</code>).
+        <strong>Copy this secret now.</strong> It is shown only once and cannot be shown again. Your receiver checks
+        each delivery's signature with it (<code>verifyWebhook</code> of <code>tollgate/webhooks</code>).
       </p>
       <div class="copy-row">
         <label class="visually-hidden" for="webhook-secret">Signing secret</label>
-        <input id="webhook-secret" class="mono" readonly .value=${webhook.secret ?? ''} @focus=${(e: Event) => (e.target as HTMLInputElement).select()} />
+        <input
+          id="webhook-secret"
+          class="mono"
+          readonly
+          .value=${webhook.secret ?? ''}
+          @focus=${(e: Event) => (e.target as HTMLInputElement).select()}
+        />
         <button type="button" @click=${copySecret}>${copied ? 'Copied' : 'Copy'}</button>
       </div>
-      <button type="button" class="secondary" @click=${() => ((created = undefined), draw())}>I have stored the secret</button>
+      <button type="button" class="secondary" @click=${() => ((created = undefined), draw())}>
+        I have stored the secret
+      </button>
     </section>
   `;
 
@@ -164,7 +184,10 @@ export const webhooksPage: Page = (container) => {
           <div class="checklist">
             ${EVENTS.map(
               ([type, label]) =>
-                html`<label class="inline"><input type="checkbox" name="events" value=${type} ?checked=${type === 'credit.low_balance'} /> ${label} <code class="small">${type}</code></label>`,
+                html`<label class="inline"
+                  ><input type="checkbox" name="events" value=${type} ?checked=${type === 'credit.low_balance'} />
+                  ${label} <code class="small">${type}</code></label
+                >`,
             )}
           </div>
         </fieldset>
@@ -183,14 +206,29 @@ export const webhooksPage: Page = (container) => {
 
   const endpointRow = (w: Webhook) => html`
     <tr>
-      <td data-label="URL"><div><code class="url">${w.url}</code>${w.description ? html`<div class="muted small">${w.description}</div>` : null}</div></td>
-      <td data-label="Events"><ul class="chips">${w.events.map((e) => html`<li>${e.type}</li>`)}</ul></td>
+      <td data-label="URL">
+        <div>
+          <code class="url">${w.url}</code
+          >${w.description ? html`<div class="muted small">${w.description}</div>` : null}
+        </div>
+      </td>
+      <td data-label="Events">
+        <ul class="chips">
+          ${w.events.map((e) => html`<li>${e.type}</li>`)}
+        </ul>
+      </td>
       <td data-label="Attempts" class="num">${w.retryConfig.maxAttempts}</td>
       <td data-label="Created">${dateTime(w.created)}</td>
       <td data-label="">
         <div class="actions tight">
-          <button type="button" class="secondary small" @click=${() => sendTest(w)}>Send test<span class="visually-hidden"> to ${w.url}</span></button>
-          <button type="button" class="danger small" @click=${() => ((deleting = w), draw(), container.querySelector<HTMLDialogElement>('#delete-dialog')?.showModal())}>
+          <button type="button" class="secondary small" @click=${() => sendTest(w)}>
+            Send test<span class="visually-hidden"> to ${w.url}</span>
+          </button>
+          <button
+            type="button"
+            class="danger small"
+            @click=${() => ((deleting = w), draw(), container.querySelector<HTMLDialogElement>('#delete-dialog')?.showModal())}
+          >
             Delete<span class="visually-hidden"> ${w.url}</span>
           </button>
         </div>
@@ -219,7 +257,11 @@ export const webhooksPage: Page = (container) => {
       <td data-label="Event"><code>${d.event}</code></td>
       <td data-label="Attempts" class="num">${d.attempts}</td>
       <td data-label="Last error" class="small">${result(d)}</td>
-      <td data-label=""><button type="button" class="small" @click=${() => replay(d)}>Replay<span class="visually-hidden"> ${d.event} ${d.id}</span></button></td>
+      <td data-label="">
+        <button type="button" class="small" @click=${() => replay(d)}>
+          Replay<span class="visually-hidden"> ${d.event} ${d.id}</span>
+        </button>
+      </td>
     </tr>
   `;
 
@@ -236,53 +278,112 @@ export const webhooksPage: Page = (container) => {
         <p class="status ${failed ? 'failed' : ''}" role="status">${notice}</p>
         ${created ? secretPanel(created) : null} ${adding ? addForm() : null}
         ${loadError ? html`<p class="error" role="alert">${loadError}</p>` : null}
-        ${endpoints === undefined
-          ? html`<p class="loading">Loading webhooks…</p>`
-          : html`
-              <section class="card" aria-labelledby="endpoints-heading">
-                <h2 id="endpoints-heading">Endpoints</h2>
-                ${endpoints.length === 0
-                  ? html`<p class="muted">No endpoints yet. Add one to receive low-balance alerts and request events.</p>`
-                  : html`<div class="table-wrap">
-                      <table id="endpoints" class="cards-on-mobile">
-                        <caption class="visually-hidden">Webhook endpoints</caption>
-                        <thead><tr><th>URL</th><th>Events</th><th class="num">Attempts</th><th>Created</th><th><span class="visually-hidden">Actions</span></th></tr></thead>
-                        <tbody>${endpoints.map(endpointRow)}</tbody>
-                      </table>
-                    </div>`}
-              </section>
-              <section class="card" aria-labelledby="deliveries-heading">
-                <h2 id="deliveries-heading">Recent deliveries</h2>
-                ${deliveries.length === 0
-                  ? html`<p class="muted">No deliveries yet.</p>`
-                  : html`<div class="table-wrap">
-                      <table id="deliveries" class="cards-on-mobile">
-                        <caption class="visually-hidden">Recent webhook deliveries, newest first</caption>
-                        <thead><tr><th>Time</th><th>Endpoint</th><th>Event</th><th>Status</th><th class="num">Attempts</th><th>Result</th></tr></thead>
-                        <tbody>${deliveries.map(deliveryRow)}</tbody>
-                      </table>
-                    </div>`}
-              </section>
-              <section class="card" aria-labelledby="dead-heading">
-                <h2 id="dead-heading">Dead letters</h2>
-                <p class="help">Deliveries that failed every attempt. Replay sends the event again with a fresh set of attempts.</p>
-                ${dead.length === 0
-                  ? html`<p class="muted">No dead letters.</p>`
-                  : html`<div class="table-wrap">
-                      <table id="dead-letters" class="cards-on-mobile">
-                        <caption class="visually-hidden">Dead letters, newest first</caption>
-                        <thead><tr><th>Time</th><th>Endpoint</th><th>Event</th><th class="num">Attempts</th><th>Last error</th><th><span class="visually-hidden">Actions</span></th></tr></thead>
-                        <tbody>${dead.map(deadRow)}</tbody>
-                      </table>
-                    </div>`}
-              </section>
-            `}
+        ${
+          endpoints === undefined
+            ? html`<p class="loading">Loading webhooks…</p>`
+            : html`
+                <section class="card" aria-labelledby="endpoints-heading">
+                  <h2 id="endpoints-heading">Endpoints</h2>
+                  ${
+                    endpoints.length === 0
+                      ? html`<p class="muted">
+                          No endpoints yet. Add one to receive low-balance alerts and request events.
+                        </p>`
+                      : html`<div class="table-wrap">
+                          <table id="endpoints" class="cards-on-mobile">
+                            <caption class="visually-hidden">
+                              Webhook endpoints
+                            </caption>
+                            <thead>
+                              <tr>
+                                <th>URL</th>
+                                <th>Events</th>
+                                <th class="num">Attempts</th>
+                                <th>Created</th>
+                                <th><span class="visually-hidden">Actions</span></th>
+                              </tr>
+                            </thead>
+                            <tbody>
+                              ${endpoints.map(endpointRow)}
+                            </tbody>
+                          </table>
+                        </div>`
+                  }
+                </section>
+                <section class="card" aria-labelledby="deliveries-heading">
+                  <h2 id="deliveries-heading">Recent deliveries</h2>
+                  ${
+                    deliveries.length === 0
+                      ? html`<p class="muted">No deliveries yet.</p>`
+                      : html`<div class="table-wrap">
+                          <table id="deliveries" class="cards-on-mobile">
+                            <caption class="visually-hidden">
+                              Recent webhook deliveries, newest first
+                            </caption>
+                            <thead>
+                              <tr>
+                                <th>Time</th>
+                                <th>Endpoint</th>
+                                <th>Event</th>
+                                <th>Status</th>
+                                <th class="num">Attempts</th>
+                                <th>Result</th>
+                              </tr>
+                            </thead>
+                            <tbody>
+                              ${deliveries.map(deliveryRow)}
+                            </tbody>
+                          </table>
+                        </div>`
+                  }
+                </section>
+                <section class="card" aria-labelledby="dead-heading">
+                  <h2 id="dead-heading">Dead letters</h2>
+                  <p class="help">
+                    Deliveries that failed every attempt. Replay sends the event again with a fresh set of attempts.
+                  </p>
+                  ${
+                    dead.length === 0
+                      ? html`<p class="muted">No dead letters.</p>`
+                      : html`<div class="table-wrap">
+                          <table id="dead-letters" class="cards-on-mobile">
+                            <caption class="visually-hidden">
+                              Dead letters, newest first
+                            </caption>
+                            <thead>
+                              <tr>
+                                <th>Time</th>
+                                <th>Endpoint</th>
+                                <th>Event</th>
+                                <th class="num">Attempts</th>
+                                <th>Last error</th>
+                                <th><span class="visually-hidden">Actions</span></th>
+                              </tr>
+                            </thead>
+                            <tbody>
+                              ${dead.map(deadRow)}
+                            </tbody>
+                          </table>
+                        </div>`
+                  }
+                </section>
+              `
+        }
         <dialog id="delete-dialog" aria-labelledby="delete-title" @close=${() => (deleting = undefined)}>
           <h2 id="delete-title">Delete this endpoint?</h2>
-          <p><code class="url">${deleting?.url}</code> will receive no more events. Its deliveries and dead letters go with it.</p>
+          <p>
+            <code class="url">${deleting?.url}</code> will receive no more events. Its deliveries and dead letters go
+            with it.
+          </p>
           <div class="actions">
             <button type="button" class="danger" @click=${confirmDelete}>Delete endpoint</button>
-            <button type="button" class="secondary" @click=${() => container.querySelector<HTMLDialogElement>('#delete-dialog')?.close()}>Cancel</button>
+            <button
+              type="button"
+              class="secondary"
+              @click=${() => container.querySelector<HTMLDialogElement>('#delete-dialog')?.close()}
+            >
+              Cancel
+            </button>
           </div>
         </dialog>
       `,

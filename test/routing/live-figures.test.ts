@@ -1,17 +1,21 @@
 /** The live figures of GET /v1/models (CONTRACT "Model catalog"): their units and rolling windows. */
 import { describe, expect, it } from 'vitest';
-import { PerformanceTracker } from '../../src/catalog/index.js';
+import { LiveFigures } from '../../src/catalog/index.js';
 
 const MINUTE = 60_000;
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
 
-describe('PerformanceTracker', () => {
+describe('LiveFigures', () => {
   it('is all null until measured', () => {
-    expect(new PerformanceTracker().figures('m', T0)).toEqual({ avg_response_time: null, avg_tokens_per_second: null, uptime_percentage: null });
+    expect(new LiveFigures().figures('m', T0)).toEqual({
+      avg_response_time: null,
+      avg_tokens_per_second: null,
+      uptime_percentage: null,
+    });
   });
 
   it('avg_response_time is the mean seconds to the last byte of successful calls, over the last hour', () => {
-    const tracker = new PerformanceTracker();
+    const tracker = new LiveFigures();
     tracker.record('m', { ok: true, durationMs: 9_000, completionTokens: 90, generationMs: 9_000 }, T0 - 61 * MINUTE); // outside the hour
     tracker.record('m', { ok: true, durationMs: 1_000, completionTokens: 50, generationMs: 500 }, T0 - 30 * MINUTE);
     tracker.record('m', { ok: true, durationMs: 2_000, completionTokens: 150, generationMs: 1_500 }, T0);
@@ -26,7 +30,7 @@ describe('PerformanceTracker', () => {
   });
 
   it('uptime counts health probes and failed attempts over the last 24 hours only', () => {
-    const tracker = new PerformanceTracker();
+    const tracker = new LiveFigures();
     tracker.recordUptime('m', false, T0 - 25 * 60 * MINUTE); // a day and an hour ago: forgotten
     tracker.record('m', { ok: true, durationMs: 100, completionTokens: 1, generationMs: 100 }, T0 - 23 * 60 * MINUTE);
     tracker.recordUptime('m', false, T0 - 10 * MINUTE); // a failed attempt that fell back

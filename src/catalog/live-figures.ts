@@ -26,13 +26,13 @@ export interface Observation {
   generationMs: number;
 }
 
-export interface PerformanceFigures {
+export interface ModelFigures {
   avg_response_time: number | null;
   avg_tokens_per_second: number | null;
   uptime_percentage: number | null;
 }
 
-export class PerformanceTracker {
+export class LiveFigures {
   private readonly models = new Map<string, Bucket[]>();
 
   record(modelId: string, observation: Observation, now = Date.now()): void {
@@ -60,7 +60,7 @@ export class PerformanceTracker {
     if (!ok) bucket.failures++;
   }
 
-  figures(modelId: string, now = Date.now()): PerformanceFigures {
+  figures(modelId: string, now = Date.now()): ModelFigures {
     const minute = Math.floor(now / MINUTE);
     let calls = 0;
     let failures = 0;
