@@ -1,5 +1,5 @@
 /**
- * The composition root: builds every part once and hands each what it needs. `main.ts` runs it as a process;
+ * The composition root: builds every part once and hands each what it needs. `main.ts` runs it in a process;
  * tests build it in-process on a free port.
  */
 import type { FastifyInstance } from 'fastify';

@@ -214,7 +214,8 @@ export class AdminService {
     });
   }
 
-  private async requireAccount(accountId: string): Promise<AccountRecord> {
+  /** The account, or a 404 `not_found` naming it. */
+  async requireAccount(accountId: string): Promise<AccountRecord> {
     const account = await this.storage.accounts.get(accountId);
     if (!account) throw new GatewayError('not_found', { message: `No account ${accountId}`, param: 'id' });
     return account;

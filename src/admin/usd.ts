@@ -1,6 +1,6 @@
-/** USD amounts an operator or a user enters, as nano-USD, with the bounds every such amount keeps. */
-import { parseUsd, usdString, type Nano } from '../billing/index.js';
+/** USD amounts an operator or a user enters, in nano-USD, with the bounds every such amount keeps. */
 import { invalidRequest } from '../errors/index.js';
+import { enteredUsd, usdString, type Nano } from '../money/index.js';
 
 /** Largest USD amount an operator may enter (1 billion USD): far below the 64-bit nano-USD columns' range. */
 export const MAX_AMOUNT_NANO: Nano = 1_000_000_000n * 1_000_000_000n;
@@ -8,14 +8,15 @@ export const MAX_AMOUNT_NANO: Nano = 1_000_000_000n * 1_000_000_000n;
 export const MAX_BALANCE_NANO: Nano = 2n * MAX_AMOUNT_NANO;
 
 export function usd(value: unknown, param: string, allowNegative = false): Nano {
-  if (typeof value !== 'number' && typeof value !== 'string')
-    throw invalidRequest(`${param} must be a USD amount`, param);
-  let nano: Nano;
-  try {
-    nano = parseUsd(value);
-  } catch {
-    throw invalidRequest(`${param} must be a USD amount with at most 9 decimals`, param);
-  }
+  const nano = enteredUsd(
+    value,
+    (why) =>
+      invalidRequest(
+        why === 'not_exact' ? `${param} must be a USD amount with at most 9 decimals` : `${param} must be a USD amount`,
+        param,
+      ),
+    { acceptText: true },
+  );
   if (!allowNegative && nano < 0n) throw invalidRequest(`${param} must not be negative`, param);
   if (nano > MAX_AMOUNT_NANO || nano < -MAX_AMOUNT_NANO)
     throw invalidRequest(`${param} must be at most ${usdString(MAX_AMOUNT_NANO)} USD`, param);

@@ -20,6 +20,8 @@ export type {
   ChatCompletion,
   ChatCompletionChunk,
   ChatRequest as ChatCompletionRequest,
+  EmbeddingList,
+  EmbeddingRequest,
   Usage,
 } from '../wire/index.js';
 export type { CreatePurchaseBody as CreatePurchaseRequest } from '../payments/index.js';

@@ -1,5 +1,5 @@
 /**
- * The API reference as Markdown (`tollgate openapi --markdown`), rendered from the OpenAPI document: every
+ * The API reference in Markdown (`tollgate openapi --markdown`), rendered from the OpenAPI document: every
  * operation with its parameters, request body fields and responses, then every component schema's fields.
  * Only the parts of OpenAPI that ./openapi.ts writes are read.
  */
@@ -38,7 +38,7 @@ interface OpenApiDocument {
   components: { schemas: Record<string, Schema> };
 }
 
-/** `document` is the one ./openapi.ts makes (or the same served as JSON). */
+/** `document` is the one ./openapi.ts makes (or the same served in JSON). */
 export function renderReference(document: unknown): string {
   const doc = document as OpenApiDocument;
   const out: string[] = [

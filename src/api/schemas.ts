@@ -9,6 +9,8 @@ import { CapabilitiesSchema } from '../config/index.js';
 import {
   ChatCompletionChunkSchema,
   ChatCompletionSchema,
+  EmbeddingListSchema,
+  EmbeddingUsageSchema,
   Nullable,
   UnixSeconds,
   Usd,
@@ -206,6 +208,8 @@ export const Page = <T extends TSchema>(item: T) =>
 export const RESPONSE_SCHEMAS = [
   ErrorSchema,
   UsageSchema,
+  EmbeddingUsageSchema,
+  EmbeddingListSchema,
   ChatCompletionSchema,
   ChatCompletionChunkSchema,
   CreditBalanceSchema,

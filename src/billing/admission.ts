@@ -1,5 +1,5 @@
 /**
- * Admission as a pure function: given the prompt, the requested completion bound and what each budget can
+ * Admission in a pure function: given the prompt, the requested completion bound and what each budget can
  * still pay, decide the completion bound to send upstream and the worst-case cost to hold.
  */
 import { GatewayError } from '../errors/index.js';
@@ -13,7 +13,7 @@ export const NEGATIVE_BALANCE =
 export interface AdmissionInput {
   price: Price;
   promptTokens: number;
-  /** max_tokens / max_completion_tokens of the request, if any. */
+  /** max_tokens / max_completion_tokens of the request, if any; 0 when nothing is generated (embeddings). */
   requestedMaxTokens: number | undefined;
   /** `n`: every choice may use the whole completion bound. */
   choices: number;
@@ -72,6 +72,11 @@ export function admit(input: AdmissionInput): Admission {
   ];
   for (const [budget, error] of budgets) {
     if (budget === null) continue;
+    // No completion (embeddings): the input's price is the whole cost.
+    if (worst === 0) {
+      if (costOf(price, promptTokens, 0) > budget) throw error();
+      continue;
+    }
     const tokens = Math.floor(affordableCompletionTokens(price, promptTokens, budget) / input.choices);
     if (tokens < 1) throw error();
     cap = Math.min(cap, tokens);

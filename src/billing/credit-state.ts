@@ -29,7 +29,7 @@ export interface CreditState {
   take(hold: Hold, limits: PlanLimits): Promise<boolean>;
   release(hold: Hold): Promise<void>;
   /**
-   * Ends the hold and records the charge as unwritten: `actual` in full up to the hold, and beyond it only what
+   * Ends the hold and records an unwritten charge: `actual` in full up to the hold, and beyond it only what
    * every budget (balance, daily limit, key spend limit) still has free.
    */
   charge(hold: Hold, actualNano: Nano, limits: PlanLimits): Promise<Nano>;

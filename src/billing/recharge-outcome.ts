@@ -62,7 +62,7 @@ async function resetRechargeFailures(storage: Storage, accountId: string): Promi
 
 /**
  * Counts the failure on the account (turning auto-recharge off at the limit) and writes its event for the
- * account's webhooks. Returns the account as it is now.
+ * account's webhooks. Returns the updated account.
  */
 export async function recordRechargeFailure(
   storage: Storage,

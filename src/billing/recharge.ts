@@ -106,7 +106,7 @@ export function selfServeRecharge(
       available: false,
       reason:
         'Auto-recharge needs a saved payment method, and this gateway has no payment processor to take one. The operator adds credit.',
-      ...(savedPaymentMethod ? {} : { code: 'payment_method_required' as const }),
+      ...(savedPaymentMethod ? {} : { code: 'payment_method_required' }),
     };
   }
   if (!savedPaymentMethod) {

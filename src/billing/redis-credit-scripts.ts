@@ -38,7 +38,7 @@ end
 return state(ARGV[5])`;
 
 /**
- * Gives part of a lease back: `returned` leaves the lease, and `spent` of it is counted as spent (the database
+ * Gives part of a lease back: `returned` leaves the lease, and `spent` of it is counted spent (the database
  * wrote that debit), optionally with the balance and version the commit confirmed. Returns 0 when the lease no
  * longer exists (a sweeper resolved it), and then only the spend and balance are applied.
  * ARGV: lease field, keyId, returned, spent, [bal, ver].

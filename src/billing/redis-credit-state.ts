@@ -3,9 +3,10 @@
  *
  * Each replica holds one **lease** per account and key: an amount counted in Redis against the balance, the daily
  * limit and the key's spend limit. Holds and charges are taken from the lease in this process; only the lease's
- * size changes in Redis (scripts in redis-credit-scripts.ts).
+ * size changes in Redis (redis-credit-client.ts, with the scripts of redis-credit-scripts.ts). How much a lease
+ * holds is decided in redis-credit-lease.ts.
  * - Near a limit (what is free is under LEASE_MIN_ROOM holds) a lease holds exactly this replica's open holds and
- *   unwritten charges: every hold, release and charge is a Redis call, as precise as per-request holds.
+ *   unwritten charges: every hold, release and charge is a Redis call, exactly like per-request holds.
  * - Far from every limit a lease grows by up to LEASE_HOLDS holds beyond what the request needs (at most 1/64 of
  *   what is free), so most requests need no Redis call at all; the slack goes back after LEASE_IDLE_MS unused.
  * - A charge stays in the lease until its debit is durable; then one call per lease (per commit near a limit, every
@@ -16,69 +17,29 @@
  * replica releases the leases of replicas whose key expired (HOLD_OWNER_TTL_MS), taking the balance and the spend
  * from the database, which has every debit the dead replica committed.
  */
-import { Redis, type Result } from 'ioredis';
-import { GatewayError } from '../errors/index.js';
 import type { Nano } from '../money/index.js';
-import { SpanKind, tracingEnabled, withSpan } from '../observability/index.js';
-import { newId, type KeyRecord, type Storage } from '../storage/index.js';
-import { utcDay, type AccountState } from './accounts.js';
+import type { KeyRecord, Storage } from '../storage/index.js';
+import type { AccountState } from './accounts.js';
 import type { Budgets, CreditState, Hold } from './credit-state.js';
 import type { PlanLimits } from './plans.js';
-import { GIVE_BACK, GROW, SWEEP } from './redis-credit-scripts.js';
+import { RedisCreditClient, unavailable } from './redis-credit-client.js';
+import {
+  deficitOf,
+  newLease,
+  plus,
+  roomFor,
+  slackFor,
+  slackOf,
+  type ConfirmedBalance,
+  type Lease,
+} from './redis-credit-lease.js';
 
 const HOLD_OWNER_TTL_MS = 5_000;
 const HEARTBEAT_MS = 1_000;
 const SWEEP_MS = 2_000;
-/** A lease holds slack only while every budget has room for this many holds of the request's size. */
-const LEASE_MIN_ROOM = 256n;
-/** Slack taken with a growing lease, in holds of the request's size; never more than 1/64 of what is free. */
-const LEASE_HOLDS = 64n;
 const LEASE_IDLE_MS = 1_000;
 /** A roomy lease confirms its durable charges to Redis at most this often. */
 const CONFIRM_BATCH_MS = 50;
-
-const SCRIPTS = {
-  tollgateCreditGrow: [GROW, 3],
-  tollgateCreditGiveBack: [GIVE_BACK, 3],
-  tollgateCreditSweep: [SWEEP, 3],
-} as const;
-type ScriptName = keyof typeof SCRIPTS;
-/** GROW's reply: the account's `bal, res, dspent, dres` and the key's `spent, res`, each a string or null (unset). */
-type Fields = [Array<string | null>, Array<string | null>];
-
-declare module 'ioredis' {
-  /** The SCRIPTS, defined on the credit state's connection by its constructor; each takes three keys. */
-  interface RedisCommander<Context> {
-    tollgateCreditGrow(...keysAndArgs: string[]): Result<unknown, Context>;
-    tollgateCreditGiveBack(...keysAndArgs: string[]): Result<unknown, Context>;
-    tollgateCreditSweep(...keysAndArgs: string[]): Result<unknown, Context>;
-  }
-}
-
-interface Lease {
-  account: AccountState;
-  key: KeyRecord;
-  /** The hash field in `cr:{account}:holds`. */
-  field: string;
-  /** Counted in Redis for this lease. */
-  leasedNano: Nano;
-  /** Open holds and unwritten charges taken from it. */
-  usedNano: Nano;
-  limits: PlanLimits;
-  /** Slack allowed (far from every limit, for holds of the last request's size) as of the last Redis answer. */
-  roomy: boolean;
-  /** What Redis had free, beyond every lease, at the last answer; unknown after a refused grow. */
-  known: Budgets | undefined;
-  lastTake: number;
-  /** Confirmed debits waiting for one give-back call: charged, applied, and the newest confirmed balance. */
-  confirming?: {
-    chargedNano: Nano;
-    appliedNano: Nano;
-    balance: { balanceNano: Nano; version: bigint };
-    done: Promise<void>;
-    now(): void;
-  };
-}
 
 export interface RedisCreditStateOptions {
   url: string;
@@ -90,8 +51,7 @@ export interface RedisCreditStateOptions {
 }
 
 export class RedisCreditState implements CreditState {
-  private readonly redis: Redis;
-  private readonly replicaId = newId('replica');
+  private readonly client: RedisCreditClient;
   /** Each key's lease, by key id. */
   private readonly leases = new Map<string, Lease>();
   private timers: NodeJS.Timeout[] = [];
@@ -99,19 +59,12 @@ export class RedisCreditState implements CreditState {
   private retries: Array<() => Promise<unknown>> = [];
 
   constructor(private readonly options: RedisCreditStateOptions) {
-    // Unlike rate limits, money does not fail open: a request waits briefly for Redis and then gets a 503.
-    // Auto-pipelining: the commands of concurrent requests issued in one tick share one write.
-    this.redis = new Redis(options.url, { maxRetriesPerRequest: 2, commandTimeout: 2_000, enableAutoPipelining: true });
-    this.redis.on('error', () => undefined);
-    for (const [name, [lua, keys]] of Object.entries(SCRIPTS))
-      this.redis.defineCommand(name, { lua, numberOfKeys: keys });
+    this.client = new RedisCreditClient(options.url, options.prefix);
   }
 
   start(): void {
     const beat = () =>
-      this.redis
-        .set(this.ownerKey(this.replicaId), '1', 'PX', this.options.ownerTtlMs ?? HOLD_OWNER_TTL_MS)
-        .catch((e) => this.options.onError?.(e));
+      this.client.heartbeat(this.options.ownerTtlMs ?? HOLD_OWNER_TTL_MS).catch((e) => this.options.onError?.(e));
     void beat();
     const sweep = async () => {
       await this.retryFailed();
@@ -132,7 +85,7 @@ export class RedisCreditState implements CreditState {
     for (const pending of confirming) pending.now();
     await Promise.all(confirming.map((pending) => pending.done));
     await this.returnIdleSlack(0).catch(() => undefined);
-    await this.redis.quit().catch(() => undefined);
+    await this.client.quit().catch(() => undefined);
   }
 
   async budgets(account: AccountState, key: KeyRecord, limits: PlanLimits): Promise<Budgets> {
@@ -153,7 +106,7 @@ export class RedisCreditState implements CreditState {
     const known = await this.grow(lease, needed + extra);
     const deficit = deficitOf(known);
     lease.roomy = deficit === 0n && roomFor(known, hold.amountNano);
-    // Near a limit, charges waiting to be confirmed must not keep counting as leased.
+    // Near a limit, charges waiting to be confirmed leave the lease at once instead of still counting in it.
     if (!lease.roomy) lease.confirming?.now();
     if (deficit <= extra) {
       lease.usedNano += hold.amountNano;
@@ -197,12 +150,7 @@ export class RedisCreditState implements CreditState {
   }
 
   /** The debit is durable: batched with the other debits confirmed in the same tick, one call per lease. */
-  async confirmed(
-    hold: Hold,
-    chargedNano: Nano,
-    appliedNano: Nano,
-    balance: { balanceNano: Nano; version: bigint },
-  ): Promise<void> {
+  async confirmed(hold: Hold, chargedNano: Nano, appliedNano: Nano, balance: ConfirmedBalance): Promise<void> {
     const lease = this.leaseFor(hold.account, hold.key);
     const spent = -appliedNano;
     let batch = lease.confirming;
@@ -238,59 +186,14 @@ export class RedisCreditState implements CreditState {
 
   /** Resolves the leases of replicas that stopped refreshing their liveness key; returns how many. */
   async sweep(): Promise<number> {
-    let resolved = 0;
-    const alive = new Map<string, boolean>();
-    let cursor = '0';
-    do {
-      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.options.prefix}cr:{*}:holds`, 'COUNT', 200);
-      cursor = next;
-      for (const holdsKey of keys) {
-        const accountId = holdsKey.slice(holdsKey.indexOf('{') + 1, holdsKey.lastIndexOf('}'));
-        for (const [field, amount] of Object.entries(await this.redis.hgetall(holdsKey))) {
-          const [owner = '', keyId] = field.split('|');
-          if (keyId === undefined || !/^\d+$/.test(amount)) continue;
-          if (!alive.has(owner)) alive.set(owner, (await this.redis.exists(this.ownerKey(owner))) === 1);
-          if (alive.get(owner)) continue;
-          const { storage } = this.options;
-          const day = utcDay();
-          const [account, key, today] = await Promise.all([
-            storage.accounts.get(accountId),
-            storage.keys.get(keyId),
-            storage.usage.totals(accountId, 'live', day, day),
-          ]);
-          const balance = account ? [account.balanceNano, account.version] : [0n, 0n];
-          const args = [
-            field,
-            keyId,
-            amount,
-            ...balance.map(String),
-            day,
-            today.creditsNano.toString(),
-            (key?.spentNano ?? 0n).toString(),
-          ];
-          resolved += Number(await this.script('tollgateCreditSweep', accountId, ...args));
-        }
-      }
-    } while (cursor !== '0');
-    return resolved;
+    return this.client.sweep(this.options.storage);
   }
 
   private leaseFor(account: AccountState, key: KeyRecord, limits?: PlanLimits): Lease {
     // By key id alone (a key belongs to one account): no string built on every call.
     let lease = this.leases.get(key.id);
     if (!lease) {
-      const field = `${this.replicaId}|${key.id}`;
-      lease = {
-        account,
-        key,
-        field,
-        limits: limits ?? NO_DAILY_LIMIT,
-        leasedNano: 0n,
-        usedNano: 0n,
-        roomy: false,
-        known: undefined,
-        lastTake: Date.now(),
-      };
+      lease = newLease(account, key, this.client.leaseField(key.id), limits);
       this.leases.set(key.id, lease);
     }
     lease.account = account;
@@ -301,25 +204,8 @@ export class RedisCreditState implements CreditState {
 
   /** Adds `amount` to the lease in Redis; returns what is free beyond every lease (negative when over). */
   private async grow(lease: Lease, amount: Nano): Promise<Budgets> {
-    const { account, key } = lease;
-    const reply = await this.call(() =>
-      this.script(
-        'tollgateCreditGrow',
-        account.id,
-        account.balanceNano.toString(),
-        account.version.toString(),
-        utcDay(),
-        account.dailySpentNano.toString(),
-        key.id,
-        key.spentNano.toString(),
-        lease.field,
-        amount.toString(),
-      ),
-    );
-    if (!isFields(reply)) throw new Error('tollgateCreditGrow answered with something other than two lists of fields');
-    const fields = reply;
+    const known = await this.client.grow(lease, amount);
     lease.leasedNano += amount;
-    const known = toBudgets(fields, key, lease.limits);
     lease.known = deficitOf(known) === 0n ? known : undefined;
     return known;
   }
@@ -337,25 +223,10 @@ export class RedisCreditState implements CreditState {
     await this.orRetry(() => this.giveBackCall(lease, amount, spent));
   }
 
-  private async giveBackCall(
-    lease: Lease,
-    amount: Nano,
-    spent: Nano,
-    balance?: { balanceNano: Nano; version: bigint },
-  ): Promise<void> {
+  private async giveBackCall(lease: Lease, amount: Nano, spent: Nano, balance?: ConfirmedBalance): Promise<void> {
     if (amount <= 0n && spent <= 0n && !balance) return;
-    const extra = balance ? [balance.balanceNano.toString(), balance.version.toString()] : [];
-    const held = await this.script(
-      'tollgateCreditGiveBack',
-      lease.account.id,
-      lease.field,
-      lease.key.id,
-      amount.toString(),
-      spent.toString(),
-      ...extra,
-    );
     // A sweeper took this replica for dead and released the whole lease: what is left of it is gone too.
-    if (Number(held) === 0) lease.leasedNano = 0n;
+    if (!(await this.client.giveBack(lease, amount, spent, balance))) lease.leasedNano = 0n;
   }
 
   /** Gives back the slack of leases unused for `idleMs`, and forgets empty ones. */
@@ -366,26 +237,6 @@ export class RedisCreditState implements CreditState {
       const slack = slackOf(lease);
       if (slack > 0n) await this.giveBack(lease, slack, 0n);
       if (lease.leasedNano === 0n && lease.usedNano === 0n) this.leases.delete(id);
-    }
-  }
-
-  private script(name: ScriptName, accountId: string, ...args: string[]): Promise<unknown> {
-    const keys = [
-      `${this.options.prefix}cr:{${accountId}}`,
-      `${this.options.prefix}cr:{${accountId}}:keys`,
-      `${this.options.prefix}cr:{${accountId}}:holds`,
-    ];
-    const run = () => this.redis[name](...keys, ...args);
-    return tracingEnabled()
-      ? withSpan(`redis ${name}`, { 'db.system': 'redis', 'db.operation.name': 'EVALSHA' }, run, SpanKind.CLIENT)
-      : run();
-  }
-
-  private async call<T>(command: () => Promise<T>): Promise<T> {
-    try {
-      return await command();
-    } catch (error) {
-      throw unavailable(error);
     }
   }
 
@@ -403,79 +254,4 @@ export class RedisCreditState implements CreditState {
     this.retries = [];
     for (const command of due) await this.orRetry(command);
   }
-
-  private ownerKey(replicaId: string): string {
-    return `${this.options.prefix}replica:${replicaId}`;
-  }
-}
-
-const NO_DAILY_LIMIT: PlanLimits = { requestsPerMinute: 0, tokensPerMinute: 0, dailyLimitNano: null };
-
-function slackOf(lease: Lease): Nano {
-  const slack = lease.leasedNano - lease.usedNano;
-  return slack > 0n ? slack : 0n;
-}
-
-function budgetValues(budgets: Budgets): Nano[] {
-  return [budgets.balanceAvailable, budgets.dailyRemaining, budgets.keyRemaining].filter((b): b is Nano => b !== null);
-}
-
-function smallest(budgets: Budgets): Nano {
-  return budgetValues(budgets).reduce((a, b) => (b < a ? b : a));
-}
-
-/** How far the most exceeded budget is over (0 when every budget fits). */
-function deficitOf(budgets: Budgets): Nano {
-  const least = smallest(budgets);
-  return least < 0n ? -least : 0n;
-}
-
-/** Far from every limit: each budget still has room for LEASE_MIN_ROOM holds of this size. */
-function roomFor(budgets: Budgets, holdNano: Nano): boolean {
-  return smallest(budgets) >= LEASE_MIN_ROOM * (holdNano > 0n ? holdNano : 1n);
-}
-
-function slackFor(budgets: Budgets, holdNano: Nano): Nano {
-  const byHolds = LEASE_HOLDS * holdNano;
-  const byRoom = smallest(budgets) / 64n;
-  return byHolds < byRoom ? byHolds : byRoom > 0n ? byRoom : 0n;
-}
-
-function plus(budgets: Budgets, amount: Nano): Budgets {
-  return {
-    balanceAvailable: budgets.balanceAvailable + amount,
-    dailyRemaining: budgets.dailyRemaining === null ? null : budgets.dailyRemaining + amount,
-    keyRemaining: budgets.keyRemaining === null ? null : budgets.keyRemaining + amount,
-  };
-}
-
-function isFields(reply: unknown): reply is Fields {
-  return (
-    Array.isArray(reply) &&
-    reply.length === 2 &&
-    reply.every((list) => Array.isArray(list) && list.every((value) => value === null || typeof value === 'string'))
-  );
-}
-
-function toBudgets([account, keys]: Fields, key: KeyRecord, limits: PlanLimits): Budgets {
-  const [bal, res, dspent, dres] = account;
-  const [kspent, kres] = keys;
-  return {
-    balanceAvailable: big(bal) - big(res),
-    dailyRemaining: limits.dailyLimitNano === null ? null : limits.dailyLimitNano - big(dspent) - big(dres),
-    keyRemaining: key.spendLimitNano === null ? null : key.spendLimitNano - big(kspent) - big(kres),
-  };
-}
-
-function big(value: string | null | undefined): bigint {
-  return value ? BigInt(value) : 0n;
-}
-
-function unavailable(error: unknown): GatewayError {
-  return error instanceof GatewayError
-    ? error
-    : new GatewayError('service_unavailable', {
-        message: 'Credit reservations are unavailable (Redis); try again shortly',
-        cause: error,
-      });
 }

@@ -17,7 +17,7 @@ import {
 import { AccountCache, utcDay, type AccountState } from './accounts.js';
 import { admit, type Admission, type AdmissionInput } from './admission.js';
 import { Committer } from './committer.js';
-import { MemoryCreditState, type CreditState, type Hold } from './credit-state.js';
+import { MemoryCreditState, type Budgets, type CreditState, type Hold } from './credit-state.js';
 import { findCrossings } from './low-balance.js';
 import type { Nano } from '../money/index.js';
 import type { PlanLimits } from './plans.js';
@@ -81,7 +81,7 @@ export interface WalletOptions {
   onUsageCapped?: (capped: UsageCapped) => void;
 }
 
-const NO_BUDGETS = { balanceAvailable: 0n, dailyRemaining: null, keyRemaining: null } as const;
+const NO_BUDGETS: Budgets = { balanceAvailable: 0n, dailyRemaining: null, keyRemaining: null };
 
 /** A hold lost to concurrent requests is planned again with fresh budgets this many times. */
 const RESERVE_ATTEMPTS = 4;

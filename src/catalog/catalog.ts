@@ -1,4 +1,4 @@
-/** The model catalog as the gateway uses it: resolved names, prices in nano-USD, status and filters. */
+/** The gateway's model catalog: resolved names, prices in nano-USD, status and filters. */
 import { parseUsd, type Price } from '../billing/index.js';
 import {
   KNOWN_PROVIDERS,

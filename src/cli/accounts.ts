@@ -1,128 +1,91 @@
-import { Command } from 'commander';
+/** What `tollgate accounts …` does (the commands and their options are in program.ts). */
 import type { AccountPatch } from '../admin/index.js';
 import { invalidRequest } from '../errors/index.js';
 import { renderAccount, renderKey } from '../http/render.js';
 import type { AccountRecord } from '../storage/index.js';
 import { withContext, type CliContext } from './context.js';
 import { printKeys } from './keys.js';
-import { money, print, printFields, printJson, printTable, usdOption, when } from './output.js';
+import { money, print, printFields, printJson, printTable, usdOption, when, type JsonOption } from './output.js';
 
-export function accountsCommand(): Command {
-  const accounts = new Command('accounts').description('Create, list, show and update accounts');
+export interface CreateAccountOptions extends JsonOption {
+  email: string;
+  plan?: string;
+}
 
-  accounts
-    .command('create')
-    .description('Create an account with the sign-up grant and a first live API key')
-    .requiredOption('--email <email>', 'email address of the account')
-    .option('--plan <plan>', 'plan name (default: the configured default_plan)')
-    .option('--json', 'print JSON (the admin API shape)')
-    .action((options: { email: string; plan?: string; json?: boolean }) =>
-      withContext(async (ctx) => {
-        const { account, key } = await ctx.admin.createAccount({
-          email: options.email,
-          ...(options.plan ? { plan: options.plan } : {}),
-        });
-        if (options.json)
-          return printJson({ ...renderAccount(account, ctx), api_key: key.key, api_key_id: key.record.id });
-        printFields([
-          ['Account', account.id],
-          ['Email', account.email],
-          ['Plan', account.plan],
-          ['Balance', money(account.balanceNano)],
-          ['API key', key.key],
-        ]);
-        print('', 'The API key is shown once: store it now, it cannot be shown again.');
-      }),
+export function createAccount(options: CreateAccountOptions): Promise<void> {
+  return withContext(async (ctx) => {
+    const { account, key } = await ctx.admin.createAccount({
+      email: options.email,
+      ...(options.plan ? { plan: options.plan } : {}),
+    });
+    if (options.json) return printJson({ ...renderAccount(account, ctx), api_key: key.key, api_key_id: key.record.id });
+    printFields([
+      ['Account', account.id],
+      ['Email', account.email],
+      ['Plan', account.plan],
+      ['Balance', money(account.balanceNano)],
+      ['API key', key.key],
+    ]);
+    print('', 'The API key is shown once: store it now, it cannot be shown again.');
+  });
+}
+
+export interface ListAccountsOptions extends JsonOption {
+  limit: string;
+  after?: string;
+}
+
+export function listAccounts(options: ListAccountsOptions): Promise<void> {
+  return withContext(async (ctx) => {
+    const limit = Number(options.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalidRequest('limit must be 1 to 1000', 'limit');
+    const list = await ctx.admin.listAccounts({ limit, ...(options.after ? { after: options.after } : {}) });
+    if (options.json) return printJson({ object: 'list', data: list.map((a) => renderAccount(a, ctx)) });
+    printTable(
+      ['ID', 'EMAIL', 'PLAN', 'BALANCE', 'CREATED'],
+      list.map((a) => [a.id, a.email, a.plan, money(a.balanceNano), when(a.createdAt)]),
     );
+  });
+}
 
-  accounts
-    .command('list')
-    .description('List accounts, oldest first')
-    .option('--limit <n>', 'how many accounts (1 to 1000)', '100')
-    .option('--after <id>', 'start after this account id (paging)')
-    .option('--json', 'print JSON')
-    .action((options: { limit: string; after?: string; json?: boolean }) =>
-      withContext(async (ctx) => {
-        const limit = Number(options.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
-          throw invalidRequest('limit must be 1 to 1000', 'limit');
-        const list = await ctx.admin.listAccounts({ limit, ...(options.after ? { after: options.after } : {}) });
-        if (options.json) return printJson({ object: 'list', data: list.map((a) => renderAccount(a, ctx)) });
-        printTable(
-          ['ID', 'EMAIL', 'PLAN', 'BALANCE', 'CREATED'],
-          list.map((a) => [a.id, a.email, a.plan, money(a.balanceNano), when(a.createdAt)]),
-        );
-      }),
-    );
+export function showAccount(id: string, options: JsonOption): Promise<void> {
+  return withContext(async (ctx) => {
+    const { account, keys } = await ctx.admin.getAccount(id);
+    if (options.json) return printJson({ ...renderAccount(account, ctx), keys: keys.map(renderKey) });
+    printAccount(account, ctx);
+    print('', 'Keys:');
+    printKeys(keys);
+  });
+}
 
-  accounts
-    .command('show')
-    .description('Show an account: balance, limits and API keys')
-    .argument('<id>', 'account id')
-    .option('--json', 'print JSON (the admin API shape)')
-    .action((id: string, options: { json?: boolean }) =>
-      withContext(async (ctx) => {
-        const { account, keys } = await ctx.admin.getAccount(id);
-        if (options.json) return printJson({ ...renderAccount(account, ctx), keys: keys.map(renderKey) });
-        printAccount(account, ctx);
-        print('', 'Keys:');
-        printKeys(keys);
-      }),
-    );
+export interface UpdateAccountOptions extends JsonOption {
+  plan?: string;
+  rpm?: string;
+  tpm?: string;
+  dailyLimit?: string;
+  invoice?: string;
+  autoRecharge?: string;
+}
 
-  accounts
-    .command('update')
-    .description("Change an account's plan or its own limits (overriding the plan's)")
-    .argument('<id>', 'account id')
-    .option('--plan <plan>', 'move the account to this plan')
-    .option('--rpm <n>', 'requests per minute, or "none" to use the plan\'s')
-    .option('--tpm <n>', 'tokens per minute, or "none" to use the plan\'s')
-    .option('--daily-limit <usd>', 'daily spend limit in USD, "none" for no limit, or "plan" to use the plan\'s')
-    .option(
-      '--invoice <usd>',
-      'bill auto-recharges on a monthly invoice, at most this many USD a month; "none" ends invoice billing',
-    )
-    .option(
-      '--auto-recharge <threshold:amount>',
-      'recharge by <amount> USD when the balance falls below <threshold> USD; "off" turns it off',
-    )
-    .option('--json', 'print JSON (the admin API shape)')
-    .action(
-      (
-        id: string,
-        options: {
-          plan?: string;
-          rpm?: string;
-          tpm?: string;
-          dailyLimit?: string;
-          invoice?: string;
-          autoRecharge?: string;
-          json?: boolean;
-        },
-      ) =>
-        withContext(async (ctx) => {
-          const patch: AccountPatch = {};
-          if (options.plan !== undefined) patch.plan = options.plan;
-          if (options.rpm !== undefined) patch.requests_per_minute = perMinute(options.rpm, 'requests_per_minute');
-          if (options.tpm !== undefined) patch.tokens_per_minute = perMinute(options.tpm, 'tokens_per_minute');
-          if (options.dailyLimit !== undefined) patch.daily_limit = dailyLimit(options.dailyLimit);
-          if (options.invoice !== undefined)
-            patch.billing =
-              options.invoice === 'none'
-                ? null
-                : { processor: 'invoice', monthly_ceiling: usdOption(options.invoice, 'billing.monthly_ceiling') };
-          if (options.autoRecharge !== undefined) patch.auto_recharge = autoRecharge(options.autoRecharge);
-          if (!Object.keys(patch).length)
-            throw invalidRequest(
-              'nothing to update: give --plan, --rpm, --tpm, --daily-limit, --invoice or --auto-recharge',
-            );
-          const account = await ctx.admin.updateAccount(id, patch);
-          if (options.json) return printJson(renderAccount(account, ctx));
-          printAccount(account, ctx);
-        }),
-    );
-
-  return accounts;
+export function updateAccount(id: string, options: UpdateAccountOptions): Promise<void> {
+  return withContext(async (ctx) => {
+    const patch: AccountPatch = {};
+    if (options.plan !== undefined) patch.plan = options.plan;
+    if (options.rpm !== undefined) patch.requests_per_minute = perMinute(options.rpm, 'requests_per_minute');
+    if (options.tpm !== undefined) patch.tokens_per_minute = perMinute(options.tpm, 'tokens_per_minute');
+    if (options.dailyLimit !== undefined) patch.daily_limit = dailyLimit(options.dailyLimit);
+    if (options.invoice !== undefined)
+      patch.billing =
+        options.invoice === 'none'
+          ? null
+          : { processor: 'invoice', monthly_ceiling: usdOption(options.invoice, 'billing.monthly_ceiling') };
+    if (options.autoRecharge !== undefined) patch.auto_recharge = autoRecharge(options.autoRecharge);
+    if (!Object.keys(patch).length)
+      throw invalidRequest('nothing to update: give --plan, --rpm, --tpm, --daily-limit, --invoice or --auto-recharge');
+    const account = await ctx.admin.updateAccount(id, patch);
+    if (options.json) return printJson(renderAccount(account, ctx));
+    printAccount(account, ctx);
+  });
 }
 
 function printAccount(account: AccountRecord, ctx: CliContext): void {

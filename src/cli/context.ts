@@ -1,7 +1,7 @@
 /** What every storage-backed command needs: the server's configuration, its database and the admin service. */
 import { AdminService, keySecret } from '../admin/index.js';
 import { planLimits, type PlanLimits } from '../billing/index.js';
-import { RedisChangeBus } from '../cluster/index.js';
+import type { RedisChangeBus } from '../cluster/index.js';
 import { loadConfig, type Config } from '../config/index.js';
 import { openStorage, type AccountSettings, type Storage } from '../storage/index.js';
 
@@ -17,7 +17,7 @@ export async function withContext<T>(fn: (context: CliContext) => Promise<T>): P
   const config = loadConfig();
   const storage = await openStorage({ dataDir: config.storage.data_dir, databaseUrl: config.storage.database_url });
   // With Redis, running replicas hear of revocations and account changes at once (else within their 1 s refresh).
-  const bus = config.redis_url ? new RedisChangeBus({ url: config.redis_url, prefix: config.redis_prefix }) : undefined;
+  const bus = config.redis_url ? await changeBus(config.redis_url, config.redis_prefix) : undefined;
   try {
     const admin = new AdminService(
       storage,
@@ -30,4 +30,9 @@ export async function withContext<T>(fn: (context: CliContext) => Promise<T>): P
     await bus?.close();
     await storage.close();
   }
+}
+
+async function changeBus(url: string, prefix: string): Promise<RedisChangeBus> {
+  const { RedisChangeBus } = await import('../cluster/index.js');
+  return new RedisChangeBus({ url, prefix });
 }

@@ -1,62 +1,53 @@
-import { Command } from 'commander';
-import { usdNumber } from '../billing/index.js';
+/** What `tollgate credits …` does (the commands and their options are in program.ts). */
 import { renderLedgerEntry } from '../http/render.js';
+import { usdNumber } from '../money/index.js';
 import type { LedgerRecord } from '../storage/index.js';
 import { withContext } from './context.js';
-import { money, print, printJson, printTable, when } from './output.js';
+import { money, print, printJson, printTable, when, type JsonOption } from './output.js';
 
-const LEDGER_ENTRIES = 20;
+export interface AddCreditsOptions extends JsonOption {
+  account: string;
+  amount: string;
+  note?: string;
+}
 
-export function creditsCommand(): Command {
-  const credits = new Command('credits').description('Add credits to an account and show its ledger');
+export function addCredits(options: AddCreditsOptions): Promise<void> {
+  return withContext(async (ctx) => {
+    const { appliedNano, balanceNano } = await ctx.admin.addCredits(options.account, options.amount, options.note);
+    if (options.json) {
+      return printJson({
+        object: 'credit_adjustment',
+        account_id: options.account,
+        amount: usdNumber(appliedNano),
+        balance: { credits: usdNumber(balanceNano), currency: 'USD' },
+      });
+    }
+    print(`Applied ${money(appliedNano)} to ${options.account}; balance is now ${money(balanceNano)}`);
+  });
+}
 
-  credits
-    .command('add')
-    .description('Top up an account; a negative amount is a correction (never below a zero balance)')
-    .requiredOption('--account <id>', 'account id')
-    .requiredOption('--amount <usd>', 'USD amount, at most 9 decimals (negative for a correction)')
-    .option('--note <text>', 'a note stored on the ledger entry')
-    .option('--json', 'print JSON (the admin API shape)')
-    .action((options: { account: string; amount: string; note?: string; json?: boolean }) =>
-      withContext(async (ctx) => {
-        const { appliedNano, balanceNano } = await ctx.admin.addCredits(options.account, options.amount, options.note);
-        if (options.json) {
-          return printJson({
-            object: 'credit_adjustment',
-            account_id: options.account,
-            amount: usdNumber(appliedNano),
-            balance: { credits: usdNumber(balanceNano), currency: 'USD' },
-          });
-        }
-        print(`Applied ${money(appliedNano)} to ${options.account}; balance is now ${money(balanceNano)}`);
-      }),
+export interface ShowCreditsOptions extends JsonOption {
+  account: string;
+}
+
+/** The balance and the newest `entries` ledger entries. */
+export function showCredits(options: ShowCreditsOptions, entries: number): Promise<void> {
+  return withContext(async (ctx) => {
+    const { account } = await ctx.admin.getAccount(options.account);
+    const ledger = await ctx.storage.ledger.list(account.id, { limit: entries });
+    if (options.json) {
+      return printJson({
+        account_id: account.id,
+        balance: { credits: usdNumber(account.balanceNano), currency: 'USD' },
+        ledger: ledger.map(renderLedgerEntry),
+      });
+    }
+    print(`Balance of ${account.id}: ${money(account.balanceNano)}`, '');
+    printTable(
+      ['WHEN', 'KIND', 'AMOUNT', 'BALANCE', 'DETAIL'],
+      ledger.map((e) => [when(e.createdAt), e.kind, money(e.amountNano), money(e.balanceAfterNano), detail(e)]),
     );
-
-  credits
-    .command('show')
-    .description(`Show an account's balance and its last ${LEDGER_ENTRIES} ledger entries`)
-    .requiredOption('--account <id>', 'account id')
-    .option('--json', 'print JSON')
-    .action((options: { account: string; json?: boolean }) =>
-      withContext(async (ctx) => {
-        const { account } = await ctx.admin.getAccount(options.account);
-        const entries = await ctx.storage.ledger.list(account.id, { limit: LEDGER_ENTRIES });
-        if (options.json) {
-          return printJson({
-            account_id: account.id,
-            balance: { credits: usdNumber(account.balanceNano), currency: 'USD' },
-            ledger: entries.map(renderLedgerEntry),
-          });
-        }
-        print(`Balance of ${account.id}: ${money(account.balanceNano)}`, '');
-        printTable(
-          ['WHEN', 'KIND', 'AMOUNT', 'BALANCE', 'DETAIL'],
-          entries.map((e) => [when(e.createdAt), e.kind, money(e.amountNano), money(e.balanceAfterNano), detail(e)]),
-        );
-      }),
-    );
-
-  return credits;
+  });
 }
 
 function detail(entry: LedgerRecord): string {

@@ -1,54 +1,37 @@
 /**
  * `tollgate doctor`: checks what the server needs, one line per check, in plain words: the configuration, the
  * database and its migrations, Redis, the admin token, each configured provider's reachability and key, and
- * Stripe when purchasing is on. Exits 1 when a check fails; warnings do not fail.
+ * Stripe when purchasing is on. Exits 1 when a check fails; warnings do not fail. The provider and Stripe checks
+ * live in their own modules, loaded only when there is something to check.
  */
 import { existsSync } from 'node:fs';
-import { Command } from 'commander';
-import Stripe from 'stripe';
 import { ConfigError, KNOWN_PROVIDERS, loadConfig, type Config } from '../config/index.js';
-import { connectFailFast } from '../redis/index.js';
+import { messageOf } from '../errors/index.js';
 import { inspectStorage } from '../storage/index.js';
-import { ProviderSet, UpstreamError } from '../providers/index.js';
-import { stripeClient } from '../payments/index.js';
-import { print, printJson, printTable } from './output.js';
+import { print, printJson, printTable, type JsonOption } from './output.js';
 
 type Outcome = 'ok' | 'warn' | 'fail' | 'skip';
 
-interface Check {
+export interface Check {
   check: string;
   outcome: Outcome;
   detail: string;
 }
 
-const PROBE_TIMEOUT_MS = 10_000;
 const REDIS_TIMEOUT_MS = 3_000;
-const STRIPE_TIMEOUT_MS = 5_000;
-/**
- * Stripe's check asks for a PaymentIntent that does not exist: the answer `resource_missing` (404) says the key was
- * accepted, with no more access than the gateway's own use needs (a restricted key may lack balance or list reads).
- */
-const PROBE_PAYMENT_INTENT = 'pi_tollgate_doctor_probe';
 
-export function doctorCommand(): Command {
-  return new Command('doctor')
-    .description(
-      'Check the configuration, database, Redis, every configured provider and Stripe, and say what is wrong',
-    )
-    .option('--json', 'print JSON: {ok, checks: [{check, outcome, detail}]}')
-    .action(async (options: { json?: boolean }) => {
-      const checks = await runChecks();
-      const ok = !checks.some((c) => c.outcome === 'fail');
-      if (options.json) printJson({ ok, checks });
-      else {
-        printTable(
-          ['CHECK', 'RESULT', 'DETAIL'],
-          checks.map((c) => [c.check, c.outcome.toUpperCase(), c.detail]),
-        );
-        print('', ok ? 'No problems found.' : `${checks.filter((c) => c.outcome === 'fail').length} problem(s) found.`);
-      }
-      if (!ok) process.exitCode = 1;
-    });
+export async function doctor(options: JsonOption): Promise<void> {
+  const checks = await runChecks();
+  const ok = !checks.some((c) => c.outcome === 'fail');
+  if (options.json) printJson({ ok, checks });
+  else {
+    printTable(
+      ['CHECK', 'RESULT', 'DETAIL'],
+      checks.map((c) => [c.check, c.outcome.toUpperCase(), c.detail]),
+    );
+    print('', ok ? 'No problems found.' : `${checks.filter((c) => c.outcome === 'fail').length} problem(s) found.`);
+  }
+  if (!ok) process.exitCode = 1;
 }
 
 async function runChecks(): Promise<Check[]> {
@@ -104,9 +87,13 @@ async function redisCheck(config: Config): Promise<Check> {
       detail: 'REDIS_URL not set: rate limits and credit holds live in this process (one replica)',
     };
   const where = redactUrl(config.redis_url);
+  const { connectFailFast } = await import('../redis/index.js');
   const { redis } = connectFailFast(config.redis_url, REDIS_TIMEOUT_MS, {
     lazyConnect: true,
     enableOfflineQueue: true,
+    // Only a PING is sent: nothing to wait for on disconnect, and after a refused connection ioredis would otherwise
+    // hold the process for its full disconnect timeout.
+    disconnectTimeout: 0,
   });
   try {
     const started = Date.now();
@@ -174,8 +161,7 @@ function signupCheck(config: Config): Check {
 }
 
 async function providerChecks(config: Config): Promise<Check[]> {
-  const ids = Object.keys(config.providers);
-  if (!ids.length) {
+  if (!Object.keys(config.providers).length) {
     const vars = KNOWN_PROVIDERS.map((p) => (p.keyless ? `${p.env}_BASE_URL` : `${p.env}_API_KEY`)).join(', ');
     return [
       {
@@ -185,47 +171,8 @@ async function providerChecks(config: Config): Promise<Check[]> {
       },
     ];
   }
-  const providers = new ProviderSet(config);
-  try {
-    return await Promise.all(ids.map((id) => providerCheck(config, providers, id)));
-  } finally {
-    await providers.close();
-  }
-}
-
-async function providerCheck(config: Config, providers: ProviderSet, id: string): Promise<Check> {
-  const check = `provider ${id}`;
-  const known = KNOWN_PROVIDERS.find((p) => p.id === id);
-  const settings = config.providers[id]!;
-  const baseUrl = settings.base_url ?? known?.defaultBaseUrl;
-  if (known && !known.keyless && !settings.api_key) {
-    return {
-      check,
-      outcome: 'warn',
-      detail: `${known.env}_BASE_URL is set but ${known.env}_API_KEY is not: its models stay inactive`,
-    };
-  }
-  const provider = providers.get(id);
-  if (!provider?.probe) return { check, outcome: 'skip', detail: `${baseUrl}: this adapter has no health check` };
-  const started = Date.now();
-  try {
-    await provider.probe(AbortSignal.timeout(PROBE_TIMEOUT_MS));
-    return { check, outcome: 'ok', detail: `${baseUrl} reachable, key accepted (${Date.now() - started} ms)` };
-  } catch (error) {
-    return { check, outcome: 'fail', detail: `${baseUrl}: ${providerProblem(error, known?.env)}` };
-  }
-}
-
-function providerProblem(error: unknown, env: string | undefined): string {
-  if (!(error instanceof UpstreamError)) return messageOf(error);
-  const keyVar = env ? `${env}_API_KEY` : 'its api_key';
-  if (error.status === 401 || error.status === 403)
-    return `the key was refused (HTTP ${error.status}): check ${keyVar}`;
-  if (error.status === 404)
-    return 'no model list at this address (HTTP 404): check the base URL, which usually ends in /v1';
-  if (error.status !== undefined) return `answered HTTP ${error.status}: ${error.message}`;
-  if (error.kind === 'timeout') return `no answer within ${PROBE_TIMEOUT_MS / 1000} s`;
-  return `unreachable: ${error.message}`;
+  const { probeProviders } = await import('./doctor-providers.js');
+  return probeProviders(config);
 }
 
 /** Purchasing through Stripe: the key's mode and where it goes, whether Stripe accepts it, the webhook secret. */
@@ -240,68 +187,8 @@ async function stripeChecks(config: Config): Promise<Check[]> {
           'STRIPE_SECRET_KEY not set: purchasing is off (users cannot buy credit or recharge by card; an operator adds credit)',
       },
     ];
+  const { stripeKeyCheck } = await import('./doctor-stripe.js');
   return [await stripeKeyCheck(key, apiBase), stripeWebhookCheck(webhookSecret, config.server.public_url)];
-}
-
-async function stripeKeyCheck(key: string, apiBase: string | undefined): Promise<Check> {
-  const check = 'stripe';
-  const prefix = /^[sr]k_(live|test)_/.exec(key);
-  const mode = prefix?.[1];
-  const elsewhere = apiBase !== undefined && new URL(apiBase).hostname !== 'api.stripe.com';
-  const where = elsewhere ? apiBase!.replace(/\/$/, '') : 'Stripe';
-  if (mode === 'live' && elsewhere) {
-    return {
-      check,
-      outcome: 'warn',
-      detail: `a live key (${prefix?.[0]}…) with STRIPE_API_BASE=${where}, which is not Stripe: real payments go through Stripe's own API (unset STRIPE_API_BASE). Not probed, so doctor did not send the key there`,
-    };
-  }
-  const started = Date.now();
-  try {
-    await stripeClient(key, apiBase).paymentIntents.retrieve(
-      PROBE_PAYMENT_INTENT,
-      {},
-      { timeout: STRIPE_TIMEOUT_MS, maxNetworkRetries: 0 },
-    );
-  } catch (error) {
-    const missing = error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 404;
-    if (!missing) return { check, outcome: 'fail', detail: `${where}: ${stripeProblem(error, key)}` };
-  }
-  const accepted = `${where} accepted the key (${Date.now() - started} ms)`;
-  if (mode === 'live') return { check, outcome: 'ok', detail: `live mode: ${accepted}` };
-  if (mode === 'test')
-    return {
-      check,
-      outcome: 'warn',
-      detail: `test mode (${prefix?.[0]}…): ${accepted}; purchases are paid with Stripe's test cards and no money moves. A live deployment needs a live key (sk_live_…)`,
-    };
-  return {
-    check,
-    outcome: 'warn',
-    detail: `${accepted}, but STRIPE_SECRET_KEY does not look like a Stripe secret key (sk_live_… or sk_test_…)`,
-  };
-}
-
-/** Why Stripe's check failed, without the key (Stripe's own messages may quote part of it). */
-function stripeProblem(error: unknown, key: string): string {
-  if (error instanceof Stripe.errors.StripeAuthenticationError)
-    return `the key was refused (HTTP ${error.statusCode ?? 401}): check STRIPE_SECRET_KEY`;
-  if (error instanceof Stripe.errors.StripePermissionError) {
-    return `the key may not read PaymentIntents (HTTP ${error.statusCode ?? 403}): a restricted key needs write access to Checkout Sessions, Customers and PaymentIntents`;
-  }
-  if (error instanceof Stripe.errors.StripeConnectionError) {
-    if (/timeout/i.test(error.message)) return `no answer within ${STRIPE_TIMEOUT_MS / 1000} s`;
-    const cause = (error.detail as { message?: unknown } | undefined)?.message;
-    return `unreachable: ${withoutKey(typeof cause === 'string' ? cause : error.message, key)}`;
-  }
-  if (error instanceof Stripe.errors.StripeError)
-    return `answered${error.statusCode ? ` HTTP ${error.statusCode}` : ''}: ${withoutKey(error.message, key)}`;
-  return withoutKey(messageOf(error), key);
-}
-
-function withoutKey(text: string, key: string): string {
-  const masked = key.length >= 8 ? text.split(key).join('[key]') : text;
-  return masked.replace(/\b[sr]k_(live|test)_[A-Za-z0-9*]+/g, '[key]');
 }
 
 function stripeWebhookCheck(secret: string | undefined, publicUrl: string | undefined): Check {
@@ -334,8 +221,4 @@ function redactUrl(url: string): string {
   } catch {
     return '(unparsable URL)';
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

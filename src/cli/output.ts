@@ -1,7 +1,11 @@
 /** Printing: JSON for scripts, aligned columns for people. Everything goes to stdout. */
-import { usdString, type Nano } from '../billing/index.js';
-import { isExactUsd } from '../money/index.js';
 import { invalidRequest } from '../errors/index.js';
+import { isExactUsd, usdString, type Nano } from '../money/index.js';
+
+/** `--json`: JSON instead of text. */
+export interface JsonOption {
+  json?: boolean;
+}
 
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
@@ -17,7 +21,7 @@ export function printTable(header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) =>
     cells
-      .map((c, i) => c.padEnd(widths[i]!))
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
       .join('  ')
       .trimEnd();
   print(line(header), ...rows.map(line));
@@ -31,8 +35,8 @@ export function printFields(fields: [string, string][]): void {
 
 /** "$7.50", "$0.000125": at least cents, never rounded. */
 export function money(nano: Nano): string {
-  const [whole, fraction = ''] = usdString(nano).split('.');
-  return `${whole!.startsWith('-') ? '-' : ''}$${whole!.replace('-', '')}.${fraction.padEnd(2, '0')}`;
+  const [whole = '', fraction = ''] = usdString(nano).split('.');
+  return `${whole.startsWith('-') ? '-' : ''}$${whole.replace('-', '')}.${fraction.padEnd(2, '0')}`;
 }
 
 /** UTC, to the minute. */
@@ -40,7 +44,7 @@ export function when(ms: number | null): string {
   return ms === null ? '-' : `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')}Z`;
 }
 
-/** A USD option as the number AdminService takes, checked as a decimal string first so nothing is rounded. */
+/** The number AdminService takes for a USD option, checked while still a decimal string so nothing is rounded. */
 export function usdOption(value: string, param: string): number {
   if (!isExactUsd(value)) throw invalidRequest(`${param} must be a USD amount with at most 9 decimals`, param);
   return Number(value);

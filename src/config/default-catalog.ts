@@ -9,6 +9,16 @@ const ALL_CHAT = {
   json_mode: true,
 };
 
+/** Embeddings only. */
+const EMBEDDINGS = {
+  chat: false,
+  completion: false,
+  function_calling: false,
+  vision: false,
+  embeddings: true,
+  json_mode: false,
+};
+
 /** The built-in sandbox models: deterministic, no network, priced like a small real model. */
 export const SANDBOX_MODELS: ModelConfig[] = [
   {
@@ -33,6 +43,17 @@ export const SANDBOX_MODELS: ModelConfig[] = [
     capabilities: ALL_CHAT,
     created: 1_767_225_600,
   },
+  {
+    id: 'sandbox/embed',
+    provider: 'sandbox',
+    upstream_model: 'embed',
+    name: 'Sandbox Embed',
+    pricing: { prompt: 0.00002, completion: 0 },
+    context_length: 8_192,
+    max_tokens: 0,
+    capabilities: EMBEDDINGS,
+    created: 1_767_225_600,
+  },
 ];
 
 /** Text only in, tools and JSON mode. */
@@ -46,7 +67,7 @@ const CHAT_TOOLS_JSON = {
 };
 
 /**
- * Real models of the providers tollgate knows, with their public list prices (USD per 1,000 tokens), as published
+ * Real models of the providers tollgate knows, with their public list prices (USD per 1,000 tokens), published
  * in November 2026. Prices are the standard rate: not batch, not cached input, and the shortest-context tier where a
  * provider charges more for long prompts (OpenAI above 272K input tokens, Gemini Pro above 200K, Claude Haiku 5.5
  * above 100K). `created` is the model's release day (00:00 UTC).
@@ -260,7 +281,7 @@ export const DEFAULT_MODELS: ModelConfig[] = [
 
   // DeepSeek bills peak and off-peak hours (off-peak is half price); these are the peak (full) rates.
   {
-    // DeepSeek-V4.1-Flash. The legacy name deepseek-v4-flash is still accepted and billed as Flash.
+    // DeepSeek-V4.1-Flash. The legacy name deepseek-v4-flash is still accepted and billed like Flash.
     id: 'deepseek-flash',
     aliases: ['deepseek-v4-flash'],
     provider: 'deepseek',
@@ -280,5 +301,59 @@ export const DEFAULT_MODELS: ModelConfig[] = [
     max_tokens: 384_000,
     capabilities: CHAT_TOOLS_JSON,
     created: 1_776_988_800, // 2026-04-24
+  },
+
+  // Embeddings: input tokens only (`context_length` is the most one input may have). Dimensions by default:
+  // OpenAI small 1,536 and large 3,072, Gemini 3,072, Mistral 1,024, BGE large 1,024; `dimensions` shortens
+  // OpenAI's and Gemini's.
+  {
+    id: 'text-embedding-3-small',
+    provider: 'openai',
+    name: 'OpenAI Text Embedding 3 Small',
+    pricing: { prompt: 0.00002, completion: 0 },
+    context_length: 8_191,
+    max_tokens: 0,
+    capabilities: EMBEDDINGS,
+    created: 1_706_140_800, // 2024-01-25
+  },
+  {
+    id: 'text-embedding-3-large',
+    provider: 'openai',
+    name: 'OpenAI Text Embedding 3 Large',
+    pricing: { prompt: 0.00013, completion: 0 },
+    context_length: 8_191,
+    max_tokens: 0,
+    capabilities: EMBEDDINGS,
+    created: 1_706_140_800, // 2024-01-25
+  },
+  {
+    id: 'gemini-embedding-001',
+    provider: 'gemini',
+    name: 'Gemini Embedding 001',
+    pricing: { prompt: 0.00015, completion: 0 },
+    context_length: 2_048,
+    max_tokens: 0,
+    capabilities: EMBEDDINGS,
+    created: 1_752_451_200, // 2025-07-14
+  },
+  {
+    id: 'mistral-embed',
+    provider: 'mistral',
+    name: 'Mistral Embed',
+    pricing: { prompt: 0.0001, completion: 0 },
+    context_length: 8_192,
+    max_tokens: 0,
+    capabilities: EMBEDDINGS,
+    created: 1_702_252_800, // 2023-12-11
+  },
+  {
+    id: 'BAAI/bge-large-en-v1.5',
+    provider: 'together',
+    name: 'BGE Large EN v1.5 (Together)',
+    pricing: { prompt: 0.00002, completion: 0 },
+    context_length: 512,
+    max_tokens: 0,
+    capabilities: EMBEDDINGS,
+    created: 1_694_476_800, // 2023-09-12
   },
 ];

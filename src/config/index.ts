@@ -6,10 +6,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Value } from '@sinclair/typebox/value';
-import { parse as parseYaml } from 'yaml';
+import { parse } from 'yaml';
+import { messageOf } from '../errors/index.js';
 import { isExactUsd } from '../money/index.js';
 import { DEFAULT_MODELS, SANDBOX_MODELS } from './default-catalog.js';
-import { KNOWN_PROVIDERS } from './providers.js';
+import { KNOWN_PROVIDERS, type ProviderApi } from './providers.js';
 import { ConfigSchema, type Config, type ModelConfig } from './schema.js';
 import { SubstitutionError, substituteEnvInObject } from './substitute.js';
 
@@ -22,7 +23,13 @@ export type {
   DeploymentConfig,
   RoutingConfig,
 } from './schema.js';
-export { KNOWN_PROVIDERS, SANDBOX_PROVIDER_ID, type KnownProvider, type ProviderApi } from './providers.js';
+export {
+  KNOWN_PROVIDERS,
+  PROVIDER_APIS,
+  SANDBOX_PROVIDER_ID,
+  type KnownProvider,
+  type ProviderApi,
+} from './providers.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -105,13 +112,13 @@ function readYaml(file: string): Record<string, unknown> {
   try {
     text = readFileSync(resolve(file), 'utf8');
   } catch (error) {
-    throw new ConfigError(`Cannot read configuration file ${file}: ${(error as Error).message}`);
+    throw new ConfigError(`Cannot read configuration file ${file}: ${messageOf(error)}`);
   }
   let parsed: unknown;
   try {
-    parsed = parseYaml(text);
+    parsed = parse(text);
   } catch (error) {
-    throw new ConfigError(`Configuration file ${file} is not valid YAML: ${(error as Error).message}`);
+    throw new ConfigError(`Configuration file ${file} is not valid YAML: ${messageOf(error)}`);
   }
   if (parsed === null || parsed === undefined) return {};
   if (!isMapping(parsed)) throw new ConfigError(`Configuration file ${file} must hold a mapping at its top level`);
@@ -241,13 +248,24 @@ function checkConsistency(config: Config): void {
         );
       }
     });
-    for (const side of ['prompt', 'completion'] as const) {
+    for (const side of PRICE_SIDES) {
       if (!isExactUsd(model.pricing[side])) {
         throw new ConfigError(`Invalid configuration: ${where}.pricing.${side}: more than 9 decimals`);
       }
     }
     if (model.max_tokens > model.context_length) {
       throw new ConfigError(`Invalid configuration: ${where}.max_tokens: larger than context_length`);
+    }
+    if (model.max_tokens === 0 && (model.capabilities.chat || model.capabilities.completion)) {
+      throw new ConfigError(`Invalid configuration: ${where}.max_tokens: 0 for a model that generates text`);
+    }
+    if (model.capabilities.embeddings) {
+      const providers = model.deployments?.map((d) => d.provider) ?? [model.provider];
+      const anthropic = providers.find((id) => apiOf(config, id) === 'anthropic');
+      if (anthropic)
+        throw new ConfigError(
+          `Invalid configuration: ${where}.capabilities.embeddings: provider "${anthropic}" does not create embeddings`,
+        );
     }
     for (const name of [model.id, ...(model.aliases ?? [])]) {
       const owner = names.get(name);
@@ -257,6 +275,14 @@ function checkConsistency(config: Config): void {
       names.set(name, model.id);
     }
   });
+}
+
+const PRICE_SIDES: ReadonlyArray<'prompt' | 'completion'> = ['prompt', 'completion'];
+
+/** The wire format a provider speaks: its own for known providers, else the configured `api` (default OpenAI's). */
+function apiOf(config: Config, id: string): ProviderApi | 'sandbox' {
+  if (id === 'sandbox') return 'sandbox';
+  return config.providers[id]?.api ?? KNOWN_PROVIDERS.find((p) => p.id === id)?.api ?? 'openai';
 }
 
 function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {

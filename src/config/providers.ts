@@ -2,8 +2,12 @@
  * The providers tollgate knows by name. Each is configured by `<ENV>_API_KEY` / `<ENV>_BASE_URL` (or the same
  * names under `providers:` in the YAML file). Keyless providers (local servers) are configured by a base URL.
  */
-/** The wire format an adapter speaks: OpenAI's chat completions, Anthropic's Messages or Gemini's generateContent. */
-export type ProviderApi = 'openai' | 'anthropic' | 'gemini';
+/**
+ * The wire formats adapters speak: OpenAI's chat completions, Anthropic's Messages and Gemini's generateContent.
+ * A new wire format is one word here and one adapter folder in `providers/`.
+ */
+export const PROVIDER_APIS = ['openai', 'anthropic', 'gemini'] as const;
+export type ProviderApi = (typeof PROVIDER_APIS)[number];
 
 export interface KnownProvider {
   id: string;

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PROVIDER_APIS } from './providers.js';
 
 const PositiveInt = Type.Integer({ minimum: 1 });
 const UsdAmount = Type.Number({ minimum: 0 });
@@ -35,7 +36,8 @@ export const ModelSchema = Type.Object(
     /** USD per 1,000 tokens. */
     pricing: Type.Object({ prompt: UsdAmount, completion: UsdAmount }, { additionalProperties: false }),
     context_length: PositiveInt,
-    max_tokens: PositiveInt,
+    /** Completion tokens at most; 0 for a model that generates nothing (embeddings). */
+    max_tokens: Type.Integer({ minimum: 0 }),
     capabilities: CapabilitiesSchema,
     created: Type.Integer({ minimum: 0 }),
     /** Where the model is served; absent = one deployment of `provider` / `upstream_model`. */
@@ -59,7 +61,7 @@ export const ProviderSettingsSchema = Type.Object(
     base_url: Type.Optional(Type.String({ pattern: '^https?://' })),
     name: Type.Optional(Type.String()),
     /** The wire format of a provider tollgate does not know (default `openai`). */
-    api: Type.Optional(Type.Union([Type.Literal('openai'), Type.Literal('anthropic'), Type.Literal('gemini')])),
+    api: Type.Optional(Type.Union(PROVIDER_APIS.map((api) => Type.Literal(api)))),
   },
   { additionalProperties: false },
 );

@@ -1,10 +1,10 @@
 /**
- * `${NAME}` substitution in the configuration file's values, as docker compose does it: `${NAME}` takes the
+ * `${NAME}` substitution in the configuration file's values, the docker compose way: `${NAME}` takes the
  * variable (an error naming the field when it is unset), `${NAME:-fallback}` falls back when it is unset or empty,
- * and `$${` stands for a literal `${`. A value that is nothing but one reference is read as a YAML scalar, so
+ * and `$${` stands for a literal `${`. A value that is nothing but one reference is YAML-parsed, so
  * `port: ${PORT}` gives a number and `trust_proxy: ${BEHIND_PROXY:-false}` a boolean.
  */
-import { parse as parseYaml } from 'yaml';
+import { parse } from 'yaml';
 
 type Env = Record<string, string | undefined>;
 
@@ -39,6 +39,6 @@ function substituteString(text: string, env: Env, path: string): unknown {
     return set;
   });
   if (!WHOLE_REFERENCE.test(text)) return replaced;
-  const scalar: unknown = parseYaml(replaced);
+  const scalar: unknown = parse(replaced);
   return scalar === null || typeof scalar === 'object' ? replaced : scalar;
 }

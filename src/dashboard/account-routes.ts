@@ -74,7 +74,7 @@ export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
     const account = await signedInAccount(request);
     const { id } = request.params;
     const key = await deps.storage.keys.get(id);
-    // Another account's key is as unknown as a key that does not exist.
+    // Another account's key is unknown, like a key that does not exist.
     if (!key || key.accountId !== account.id)
       throw new GatewayError('not_found', { message: `No key ${id}`, param: 'id' });
     return renderKey(await deps.admin.revokeKey(id));
@@ -122,7 +122,7 @@ export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
     };
   });
 
-  // The catalog as GET /v1/models shows it, with the same filters.
+  // The catalog GET /v1/models shows, with the same filters.
   scope.get('/api/models', { schema: { querystring: ModelsQuery } }, async (request) => {
     await sessions.require(request);
     const { query } = request;
@@ -146,7 +146,7 @@ export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
   });
 }
 
-/** An empty value counts as absent. */
+/** An empty value means absent. */
 function stringParam(query: Query, name: string): string | undefined {
   const value = single(query[name], name);
   return value === '' ? undefined : value;

@@ -80,8 +80,8 @@ export function assetRoutes(scope: FastifyInstance, bundle: Bundle | undefined):
       .send(bundle.html);
   };
 
-  scope.get('/assets/:file', async (request, reply) => {
-    const asset = bundle?.assets.get((request.params as { file: string }).file);
+  scope.get<{ Params: { file: string } }>('/assets/:file', async (request, reply) => {
+    const asset = bundle?.assets.get(request.params.file);
     if (!asset) throw new GatewayError('not_found', { message: 'No such dashboard asset' });
     return securityHeaders(reply)
       .header('cache-control', 'public, max-age=31536000, immutable')

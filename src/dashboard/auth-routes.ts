@@ -18,7 +18,7 @@ export const Credentials = Type.Object(
 export type Credentials = Static<typeof Credentials>;
 
 /**
- * Attempts per minute per email, and ten times as many per client address (offices share one address);
+ * Attempts per minute per email, and ten times more per client address (offices share one address);
  * shared by replicas through the rate limiter.
  */
 export function signinThrottle(deps: HttpDeps): (request: FastifyRequest, email: string) => Promise<void> {
@@ -91,7 +91,7 @@ export function authRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessi
   });
 }
 
-/** Sign-in answers a malformed email as it answers an unknown one. */
+/** Sign-in answers a malformed email like an unknown one. */
 function normalizedOrUndefined(email: string): string | undefined {
   try {
     return normalizeEmail(email);

@@ -1,4 +1,4 @@
-/** What the Credits & usage page shows, read from the same stores as `GET /v1/credits`. */
+/** What the Credits & usage page shows, read from the stores of `GET /v1/credits`. */
 import {
   hasSavedPaymentMethod,
   parseUsd,

@@ -125,7 +125,7 @@ export async function verifyPassword(password: string, stored: string): Promise<
 
 let dummy: Promise<string> | undefined;
 
-/** Spends the time of one verification, so an unknown email answers as slowly as a wrong password. */
+/** Spends the time of one verification, so an unknown email answers no faster than a wrong password. */
 export async function verifyNothing(password: string): Promise<false> {
   dummy ??= hashPassword('not a password of anyone');
   await verifyPassword(password, await dummy);

@@ -1,5 +1,5 @@
 /**
- * "Add credits" for the signed-in user: the same Purchases as `/v1/credits/purchases` (same validation, the same
+ * "Add credits" for the signed-in user: the Purchases of `/v1/credits/purchases` (same validation, the same
  * Stripe Checkout), reached with the session instead of a full key; and the card auto-recharges, the other
  * payments the user makes through Stripe.
  */

@@ -5,6 +5,7 @@
  * `x-csrf-token`; before sign-in that token is the anonymous `tg_csrf` cookie's value (against login CSRF).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { CookieSerializeOptions } from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/index.js';
 import type { Storage } from '../storage/index.js';
@@ -37,11 +38,11 @@ export class Sessions {
     private readonly ttlMs: number,
   ) {}
 
-  private cookieOptions(request: FastifyRequest, maxAgeSeconds?: number) {
+  private cookieOptions(request: FastifyRequest, maxAgeSeconds?: number): CookieSerializeOptions {
     return {
       path: COOKIE_PATH,
       httpOnly: true,
-      sameSite: 'lax' as const,
+      sameSite: 'lax',
       secure: request.protocol === 'https',
       ...(maxAgeSeconds !== undefined ? { maxAge: maxAgeSeconds } : {}),
     };
@@ -92,7 +93,7 @@ export class Sessions {
     reply.clearCookie(SESSION_COOKIE, this.cookieOptions(request));
   }
 
-  /** The token a signed-out page sends with sign-in and sign-up; set as a cookie the first time. */
+  /** The token a signed-out page sends with sign-in and sign-up; set in a cookie the first time. */
   anonymousToken(request: FastifyRequest, reply: FastifyReply): string {
     const existing = request.cookies[ANONYMOUS_COOKIE];
     if (existing && /^[A-Za-z0-9_-]{43}$/.test(existing)) return existing;

@@ -1,6 +1,6 @@
 /**
  * Self-serve sign-up and email verification. Where SMTP is configured, sign-up always answers 202 "check your
- * email" (a registered email answers exactly as a new one); the emailed link, followed once, verifies the email,
+ * email" (a registered email answers exactly like a new one); the emailed link, followed once, verifies the email,
  * sets the password chosen with that sign-up, credits the sign-up grant once and signs in. Without SMTP the account
  * opens at once, with the grant only when `signup.grant_without_verification` is on.
  */
@@ -22,7 +22,7 @@ const VerifyBody = Type.Object(
   { token: Type.String({ minLength: 1, maxLength: 128 }) },
   { additionalProperties: false },
 );
-const CHECK_YOUR_EMAIL = { signed_in: false, verification_sent: true } as const;
+const CHECK_YOUR_EMAIL = { signed_in: false, verification_sent: true };
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 

@@ -1,5 +1,5 @@
 /**
- * The Webhooks section for the signed-in user: the same WebhookService as `/v1/webhooks` (same validation, the
+ * The Webhooks section for the signed-in user: the WebhookService of `/v1/webhooks` (same validation, the
  * secret shown once at creation), reached with the session instead of a full key.
  */
 import { Type } from '@sinclair/typebox';
@@ -37,7 +37,7 @@ export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
   scope.post('/api/webhooks', async (request, reply) => {
     const { accountId, webhooks } = await owner(request);
     const webhook = await webhooks.create(accountId, request.body);
-    // The only time the secret is shown, as with POST /v1/webhooks.
+    // The only time the secret is shown, like POST /v1/webhooks.
     return reply.code(201).send({ ...renderWebhook(webhook), secret: webhook.secret });
   });
 

@@ -1,5 +1,5 @@
 /**
- * Every public error of the gateway: the contract's table as code. Everything else throws a GatewayError
+ * Every public error of the gateway: the contract's table in code. Everything else throws a GatewayError
  * with one of these codes; `http/` renders the envelope in exactly one place.
  */
 export type ErrorCode =
@@ -139,4 +139,9 @@ export function errorEnvelope(error: GatewayError): ErrorEnvelope {
 
 export function invalidRequest(message: string, param: string | null = null): GatewayError {
   return new GatewayError('invalid_request', { message, param });
+}
+
+/** The message of anything thrown: an Error's own, anything else turned into text. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -7,30 +7,19 @@ import { requireModelAllowed } from '../auth/index.js';
 import { usdNumber } from '../billing/index.js';
 import type { CatalogModel } from '../catalog/index.js';
 import { GatewayError } from '../errors/index.js';
+import { promptText } from '../events/index.js';
 import type { ChatCompletion, ChatRequest } from '../providers/index.js';
-import { fromUpstream } from '../routing/index.js';
 import type { KeyRecord } from '../storage/index.js';
 import { countTextTokens, measurePrompt } from '../tokens/index.js';
 import { accountOf, admitRate, authenticate } from './admit.js';
 import type { ChatContext, GatewayDeps } from './deps.js';
-import { emitUnsettledError } from './events.js';
+import { failed, type RequestInput } from './fail.js';
 import { finish } from './record.js';
 import { relayStream } from './relay.js';
 import { validateChatRequest } from './schema.js';
 import { settleOrFail, upstreamCount } from './settle.js';
 
-export interface ChatInput {
-  authorization: string | undefined;
-  /** The parsed JSON body, not yet validated. */
-  body: unknown;
-  /** The `Idempotency-Key` header, if any. */
-  idempotencyKey?: string | undefined;
-  requestId: string;
-  /** Aborted when the client goes away. */
-  signal: AbortSignal;
-  /** Receives the request's outcome for the access log (ids, model, provider, cost; never the key). */
-  log(fields: Record<string, unknown>): void;
-}
+export type ChatInput = RequestInput;
 
 export type ChatResult =
   | { kind: 'json'; headers: Record<string, string>; body: ChatCompletion }
@@ -71,7 +60,7 @@ async function answer(
   const route = deps.router.route(model, key.environment, { fallbacks, timeoutMs: body.timeout_ms });
 
   // 4. Admit: rate limits first (they count requests), then the credit hold. Every field that goes upstream counts
-  // as prompt, so no field is a free channel past the token limits or the hold.
+  // toward the prompt, so no field is a free channel past the token limits or the hold.
   const prompt = measurePrompt(body);
   const promptTokens = prompt.tokens;
   const headers = await admitRate(deps, account, promptTokens, route.providerId);
@@ -98,7 +87,7 @@ async function answer(
   }
 
   // 5. Call and relay: retries and fallbacks happen inside the router, which names the deployment that answered
-  // (or failed last). A failure releases the hold without charging. A stream goes to HTTP as a generator that
+  // (or failed last). A failure releases the hold without charging. A stream goes to HTTP via a generator that
   // settles before its last event.
   const call = {
     body: upstreamBody,
@@ -117,19 +106,22 @@ async function answer(
       started,
       deps,
       body,
+      userId: body.user,
+      stream: body.stream === true,
+      promptText: () => promptText(body.messages),
       log,
     };
   };
   if (body.stream) {
     const routed = await deps.router.stream(route, call);
     const context = contextOf(routed);
-    if (!routed.ok) throw fail(context, routed.error, input.signal);
+    if (!routed.ok) throw failed(context, routed.error, input.signal);
     headers['x-tollgate-provider'] = routed.providerId;
     return { kind: 'stream', headers, events: relayStream(context, routed.result, input.signal) };
   }
   const routed = await deps.router.complete(route, call);
   const context = contextOf(routed);
-  if (!routed.ok) throw fail(context, routed.error, input.signal);
+  if (!routed.ok) throw failed(context, routed.error, input.signal);
   headers['x-tollgate-provider'] = routed.providerId;
   const completion = routed.result;
 
@@ -141,7 +133,7 @@ async function answer(
     usedPrompt = upstreamCount(completion.usage?.prompt_tokens) ?? promptTokens;
     usedCompletion = upstreamCount(completion.usage?.completion_tokens) ?? completionTokensOf(completion);
   } catch (error) {
-    throw fail(context, error, input.signal);
+    throw failed(context, error, input.signal);
   }
   const answered = { text: () => completionText(completion) };
   const {
@@ -182,26 +174,6 @@ function allowedModel(deps: GatewayDeps, key: KeyRecord, name: string): CatalogM
     throw new GatewayError('model_not_found', { message: `The model '${name}' does not exist`, param: 'models' });
   requireModelAllowed(key, [name, model.id, ...model.aliases]);
   return model;
-}
-
-/** An admitted request that got no answer: the hold is released, the failure recorded and told. */
-function fail(context: ChatContext, error: unknown, signal: AbortSignal): GatewayError {
-  context.reservation.release();
-  const mapped = signal.aborted
-    ? new GatewayError('invalid_request', { message: 'The client closed the request' })
-    : fromUpstream(error);
-  const told = { code: mapped.code, message: mapped.message };
-  emitUnsettledError(context, told);
-  finish(context, {
-    ok: false,
-    status: mapped.status,
-    promptTokens: 0,
-    completionTokens: 0,
-    chargedNano: 0n,
-    generationMs: 0,
-    error: told,
-  });
-  return mapped;
 }
 
 const textOf = (value: unknown): string => (typeof value === 'string' ? value : '');

@@ -1,4 +1,4 @@
-/** What the request path is built from (the app wires it once), and what one chat request carries through it. */
+/** What the request path is built from (the app wires it once), and what one request carries through it. */
 import type { Authenticator } from '../auth/index.js';
 import type { PlanLimits, Reservation, Wallet } from '../billing/index.js';
 import type { Catalog, CatalogModel, LiveFigures } from '../catalog/index.js';
@@ -26,8 +26,8 @@ export interface GatewayDeps {
   events?: EventSink;
 }
 
-/** One admitted chat request, once routing has named the deployment that answered (or failed). */
-export interface ChatContext {
+/** One admitted request, once routing has named the deployment that answered (or failed). */
+export interface RequestContext {
   readonly requestId: string;
   /** The model that answered: a fallback model when the requested one failed. */
   readonly model: CatalogModel;
@@ -36,7 +36,15 @@ export interface ChatContext {
   readonly reservation: Reservation;
   readonly started: number;
   readonly deps: GatewayDeps;
-  /** The validated request (the `prompt` and `userId` of llm.* events). */
-  readonly body: ChatRequest;
+  /** The request's `user` (llm.* events' `userId`). */
+  readonly userId: string | undefined;
+  readonly stream: boolean;
+  /** The prompt's text for llm.* events, built only when an event is. */
+  promptText(): string;
   log(fields: Record<string, unknown>): void;
+}
+
+/** One admitted chat request, with its validated body. */
+export interface ChatContext extends RequestContext {
+  readonly body: ChatRequest;
 }

@@ -1,7 +1,7 @@
-/** The llm.* events of one chat request, built only when the account's webhooks want them. */
+/** The llm.* events of one request, built only when the account's webhooks want them. */
 import { usdNumber, type Settlement } from '../billing/index.js';
-import { llmEvent, promptText, type GatewayEvent, type LlmError, type LlmTokens } from '../events/index.js';
-import type { ChatContext } from './deps.js';
+import { llmEvent, type GatewayEvent, type LlmError, type LlmTokens } from '../events/index.js';
+import type { RequestContext } from './deps.js';
 
 /** What a settled request answered, for its event: the text (built only if wanted), or the error the client got. */
 export interface Answered {
@@ -10,18 +10,18 @@ export interface Answered {
 }
 
 /** The fields every llm.* event of this request shares. */
-export function requestData(context: ChatContext) {
+export function requestData(context: RequestContext) {
   return {
     requestId: context.requestId,
-    userId: context.body.user ?? context.reservation.account.id,
+    userId: context.userId ?? context.reservation.account.id,
     model: context.model.id,
-    prompt: promptText(context.body.messages),
+    prompt: context.promptText(),
   };
 }
 
 /** The builder of a settled request's llm.completion or llm.error (written with the debit), if wanted. */
 export function outcomeEvent(
-  context: ChatContext,
+  context: RequestContext,
   answered: Answered,
 ): ((billed: Settlement) => GatewayEvent) | undefined {
   const type = answered.error ? 'llm.error' : 'llm.completion';
@@ -37,14 +37,14 @@ export function outcomeEvent(
 }
 
 /** llm.error of a request refused after admission with nothing to settle (the upstream failed before any output). */
-export function emitUnsettledError(context: ChatContext, error: LlmError): void {
+export function emitUnsettledError(context: RequestContext, error: LlmError): void {
   const { events } = context.deps;
   if (!events?.wants('llm.error', context.reservation.account.id)) return;
   events.emit(llmRequestEvent(context, { tokens: { prompt: 0, completion: 0, total: 0 }, cost: 0n, error }));
 }
 
 function llmRequestEvent(
-  context: ChatContext,
+  context: RequestContext,
   outcome: { tokens: LlmTokens; cost: bigint; text?: (() => string) | undefined; error?: LlmError | undefined },
 ): GatewayEvent {
   const { account, key } = context.reservation;
@@ -52,7 +52,7 @@ function llmRequestEvent(
     provider: context.providerId,
     keyId: key.id,
     environment: key.environment,
-    stream: context.body.stream === true,
+    stream: context.stream,
     cost: usdNumber(outcome.cost),
     durationMs: Math.round(performance.now() - context.started),
   };

@@ -1,6 +1,6 @@
 import type { RateDecision } from '../limits/index.js';
 
-/** OpenAI's rate-limit headers (resets as OpenAI writes them: "1s", "6m0s", "250ms"), and the provider that answers. */
+/** OpenAI's rate-limit headers (resets in OpenAI's notation: "1s", "6m0s", "250ms"), and the provider that answers. */
 export function rateLimitHeaders(decision: RateDecision, provider?: string): Record<string, string> {
   const headers: Record<string, string> = {
     'x-ratelimit-limit-requests': String(decision.requests.limit),

@@ -7,18 +7,19 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { ChatCompletion } from '../providers/index.js';
-import type { IdempotencyStore, KeyRecord } from '../storage/index.js';
+import { storedJson, type IdempotencyStore, type KeyRecord } from '../storage/index.js';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
 const PURGE_EVERY_MS = 60_000;
 
-export type Answer =
-  | { kind: 'json'; headers: Record<string, string>; body: ChatCompletion }
+/** An endpoint's answer: a JSON body (a chat completion unless said otherwise) or a stream of SSE events. */
+export type Answer<B = ChatCompletion> =
+  | { kind: 'json'; headers: Record<string, string>; body: B }
   | { kind: 'stream'; headers: Record<string, string>; events: AsyncGenerator<string, void, undefined> };
 
-type Stored =
-  | { kind: 'json'; headers: Record<string, string>; body: ChatCompletion }
+type Stored<B> =
+  | { kind: 'json'; headers: Record<string, string>; body: B }
   | { kind: 'stream'; headers: Record<string, string>; events: string[] };
 
 export interface IdempotencyOptions {
@@ -36,15 +37,17 @@ export class Idempotency {
 
   /**
    * Runs `answer` once per (account, key): the first request runs it and stores its answer; a retry gets that
-   * answer back (header `idempotent-replayed: true`). Without a key, just runs it.
+   * answer back (header `idempotent-replayed: true`). Without a key, just runs it. `endpoint` names the endpoint
+   * when it is not chat, so that a key reused on another endpoint never replays the wrong kind of answer.
    */
-  async run(
+  async run<B = ChatCompletion>(
     key: KeyRecord,
     idempotencyKey: string | undefined,
     body: unknown,
     requestId: string,
-    answer: () => Promise<Answer>,
-  ): Promise<Answer> {
+    answer: () => Promise<Answer<B>>,
+    endpoint?: string,
+  ): Promise<Answer<B>> {
     if (idempotencyKey === undefined) return answer();
     if (!KEY_SHAPE.test(idempotencyKey)) {
       throw invalidRequest('Idempotency-Key must be 1 to 255 printable ASCII characters', 'Idempotency-Key');
@@ -52,7 +55,7 @@ export class Idempotency {
     const { store } = this.options;
     const now = this.now();
     this.purge(now);
-    const fingerprint = fingerprintOf(key, body);
+    const fingerprint = fingerprintOf(key, body, endpoint);
     const claim = randomBytes(12).toString('base64url');
     const owned = await store.claim({
       accountId: key.accountId,
@@ -63,18 +66,18 @@ export class Idempotency {
       now,
       leaseUntil: now + this.options.leaseMs,
     });
-    if (!owned) return this.existing(key.accountId, idempotencyKey, fingerprint);
+    if (!owned) return this.existing<B>(key.accountId, idempotencyKey, fingerprint);
 
     const release = () =>
       store.release(key.accountId, idempotencyKey, claim).catch((error) => this.options.onError?.(error));
-    const keep = (stored: Stored) =>
+    const keep = (stored: Stored<B>) =>
       store
         .complete(key.accountId, idempotencyKey, claim, JSON.stringify(stored), this.now() + IDEMPOTENCY_TTL_MS)
         .catch((error) => {
           this.options.onError?.(error);
           return false;
         });
-    let result: Answer;
+    let result: Answer<B>;
     try {
       result = await answer();
     } catch (error) {
@@ -93,7 +96,7 @@ export class Idempotency {
     };
   }
 
-  private async existing(accountId: string, idempotencyKey: string, fingerprint: string): Promise<Answer> {
+  private async existing<B>(accountId: string, idempotencyKey: string, fingerprint: string): Promise<Answer<B>> {
     const record = await this.options.store.get(accountId, idempotencyKey);
     // Released or expired between our claim and this read: the client may simply retry.
     if (!record || record.state === 'pending' || record.expiresAt <= this.now()) {
@@ -103,7 +106,7 @@ export class Idempotency {
     }
     if (record.fingerprint !== fingerprint)
       throw new GatewayError('idempotency_key_reused', { param: 'Idempotency-Key' });
-    const stored = JSON.parse(record.response!) as Stored;
+    const stored = storedJson<Stored<B>>(record.response!);
     const headers = { ...stored.headers, 'idempotent-replayed': 'true' };
     if (stored.kind === 'json') return { kind: 'json', headers, body: stored.body };
     return { kind: 'stream', headers, events: replay(stored.events) };
@@ -120,9 +123,11 @@ export class Idempotency {
   }
 }
 
-/** The request as the key must match it: the key's environment and the body, with object keys sorted. */
-function fingerprintOf(key: KeyRecord, body: unknown): string {
-  return createHash('sha256').update(key.environment).update('\n').update(canonical(body)).digest('hex');
+/** The request the key must match: the key's environment, the endpoint (other than chat) and the body, keys sorted. */
+function fingerprintOf(key: KeyRecord, body: unknown, endpoint: string | undefined): string {
+  const hash = createHash('sha256').update(key.environment).update('\n');
+  if (endpoint) hash.update(endpoint).update('\n');
+  return hash.update(canonical(body)).digest('hex');
 }
 
 function canonical(value: unknown): string {

@@ -4,7 +4,8 @@
  * not before: the client is not kept waiting for the log line's serialisation and the metrics.
  */
 import { usdNumber } from '../billing/index.js';
-import type { ChatContext } from './deps.js';
+import { messageOf } from '../errors/index.js';
+import type { RequestContext } from './deps.js';
 
 export interface Outcome {
   ok: boolean;
@@ -17,25 +18,25 @@ export interface Outcome {
   error?: { code: string; message: string } | undefined;
 }
 
-export function finish(context: ChatContext, outcome: Outcome): void {
+export function finish(context: RequestContext, outcome: Outcome): void {
   const durationMs = performance.now() - context.started;
   setImmediate(record, context, outcome, durationMs);
 }
 
 /** Off the request's path, a failure here has no request left to fail: it is logged, never an uncaught exception. */
-function record(context: ChatContext, outcome: Outcome, durationMs: number): void {
+function record(context: RequestContext, outcome: Outcome, durationMs: number): void {
   try {
     recordOutcome(context, outcome, durationMs);
   } catch (error) {
     try {
-      context.log({ status: outcome.ok ? 200 : outcome.status, record_error: (error as Error).message });
+      context.log({ status: outcome.ok ? 200 : outcome.status, record_error: messageOf(error) });
     } catch {
       // the log itself failed: nothing is left to report to
     }
   }
 }
 
-function recordOutcome(context: ChatContext, outcome: Outcome, durationMs: number): void {
+function recordOutcome(context: RequestContext, outcome: Outcome, durationMs: number): void {
   const { deps, model } = context;
   deps.metrics.recordChat(
     context.providerId,

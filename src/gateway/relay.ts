@@ -1,5 +1,5 @@
 /**
- * Relays an upstream stream as OpenAI SSE events, chunk by chunk as they arrive. It meters what it delivers,
+ * Relays an upstream stream chunk by chunk in OpenAI SSE events. It meters what it delivers,
  * settles before the last event (the charge is durable before `[DONE]`), and when the client goes away it
  * settles for what was delivered.
  */

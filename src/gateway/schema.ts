@@ -1,7 +1,8 @@
 /**
- * Validation of the chat request against the wire contract's schema, compiled once. Unknown fields pass through to
+ * Validation of request bodies against the wire contract's schemas, compiled once. Unknown fields pass through to
  * the provider. Checked after authentication, so a keyless request gets 401.
  */
+import type { Static, TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import type { ValueError } from '@sinclair/typebox/errors';
 import { GatewayError } from '../errors/index.js';
@@ -9,30 +10,39 @@ import { ChatRequestSchema, type ChatMessage, type ChatRequest } from '../wire/i
 
 export { ChatRequestSchema, type ChatRequest as ChatRequestBody };
 
-const checker = TypeCompiler.Compile(ChatRequestSchema);
+/** A validator of a request body against `schema`, compiled once: the typed body, or a 400 naming the field. */
+export function compiledValidator<T extends TSchema>(schema: T): (body: unknown) => Static<T> {
+  const checker = TypeCompiler.Compile(schema);
+  return (body) => {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw new GatewayError('invalid_request', { message: 'The request body must be a JSON object' });
+    }
+    if (checker.Check(body)) return body;
+    const errors = [...checker.Errors(body)];
+    // The deepest path is the most precise; unions report their members' failures at deeper paths.
+    const first = errors.reduce((a, b) => (b.path.length > a.path.length ? b : a), errors[0]!);
+    const param = pointerToParam(first.path);
+    const missing = first.value === undefined;
+    throw new GatewayError('invalid_request', {
+      message: missing
+        ? `Missing required parameter: '${param}'.`
+        : `Invalid value for '${param}': ${describe(first)}.`,
+      param,
+    });
+  };
+}
+
+const validateChat = compiledValidator(ChatRequestSchema);
 
 export function validateChatRequest(body: unknown): ChatRequest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new GatewayError('invalid_request', { message: 'The request body must be a JSON object' });
-  }
-  if (checker.Check(body)) {
-    checkContent(body.messages);
-    return body;
-  }
-  const errors = [...checker.Errors(body)];
-  // The deepest path is the most precise; unions report their members' failures at deeper paths.
-  const first = errors.reduce((a, b) => (b.path.length > a.path.length ? b : a), errors[0]!);
-  const param = pointerToParam(first.path);
-  const missing = first.value === undefined;
-  throw new GatewayError('invalid_request', {
-    message: missing ? `Missing required parameter: '${param}'.` : `Invalid value for '${param}': ${describe(first)}.`,
-    param,
-  });
+  const request = validateChat(body);
+  checkContent(request.messages);
+  return request;
 }
 
 /**
  * Content is required (and not null) in every message but an assistant's that calls tools; the message schema
- * leaves it optional, so that a missing content is named per message rather than as a union of every role's shape.
+ * leaves it optional, so that a missing content is named per message rather than in a union of every role's shape.
  */
 function checkContent(messages: ChatMessage[]): void {
   for (let i = 0; i < messages.length; i++) {

@@ -2,7 +2,7 @@
 import type { Settlement } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
 import { withSpan } from '../observability/index.js';
-import type { ChatContext } from './deps.js';
+import type { RequestContext } from './deps.js';
 import { outcomeEvent, type Answered } from './events.js';
 
 /**
@@ -19,7 +19,7 @@ export function upstreamCount(value: unknown): number | undefined {
  * llm.completion or llm.error (when wanted) is written with the debit.
  */
 export async function settleOrFail(
-  context: ChatContext,
+  context: RequestContext,
   promptTokens: number,
   completionTokens: number,
   answered: Answered,

@@ -2,7 +2,7 @@
  * POST /v1/chat/completions, answered from Node's request event ahead of Fastify. It is the route every metered
  * request takes, and Fastify's work per request (its Request and Reply objects, hooks, a child logger, the
  * content-type parser, reply serialisation) is a measurable share of a request's CPU (ADR 0040). What every
- * request gets (request id, CORS, request metrics, server span, error envelope) comes from `edge.ts`, as for
+ * request gets (request id, CORS, request metrics, server span, error envelope) comes from `edge.ts`, likewise for
  * Fastify's routes; the body is read by Fastify's rules (`json-body.ts`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -89,7 +89,7 @@ async function serve(
   }
 }
 
-/** A header sent twice arrives as a list: its first value (the key's shape is checked by the gateway). */
+/** A header sent twice arrives in a list: its first value (the key's shape is checked by the gateway). */
 function singleHeader(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }

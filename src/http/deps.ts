@@ -11,7 +11,7 @@ export interface HttpDeps extends GatewayDeps {
   config: Config;
   storage: Storage;
   admin: AdminService;
-  /** The payment processors auto-recharge can charge through (shown to users as whether they may enable it). */
+  /** The payment processors auto-recharge can charge through (shown to users: whether they may enable it). */
   processors: PaymentProcessors;
   isAdminToken(presented: string | undefined): boolean;
   /** Credit purchases (Stripe Checkout) and Stripe's webhook events. */

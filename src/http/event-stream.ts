@@ -6,7 +6,7 @@ import type { ClientSignal } from './client-signal.js';
 
 const KEEP_ALIVE_MS = 15_000;
 
-/** Writes SSE events as the gateway yields them, with backpressure and keep-alive comments while idle. */
+/** Writes the SSE events the gateway yields, with backpressure and keep-alive comments while idle. */
 export async function writeEventStream(
   res: ServerResponse,
   result: Extract<ChatResult, { kind: 'stream' }>,

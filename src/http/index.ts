@@ -4,6 +4,7 @@ import type { HttpDeps } from './deps.js';
 import { chatEndpoint, isChatRequest } from './chat-endpoint.js';
 import { adminRoutes } from './routes/admin.js';
 import { creditRoutes } from './routes/credits.js';
+import { generationRoutes } from './routes/generation.js';
 import { modelRoutes } from './routes/models.js';
 import { opsRoutes } from './routes/ops.js';
 import { purchaseRoutes } from './routes/purchases.js';
@@ -26,6 +27,7 @@ export function buildHttpServer(options: ServerOptions, deps: HttpDeps): Fastify
   const adminGuard = new AdminGuard(deps.isAdminToken, deps.config.server.admin_auth_max_failures);
   opsRoutes(server, deps, adminGuard);
   modelRoutes(server, deps);
+  generationRoutes(server, deps);
   creditRoutes(server, deps);
   purchaseRoutes(server, deps, deps.payments);
   adminRoutes(server, deps, adminGuard);

@@ -5,11 +5,11 @@
  * (http/server.ts), so every JSON body has the same nesting bound.
  */
 import type { IncomingMessage } from 'node:http';
-import secureJson from 'secure-json-parse';
+import secureJson, { type ParseOptions } from 'secure-json-parse';
 import { GatewayError } from '../errors/index.js';
 import { BODY_TOO_LARGE, LENGTH_MISMATCH, NOT_JSON } from './errors.js';
 
-const PARSE_OPTIONS = { protoAction: 'error', constructorAction: 'error' } as const;
+const PARSE_OPTIONS: ParseOptions = { protoAction: 'error', constructorAction: 'error' };
 const UNPARSABLE = 'We could not parse the JSON body of your request: ';
 /** Deepest nesting of arrays and objects a JSON body may have (the body itself is level 1; docs/api.md). */
 export const MAX_JSON_DEPTH = 64;
@@ -27,7 +27,7 @@ export function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<
     return Promise.resolve(undefined);
   }
   const media = type === undefined ? '' : mediaType(type);
-  // Fastify also reads text/plain, as a string (which no JSON route then accepts).
+  // Fastify also reads text/plain, into a string (which no JSON route then accepts).
   if (media !== 'application/json' && media !== 'text/plain')
     return Promise.reject(new GatewayError('invalid_request', { message: NOT_JSON }));
   const length = Number(declared);
@@ -58,7 +58,7 @@ export function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<
         return reject(new GatewayError('invalid_request', { message: LENGTH_MISMATCH }));
       const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, received).toString('utf8');
       if (media === 'text/plain') return resolve(text);
-      // An empty body is no body, as on Fastify's routes (http/server.ts).
+      // An empty body is no body, like on Fastify's routes (http/server.ts).
       if (received === 0) return resolve(undefined);
       try {
         resolve(parseJsonText(text));

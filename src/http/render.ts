@@ -66,7 +66,7 @@ export function renderAccount(account: AccountRecord, deps: Pick<HttpDeps, 'limi
 }
 
 /**
- * Auto-recharge as the account's own user sees it (`/v1/credits`, dashboard): on only when a processor can run it,
+ * Auto-recharge seen by the account's own user (`/v1/credits`, dashboard): on only when a processor can run it,
  * whether they may change it themselves (with the reason when not), and why the gateway turned it off, if it did.
  */
 export function renderOwnAutoRecharge(

@@ -11,7 +11,7 @@ import {
 } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
-import { GatewayError, errorEnvelope } from '../errors/index.js';
+import { GatewayError, errorEnvelope, messageOf } from '../errors/index.js';
 import { plainJson } from '../money/index.js';
 import { runInContext, tracingEnabled, type Metrics } from '../observability/index.js';
 import { errorAnswer, openRequest, traceRequest } from './edge.js';
@@ -101,11 +101,11 @@ export function createServer(options: ServerOptions): FastifyInstance {
   // Fastify's JSON parser with the nesting bound. An empty body is no body: many clients send the Content-Type on
   // every call, and a route that needs a body says so when it validates one.
   server.removeContentTypeParser('application/json');
-  server.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => {
+  server.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (_request, text, done) => {
     try {
-      done(null, text === '' ? undefined : parseJsonText(text as string));
+      done(null, text === '' ? undefined : parseJsonText(text));
     } catch (error) {
-      done(error as Error, undefined);
+      done(error instanceof Error ? error : new Error(messageOf(error)), undefined);
     }
   });
   server.setReplySerializer((payload) => plainJson(JSON.stringify(payload)));

@@ -1,13 +1,13 @@
 /**
  * Rate limits shared by every replica through Redis, with the semantics of the in-memory limiter (memory.ts):
- * per account, 61 one-second buckets of requests and of tokens, kept as two hashes (field = unix second). One
+ * per account, 61 one-second buckets of requests and of tokens, kept in two hashes (field = unix second). One
  * Lua script reads, decides and counts atomically on the server, using the server's clock (`TIME`) so replicas
  * with skewed clocks agree.
  *
  * Leasing keeps busy accounts off Redis. When an account is far from its limits and this replica has been
  * admitting several of its requests a second, the admission also asks for a lease: the script counts, in the
- * current second's buckets, up to 1/16 of what is free (and only while at least 256 requests stay free) as if
- * that many more requests and prompt tokens had been admitted, and returns how much it granted. The replica
+ * current second's buckets, up to 1/16 of what is free (and only while at least 256 requests stay free) for
+ * that many more requests and prompt tokens not yet admitted, and returns how much it granted. The replica
  * then admits the account's next requests locally from the lease (lease.ts) until it runs out or the Redis
  * second it was counted in ends. Exactness holds because every admitted request is counted in Redis before it
  * is admitted, under the same check, and in the bucket of the second it is admitted in: a request admitted in
@@ -359,7 +359,7 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   private keys(accountId: string): [string, string] {
-    // The hash tag puts both keys in one cluster slot, as a script's keys must be.
+    // The hash tag puts both keys in one cluster slot, where a script's keys must be.
     const base = `${this.prefix}rl:{${accountId}}`;
     return [`${base}:req`, `${base}:tok`];
   }

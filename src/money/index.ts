@@ -1,7 +1,7 @@
 /**
  * Money is an integer count of nano-USD (1e-9 USD) held in a bigint. Decimal USD enters only through
  * `parseUsd` (exact string arithmetic, never float multiplication) and leaves only through `usdNumber` (or
- * `usdString`); JSON answers pass through `plainJson`, so that a small amount is never written as `2e-7`.
+ * `usdString`); JSON answers pass through `plainJson`, so that a small amount is never written `2e-7`.
  */
 export type Nano = bigint;
 
@@ -30,10 +30,31 @@ export function isExactUsd(value: number | string): boolean {
   }
 }
 
+/** Why `enteredUsd` refused a value: not a number (nor text, where text is accepted), or not exact to 1e-9. */
+export type UsdRefusal = 'not_an_amount' | 'not_exact';
+
+/**
+ * A USD amount someone entered (a JSON number, or also its text with `acceptText`) in nano-USD. A value that is
+ * not one throws `refuse(why)`, so that each caller keeps its own messages; bounds are the caller's to check.
+ */
+export function enteredUsd(
+  value: unknown,
+  refuse: (why: UsdRefusal) => Error,
+  { acceptText = false }: { acceptText?: boolean } = {},
+): Nano {
+  if (typeof value !== 'number' && typeof value !== 'string') throw refuse('not_an_amount');
+  if (typeof value === 'string' && !acceptText) throw refuse('not_an_amount');
+  try {
+    return parseUsd(value);
+  } catch {
+    throw refuse('not_exact');
+  }
+}
+
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
- * Renders nano-USD as a JSON number with at most 9 decimals: the double nearest the exact decimal. Below 2^53
+ * The JSON number for nano-USD, with at most 9 decimals: the double nearest the exact decimal. Below 2^53
  * nano-USD both the integer and 1e9 are exact doubles and IEEE division rounds correctly, so n / 1e9 is that
  * same double, without building the decimal string (this runs several times per request).
  */
@@ -56,9 +77,9 @@ const EXPONENT_FORM = /\de[-+]/;
 const JSON_TOKENS = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?e[-+]\d+/g;
 
 /**
- * JSON text (or SSE `data:` lines) with every number in exponent form rewritten as a plain decimal, so that USD
+ * JSON text (or SSE `data:` lines) with every number in exponent form rewritten in plain decimal form, so that USD
  * amounts read `0.0000002`, never `2e-7` (a nano-USD amount has at most 9 decimals). Text without such a
- * number, the usual case, is returned as it is after one quick scan.
+ * number, the usual case, comes back unchanged after one quick scan.
  */
 export function plainJson(json: string): string {
   if (!EXPONENT_FORM.test(json)) return json;
@@ -67,7 +88,7 @@ export function plainJson(json: string): string {
   );
 }
 
-/** A JS number as written in decimal without exponent, so "1e-7" becomes "0.0000001". */
+/** A JS number written in decimal without exponent, so "1e-7" becomes "0.0000001". */
 function numberToPlainString(value: number): string {
   if (!Number.isFinite(value)) throw new RangeError(`not a finite number: ${value}`);
   const text = String(value);

@@ -6,42 +6,42 @@ export class Metrics {
   readonly requests = new Counter({
     name: 'tollgate_requests_total',
     help: 'HTTP requests by route and status',
-    labelNames: ['route', 'status'] as const,
+    labelNames: ['route', 'status'],
     registers: [this.registry],
     collect: () => this.handOver(),
   });
   readonly requestDuration = new Histogram({
     name: 'tollgate_request_duration_seconds',
     help: 'Time from request to the last byte of the response',
-    labelNames: ['route'] as const,
+    labelNames: ['route'],
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
   });
   readonly upstreamDuration = new Histogram({
     name: 'tollgate_upstream_duration_seconds',
     help: 'Upstream calls by provider and outcome',
-    labelNames: ['provider', 'outcome'] as const,
+    labelNames: ['provider', 'outcome'],
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
   });
   readonly tokens = new Counter({
     name: 'tollgate_tokens_total',
     help: 'Tokens metered by model and kind (prompt, completion)',
-    labelNames: ['model', 'kind'] as const,
+    labelNames: ['model', 'kind'],
     registers: [this.registry],
     collect: () => this.handOver(),
   });
   readonly creditsDebited = new Counter({
     name: 'tollgate_credits_debited_usd_total',
     help: 'USD debited from balances (display only; the ledger holds the exact figures)',
-    labelNames: ['model'] as const,
+    labelNames: ['model'],
     registers: [this.registry],
     collect: () => this.handOver(),
   });
   readonly rateLimited = new Counter({
     name: 'tollgate_rate_limit_rejections_total',
     help: 'Requests refused by a rate or daily limit',
-    labelNames: ['code'] as const,
+    labelNames: ['code'],
     registers: [this.registry],
   });
   readonly reservationsOpen = new Gauge({
@@ -57,7 +57,7 @@ export class Metrics {
   readonly usageCapped = new Counter({
     name: 'tollgate_usage_capped_total',
     help: 'Settlements whose upstream reported more tokens than the request allowed (billed at the allowance)',
-    labelNames: ['model'] as const,
+    labelNames: ['model'],
     registers: [this.registry],
   });
   readonly storageErrors = new Counter({
@@ -84,7 +84,7 @@ export class Metrics {
   readonly webhookInFlight = new Gauge({
     name: 'tollgate_webhook_in_flight',
     help: 'Webhook delivery attempts in flight in this process, by webhook id (only endpoints with one or more)',
-    labelNames: ['endpoint'] as const,
+    labelNames: ['endpoint'],
     registers: [this.registry],
     collect: () => {
       if (!this.webhookSource) return;
@@ -101,7 +101,7 @@ export class Metrics {
   readonly webhookAttempt = new Histogram({
     name: 'tollgate_webhook_attempt_seconds',
     help: 'One webhook delivery attempt, by outcome (succeeded, retry, dead)',
-    labelNames: ['outcome'] as const,
+    labelNames: ['outcome'],
     buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });

@@ -15,6 +15,7 @@ import {
   type Context,
   type Span,
 } from '@opentelemetry/api';
+import { messageOf } from '../errors/index.js';
 
 let enabled = false;
 let shutdown: () => Promise<void> = async () => undefined;
@@ -93,8 +94,8 @@ export function withSpan<T>(
     try {
       return await fn(span);
     } catch (error) {
-      span.recordException(error as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+      span.recordException(error instanceof Error ? error : messageOf(error));
+      span.setStatus({ code: SpanStatusCode.ERROR, message: messageOf(error) });
       throw error;
     } finally {
       span.end();

@@ -11,7 +11,7 @@ import { RechargeFailure, type ChargeResult, type PaymentProcessor } from '../bi
 import { usdString, type Nano } from '../money/index.js';
 import { newId, type PaymentCustomer, type RechargeRecord, type Storage } from '../storage/index.js';
 import { STRIPE } from './purchases.js';
-import { NANO_PER_CENT } from './stripe-client.js';
+import { NANO_PER_CENT, receiptOf } from './stripe-client.js';
 
 /** A pending recharge not settled within this long is taken over (its process died): sent again with its key. */
 export const RECHARGE_LEASE_MS = 5 * 60_000;
@@ -121,10 +121,8 @@ export async function keepReceipt(
   logger: Logger,
 ): Promise<void> {
   try {
-    const intent = await stripe.paymentIntents.retrieve(paymentIntentId, { expand: ['latest_charge'] });
-    const charge = intent.latest_charge;
-    if (charge && typeof charge === 'object' && charge.receipt_url)
-      await storage.recharges.setReceipt(rechargeId, charge.receipt_url);
+    const { receiptUrl } = await receiptOf(stripe, paymentIntentId);
+    if (receiptUrl) await storage.recharges.setReceipt(rechargeId, receiptUrl);
   } catch (error) {
     logger.warn({ err: error, rechargeId }, 'the receipt of a card recharge could not be fetched from Stripe');
   }
@@ -137,10 +135,10 @@ interface Failure {
   paymentIntentId: string | null;
 }
 
-/** Stripe's refusal as the account's user may read it (never the API key or Stripe's request details). */
+/** Stripe's refusal in words the account's user may read (never the API key or Stripe's request details). */
 function describe(error: unknown): Failure {
   if (error instanceof Stripe.errors.StripeCardError) {
-    const intent = (error.raw as { payment_intent?: { id?: string } }).payment_intent;
+    const intent = error.payment_intent;
     const declineCode = error.decline_code ?? null;
     const message =
       error.code === 'authentication_required'

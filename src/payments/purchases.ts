@@ -7,7 +7,7 @@ import type Stripe from 'stripe';
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
-import { parseUsd, usdString, type Nano } from '../money/index.js';
+import { enteredUsd, parseUsd, usdString, type Nano } from '../money/index.js';
 import { newId, type PurchaseRecord, type Storage } from '../storage/index.js';
 import { NANO_PER_CENT } from './stripe-client.js';
 
@@ -104,7 +104,7 @@ export class Purchases {
     return this.storage.purchases.list(accountId, page);
   }
 
-  /** Another account's purchase is as absent as one that does not exist. */
+  /** Another account's purchase is answered like one that does not exist. */
   async get(accountId: string, id: string): Promise<PurchaseRecord> {
     const purchase = await this.storage.purchases.get(id);
     if (!purchase || purchase.accountId !== accountId)
@@ -117,15 +117,9 @@ export class Purchases {
       throw invalidRequest('The body must be a JSON object with amount (USD)', 'amount');
     const extra = Object.keys(body).find((k) => k !== 'amount');
     if (extra !== undefined) throw invalidRequest(`Unknown field ${extra}`, extra);
-    const { amount } = body as { amount?: unknown };
+    const amount = 'amount' in body ? body.amount : undefined;
     const range = `from ${usdString(this.minNano)} to ${usdString(this.maxNano)} USD`;
-    if (typeof amount !== 'number') throw invalidRequest(`amount must be a USD amount ${range}`, 'amount');
-    let nano: Nano;
-    try {
-      nano = parseUsd(amount);
-    } catch {
-      throw invalidRequest(`amount must be a USD amount ${range}`, 'amount');
-    }
+    const nano = enteredUsd(amount, () => invalidRequest(`amount must be a USD amount ${range}`, 'amount'));
     if (nano % NANO_PER_CENT !== 0n) throw invalidRequest('amount must be in whole cents', 'amount');
     if (nano < this.minNano || nano > this.maxNano) throw invalidRequest(`amount must be ${range}`, 'amount');
     return nano;

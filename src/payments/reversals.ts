@@ -1,15 +1,15 @@
 /**
  * Payments taken back: refunds and disputes debit the account in full, in the ledger (kinds `refund`, `dispute`),
  * so the balance may go below zero; spending then stops until credit is added (docs/payments.md#refunds-and-disputes).
- * Each is applied as a running total per charge or dispute (`paymentReversed` in storage), so Stripe's repeated and
+ * Each is applied by its running total per charge or dispute (`paymentReversed` in storage), so Stripe's repeated and
  * out-of-order deliveries take a payment back once. An operator refunds a purchase through Stripe here too.
  */
-import type Stripe from 'stripe';
+import Stripe from 'stripe';
 import type { Logger } from 'pino';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import { usdString, type Nano } from '../money/index.js';
 import type { PaidPayment, Storage } from '../storage/index.js';
-import { NANO_PER_CENT } from './stripe-client.js';
+import { idOf, NANO_PER_CENT } from './stripe-client.js';
 
 const STRIPE = 'stripe';
 /** A dispute closed with the money back with the merchant: nothing stays taken back. */
@@ -20,6 +20,8 @@ export interface ReversalOutcome {
   accountId: string;
   /** What the ledger moved now: negative when it took money back, positive when a won dispute gave it back. */
   movedNano: Nano;
+  /** The account's balance right after, when the ledger's answer has it (it does when the ledger moved). */
+  balanceNano?: Nano;
 }
 
 export interface Refunded {
@@ -30,6 +32,8 @@ export interface Refunded {
   /** How much of the purchase is refunded in all, and what this call debited. */
   refundedNano: Nano;
   debitedNano: Nano;
+  /** The account's balance after the refund. */
+  balanceNano: Nano;
 }
 
 export class Reversals {
@@ -106,14 +110,15 @@ export class Reversals {
     } catch (error) {
       this.logger.error({ err: error, purchaseId }, 'Stripe refused or failed a refund');
       // Stripe's refusal of the request itself (already refunded, say) is the operator's to read.
-      if ((error as { type?: string }).type === 'StripeInvalidRequestError')
-        throw invalidRequest(`Stripe refused the refund: ${(error as Error).message}`);
+      if (error instanceof Stripe.errors.StripeInvalidRequestError)
+        throw invalidRequest(`Stripe refused the refund: ${error.message}`);
       throw new GatewayError('upstream_error', {
         message:
           'Stripe could not be reached or failed; the refund may not have happened. Its charge.refunded event debits it if it did.',
       });
     }
     const applied = charge ? await this.refunded(charge) : undefined;
+    const balanceNano = applied?.balanceNano ?? (await this.balanceOf(accountId));
     return {
       refundId: refund.id,
       status: refund.status,
@@ -121,6 +126,7 @@ export class Reversals {
       purchaseId: purchase.id,
       refundedNano: charge ? BigInt(charge.amount_refunded) * NANO_PER_CENT : already + amount,
       debitedNano: applied ? -applied.movedNano : 0n,
+      balanceNano,
     };
   }
 
@@ -143,6 +149,7 @@ export class Reversals {
       },
     });
     const movedNano = result.reversedNano ?? 0n;
+    const balanceNano = result.balances.get(payment.accountId)?.balanceNano;
     if (movedNano !== 0n) {
       try {
         await this.onMoved(payment.accountId);
@@ -153,7 +160,14 @@ export class Reversals {
         );
       }
     }
-    return { accountId: payment.accountId, movedNano };
+    return { accountId: payment.accountId, movedNano, balanceNano };
+  }
+
+  /** The balance read from storage, when the ledger's answer had none (Stripe's own event applied the refund first). */
+  private async balanceOf(accountId: string): Promise<Nano> {
+    const account = await this.storage.accounts.get(accountId);
+    if (!account) throw new GatewayError('not_found', { message: `No account ${accountId}`, param: 'id' });
+    return account.balanceNano;
   }
 
   /** The purchase or recharge a charge paid, when it is one of ours and in USD. */
@@ -172,9 +186,4 @@ export class Reversals {
     }
     return { ...payment, reference: paymentIntentId };
   }
-}
-
-export function idOf(value: string | { id: string } | null | undefined): string | null {
-  if (value === null || value === undefined) return null;
-  return typeof value === 'string' ? value : value.id;
 }

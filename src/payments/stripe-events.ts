@@ -1,5 +1,5 @@
 /**
- * `POST /webhooks/stripe`: Stripe's signed events. A paid Checkout Session credits its purchase as a ledger `topup`
+ * `POST /webhooks/stripe`: Stripe's signed events. A paid Checkout Session credits its purchase with a ledger `topup`
  * in one transaction with the event's record and the purchase's move from pending to paid (storage's
  * `purchasePaid`), so a purchase is credited once whatever the order and number of deliveries. A succeeded
  * PaymentIntent of a card auto-recharge credits it the same way (`rechargePaid`, ./card-recharge.ts). Refunds and
@@ -14,8 +14,8 @@ import { invalidRequest } from '../errors/index.js';
 import type { PurchaseRecord, Storage } from '../storage/index.js';
 import { keepReceipt } from './card-recharge.js';
 import { STRIPE } from './purchases.js';
-import { idOf, Reversals } from './reversals.js';
-import { NANO_PER_CENT } from './stripe-client.js';
+import { Reversals } from './reversals.js';
+import { idOf, NANO_PER_CENT, receiptOf } from './stripe-client.js';
 
 export interface StripeEventsOptions {
   storage: Storage;
@@ -133,7 +133,7 @@ export class StripeEvents {
 
   /**
    * A recharge left pending (its PaymentIntent was `processing`) that failed later: it frees the account for the
-   * next, and counts as a failure like a declined charge (the event, and auto-recharge off after the limit).
+   * next, and is a failure like a declined charge (the event, and auto-recharge off after the limit).
    */
   private async failRecharge(intent: Stripe.PaymentIntent): Promise<EventOutcome> {
     const rechargeId = intent.metadata?.recharge_id;
@@ -206,13 +206,10 @@ export class StripeEvents {
     const { storage, stripe } = this.options;
     const customerId = idOf(session.customer);
     if (!stripe || !paymentIntentId) return;
-    const intent = await stripe.paymentIntents.retrieve(paymentIntentId, { expand: ['latest_charge'] });
-    const paymentMethodId = idOf(intent.payment_method);
+    const { receiptUrl, paymentMethodId } = await receiptOf(stripe, paymentIntentId);
     if (customerId && paymentMethodId)
       await storage.purchases.savePaymentMethod(purchase.accountId, STRIPE, customerId, paymentMethodId);
-    const charge = intent.latest_charge;
-    if (charge && typeof charge === 'object' && charge.receipt_url)
-      await storage.purchases.setReceipt(purchase.id, charge.receipt_url);
+    if (receiptUrl) await storage.purchases.setReceipt(purchase.id, receiptUrl);
   }
 
   private async close(session: Stripe.Checkout.Session, status: 'expired' | 'failed'): Promise<EventOutcome> {

@@ -18,7 +18,7 @@ export function tooLarge(provider: string): UpstreamError {
   );
 }
 
-/** The body as text; UpstreamError `protocol` beyond MAX_ANSWER_BYTES (the rest is not read). */
+/** The body's text; UpstreamError `protocol` beyond MAX_ANSWER_BYTES (the rest is not read). */
 export async function answerText(
   provider: string,
   res: Pick<Dispatcher.ResponseData, 'body' | 'headers'>,
@@ -47,7 +47,7 @@ export async function answerText(
   return Buffer.concat(parts).toString('utf8');
 }
 
-/** An error body's first MAX_ERROR_BYTES as text; the rest is discarded. */
+/** An error body's first MAX_ERROR_BYTES of text; the rest is discarded. */
 export async function errorText(body: Dispatcher.ResponseData['body']): Promise<string> {
   const parts: Buffer[] = [];
   let size = 0;

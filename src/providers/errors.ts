@@ -1,4 +1,4 @@
-/** Upstream failures as UpstreamError: transport failures of undici, and error bodies in OpenAI's envelope. */
+/** UpstreamError from upstream failures: transport failures of undici, and error bodies in OpenAI's envelope. */
 import { UpstreamError } from './provider.js';
 import { isObject } from './translate.js';
 
@@ -19,7 +19,7 @@ export function isTimeout(err: unknown): boolean {
 }
 
 export function describeError(err: unknown): string {
-  // Node reports a refused connection to a dual-stack host as an AggregateError with an empty message.
+  // Node reports a refused connection to a dual-stack host by an AggregateError with an empty message.
   return (err instanceof Error && err.message) || errorCode(err) || String(err);
 }
 

@@ -1,6 +1,6 @@
 /**
  * The HTTP side every adapter over the network shares: one undici pool per provider, JSON posts, SSE reading with
- * the early-end rules, and every failure as UpstreamError.
+ * the early-end rules, and UpstreamError for every failure.
  */
 import { Pool, type Dispatcher } from 'undici';
 import { traceHeaders, tracingEnabled } from '../observability/index.js';
@@ -36,7 +36,7 @@ export class HttpClient {
   readonly id: string;
   private readonly pool: Pool;
   private readonly basePath: string;
-  /** The configured headers as undici's flat name/value list (cheaper for it to walk than an object). */
+  /** The configured headers in undici's flat name/value list (cheaper for it to walk than an object). */
   private readonly headers: string[];
   private readonly mapError: HttpClientOptions['mapError'];
 
@@ -49,7 +49,7 @@ export class HttpClient {
     this.pool = new Pool(url.origin, { connections: options.connections ?? UPSTREAM_CONNECTIONS, pipelining: 1 });
   }
 
-  /** POSTs `body` as JSON and returns the answer's JSON. */
+  /** POSTs `body` in JSON and returns the answer's JSON. */
   async json(call: RequestCall, path: string, body: unknown): Promise<unknown> {
     const res = await this.send(call, 'POST', path, JSON_TYPE, body);
     let text: string;
@@ -70,13 +70,13 @@ export class HttpClient {
     }
   }
 
-  /** POSTs `body` as JSON asking for server-sent events; the 2xx response is read with `events`. */
+  /** POSTs `body` in JSON asking for server-sent events; the 2xx response is read with `events`. */
   openStream(call: RequestCall, path: string, body: unknown): Promise<Dispatcher.ResponseData> {
     return this.send(call, 'POST', path, EVENT_STREAM, body);
   }
 
   /**
-   * Yields the events of a 2xx SSE answer as they arrive. `finished()` tells whether the answer was complete when
+   * Yields the events of a 2xx SSE answer on arrival. `finished()` tells whether the answer was complete when
    * the upstream closed untidily (then the error is swallowed); otherwise a cut stream is a `protocol` error.
    * `ended()` tells whether the upstream sent its end marker when reading stops: then the rest is drained so the
    * socket goes back to the pool; otherwise the socket is closed.
@@ -115,7 +115,7 @@ export class HttpClient {
     return this.pool.close();
   }
 
-  /** Sends a request and returns the 2xx response; anything else throws UpstreamError (an abort is rethrown as is). */
+  /** Sends a request and returns the 2xx response; anything else throws UpstreamError (an abort is rethrown intact). */
   private async send(
     call: RequestCall,
     method: 'GET' | 'POST',
@@ -149,7 +149,7 @@ export class HttpClient {
     throw this.mapError?.(res.statusCode, text) ?? httpError(this.id, res.statusCode, text);
   }
 
-  /** An abort by the caller is rethrown as is, so the gateway can tell "client went away" from upstream failures. */
+  /** An abort by the caller is rethrown intact, so the gateway can tell "client went away" from upstream failures. */
   private fail(signal: AbortSignal, err: unknown): unknown {
     return signal.aborted ? err : transportError(this.id, err);
   }

@@ -5,6 +5,7 @@
  */
 export { ProviderSet } from './registry.js';
 export { UpstreamError, type Provider, type ProviderCall } from './provider.js';
+export { embeddingInputs, type EmbeddingCall, type EmbeddingInput, type UpstreamEmbeddings } from './embeddings.js';
 export type { ChatCompletion, ChatCompletionChunk, ChatRequest, ToolDefinition, Usage } from './types.js';
 export { MAX_ANSWER_BYTES, tooLarge } from './body.js';
 export { redactCredentials, redactForClient } from './redact.js';

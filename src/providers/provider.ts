@@ -2,6 +2,7 @@
  * The contract between the gateway and an adapter: the call it gets, what it returns, and the one error type it
  * throws for any upstream failure.
  */
+import type { EmbeddingCall, UpstreamEmbeddings } from './embeddings.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest } from './types.js';
 
 /** What the gateway hands an adapter: the client's body with `model` already set to the upstream model name. */
@@ -17,11 +18,13 @@ export interface ProviderCall {
 }
 
 export interface Provider {
-  /** Provider id as in the catalog: `openai`, `groq`, `sandbox`, ... */
+  /** Provider id from the catalog: `openai`, `groq`, `sandbox`, ... */
   readonly id: string;
   complete(call: ProviderCall): Promise<ChatCompletion>;
-  /** Yields chunks as the upstream sends them; a final chunk may carry `usage` with empty `choices`. */
+  /** Yields chunks while the upstream sends them; a final chunk may carry `usage` with empty `choices`. */
   stream(call: ProviderCall): AsyncIterable<ChatCompletionChunk>;
+  /** Embeddings, for providers that make them; a model's deployments must all have it for `embeddings: true`. */
+  embed?(call: EmbeddingCall): Promise<UpstreamEmbeddings>;
   /** A cheap health check that spends no tokens (listing models); resolves when the provider answers 2xx. */
   probe?(signal: AbortSignal): Promise<void>;
   /**

@@ -1,4 +1,4 @@
-/** Server-sent events read from an upstream's answer as its bytes arrive. */
+/** Server-sent events read from an upstream's answer while its bytes arrive. */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { MAX_ANSWER_BYTES, tooLarge } from './body.js';
 

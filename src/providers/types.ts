@@ -1,5 +1,5 @@
 /**
- * OpenAI's chat-completions shapes as every adapter takes and returns them on the gateway's side, whatever its
+ * OpenAI's chat-completions shapes every adapter takes and returns on the gateway's side, whatever its
  * provider's wire format on the other: the wire contract's types. An adapter returns answers before metering
  * (`usage` may be missing and carries no `cost`): the contract's `Upstream*` shapes.
  */

@@ -4,6 +4,7 @@
  */
 import type { CatalogModel, HealthSource, ModelStatus, LiveFigures } from '../catalog/index.js';
 import type { RoutingConfig } from '../config/index.js';
+import { messageOf } from '../errors/index.js';
 import { redactForClient, type Provider, type ProviderSet } from '../providers/index.js';
 import { Breaker } from './breaker.js';
 
@@ -117,7 +118,7 @@ export class Health implements HealthSource {
       await probe(AbortSignal.timeout(PROBE_TIMEOUT_MS));
     } catch (error) {
       ok = false;
-      reason = `health probe failed: ${redactForClient((error as Error)?.message ?? String(error))}`;
+      reason = `health probe failed: ${redactForClient(messageOf(error))}`;
     }
     deployment.probing = false;
     if (this.closed) return;

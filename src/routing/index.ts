@@ -2,7 +2,7 @@
  * Chooses who answers a request and makes the call: the model's deployments in order (the first by weight when
  * weights are set), then the request's fallback models; retries with backoff on retryable failures, skips open
  * circuits, and returns which deployment answered (or failed last). Test keys always go to the sandbox. Inputs
- * are left as they are: each attempt gets its own call, with the deployment's model name and limits.
+ * are left untouched: each attempt gets its own call, with the deployment's model name and limits.
  */
 import type { Price } from '../billing/index.js';
 import type { CatalogModel, HealthSource, LiveFigures } from '../catalog/index.js';
@@ -14,7 +14,9 @@ import {
   UpstreamError,
   type ChatCompletion,
   type ChatRequest,
+  type EmbeddingCall,
   type ProviderCall,
+  type UpstreamEmbeddings,
 } from '../providers/index.js';
 import type { Environment } from '../storage/index.js';
 import { backoffMs, pause } from './attempts.js';
@@ -99,12 +101,32 @@ export class Router {
   }
 
   complete(route: Route, call: ProviderCall): Promise<Routed<ChatCompletion>> {
-    return this.run(route, call, COMPLETE);
+    return this.run(route, call, {
+      streaming: false,
+      attempt: (deployment, attempt) => deployment.provider.complete(chatCall(call, deployment, attempt)),
+    });
   }
 
   /** Opens the stream and waits for its first chunk with substance (see openStream); after that nothing is retried. */
   stream(route: Route, call: ProviderCall): Promise<Routed<StreamStart>> {
-    return this.run(route, call, STREAM);
+    return this.run(route, call, {
+      streaming: true,
+      attempt: (deployment, attempt) => openStream(deployment, chatCall(call, deployment, attempt)),
+    });
+  }
+
+  embed(route: Route, call: EmbeddingCall): Promise<Routed<UpstreamEmbeddings>> {
+    return this.run(route, call, {
+      streaming: false,
+      attempt: (deployment, attempt) => {
+        if (!deployment.provider.embed)
+          throw new GatewayError('invalid_request', {
+            message: `The model '${deployment.model.id}' is served by '${deployment.providerId}', which does not create embeddings`,
+            param: 'model',
+          });
+        return deployment.provider.embed({ ...attempt, body: { ...call.body, model: deployment.upstreamModel } });
+      },
+    });
   }
 
   async close(): Promise<void> {
@@ -112,11 +134,11 @@ export class Router {
     await this.providers.close();
   }
 
-  private run<T>(route: Route, call: ProviderCall, way: Way<T>): Promise<Routed<T>> {
+  private run<T>(route: Route, call: AttemptCall, way: Way<T>): Promise<Routed<T>> {
     return route.deadline ? this.withDeadline(route, call, way) : this.attempts(route, call, way, call.signal);
   }
 
-  private async withDeadline<T>(route: Route, call: ProviderCall, way: Way<T>): Promise<Routed<T>> {
+  private async withDeadline<T>(route: Route, call: AttemptCall, way: Way<T>): Promise<Routed<T>> {
     // The request's `timeout_ms`: a timer (undici's own timeouts tick by the second) that aborts the attempts, not
     // the client's signal, and is cleared once the answer starts. Client aborts are forwarded.
     const client = call.signal;
@@ -140,7 +162,7 @@ export class Router {
   }
 
   /** Every candidate in turn, each retried while its failures are retryable and its circuit allows. */
-  private async attempts<T>(route: Route, call: ProviderCall, way: Way<T>, signal: AbortSignal): Promise<Routed<T>> {
+  private async attempts<T>(route: Route, call: AttemptCall, way: Way<T>, signal: AbortSignal): Promise<Routed<T>> {
     // The deployment the outcome names: the one that answered or last failed (not one the client abandoned).
     let model = route.model;
     let providerId = route.providerId;
@@ -160,13 +182,7 @@ export class Router {
           // A failed attempt followed by another counts for uptime here; the last one is the request's outcome.
           if (unrecorded) this.fleet.recordFailure(unrecorded);
           unrecorded = undefined;
-          const attemptCall: ProviderCall = {
-            body: upstreamBody(call.body, deployment.upstreamModel),
-            signal,
-            requestId: call.requestId,
-            timeoutMs,
-            defaultMaxTokens: deployment.model.maxTokens,
-          };
+          const attemptCall: AttemptCall = { signal, requestId: call.requestId, timeoutMs };
           try {
             const result = await withSpan<T>(
               `upstream ${deployment.providerId}`,
@@ -228,17 +244,27 @@ export class Router {
   }
 }
 
+/** What every attempt gets: the signal that ends it, the request id, and the time the upstream may take. */
+interface AttemptCall {
+  signal: AbortSignal;
+  requestId: string;
+  timeoutMs: number;
+}
+
 /** How one deployment is asked: for the whole answer, or for a stream up to its first chunk with substance. */
 interface Way<T> {
   streaming: boolean;
-  attempt(deployment: Deployment, call: ProviderCall): Promise<T>;
+  attempt(deployment: Deployment, call: AttemptCall): Promise<T>;
 }
 
-const COMPLETE: Way<ChatCompletion> = {
-  streaming: false,
-  attempt: (deployment, call) => deployment.provider.complete(call),
-};
-const STREAM: Way<StreamStart> = { streaming: true, attempt: openStream };
+/** One deployment's chat call: its own model name and limits. */
+function chatCall(call: ProviderCall, deployment: Deployment, attempt: AttemptCall): ProviderCall {
+  return {
+    ...attempt,
+    body: upstreamBody(call.body, deployment.upstreamModel),
+    defaultMaxTokens: deployment.model.maxTokens,
+  };
+}
 
 /** The body one deployment gets: its own model name, without the routing fields (`models`, `timeout_ms`) upstreams would reject. */
 function upstreamBody(body: ChatRequest, model: string): ChatRequest {

@@ -1,4 +1,4 @@
-/** The start of a streamed answer: when a stream counts as answered, after which routing never retries it. */
+/** The start of a streamed answer: the point after which routing never retries a stream. */
 import type { ChatCompletionChunk, ProviderCall } from '../providers/index.js';
 import type { Deployment } from './health.js';
 
@@ -15,7 +15,7 @@ const PREAMBLE_HOLD_MS = 2_000;
  * for at most PREAMBLE_HOLD_MS. Chunks before it (the role-only opener that Anthropic's message_start becomes)
  * are held back and replayed, so an upstream that fails right after opening (an `overloaded_error` event) is
  * still retried: nothing has reached the client. A slow start (a model thinking) is committed after the hold.
- * Only for providers that declare `failsAfterOpening`; others have their first chunk forwarded as it comes.
+ * Only for providers that declare `failsAfterOpening`; others have their first chunk forwarded on arrival.
  */
 export async function openStream(deployment: Deployment, call: ProviderCall): Promise<StreamStart> {
   const upstream = deployment.provider.stream(call)[Symbol.asyncIterator]();

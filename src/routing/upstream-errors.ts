@@ -4,12 +4,12 @@
  * TypeError or RangeError of tollgate's own code building the request or reading the answer) stops the request,
  * never counts against a deployment's circuit, and is said to be tollgate's.
  */
-import { GatewayError } from '../errors/index.js';
+import { GatewayError, messageOf } from '../errors/index.js';
 import { UpstreamError, redactCredentials, redactForClient } from '../providers/index.js';
 
 export type Verdict = 'retry' | 'next' | 'stop';
 
-/** Statuses by which an upstream rejects the request itself as malformed: another provider would reject it too. */
+/** Statuses by which an upstream calls the request itself malformed: another provider would reject it too. */
 const REJECTED_REQUEST = new Set([400, 413, 422]);
 
 function rejectedRequest(error: UpstreamError): boolean {
@@ -33,7 +33,7 @@ export function reasonOf(error: unknown): string {
     const what = error.kind === 'http' ? `HTTP ${error.status}` : error.kind;
     return redactForClient(`${what}: ${error.message}`).slice(0, 200);
   }
-  return redactForClient(String((error as Error)?.message ?? error)).slice(0, 200);
+  return redactForClient(messageOf(error)).slice(0, 200);
 }
 
 /**
@@ -72,7 +72,7 @@ export function fromUpstream(error: unknown): GatewayError {
   });
 }
 
-/** The upstream error as the server log may keep it: every detail but credentials. */
+/** The upstream error the server log may keep: every detail but credentials. */
 function forTheLog(error: UpstreamError): UpstreamError {
   const message = redactCredentials(error.message);
   if (message === error.message) return error;

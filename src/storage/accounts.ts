@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { AccountRecord, AccountSettings } from './records.js';
 import type { AccountsTable, Database } from './schema.js';
-import { big, num } from './values.js';
+import { big, num, storedJson } from './values.js';
 
 interface StoredSettings {
   requests_per_minute?: number;
@@ -44,7 +44,7 @@ export function encodeSettings(settings: AccountSettings): string {
 }
 
 export function decodeSettings(text: string): AccountSettings {
-  const stored = JSON.parse(text) as StoredSettings;
+  const stored = storedJson<StoredSettings>(text);
   const settings: AccountSettings = {
     autoRecharge: {
       enabled: stored.auto_recharge?.enabled ?? false,

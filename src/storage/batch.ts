@@ -80,7 +80,7 @@ export interface WriteBatch {
 
 /**
  * A processor's word that part of a payment went back to the payer (`refund`) or is disputed (`dispute`):
- * `totalNano` is how much of the payment is taken back now (Stripe reports a charge's refunds as a running total).
+ * `totalNano` is how much of the payment is taken back now (Stripe reports a charge's refunds in a running total).
  * The ledger moves the difference from what the row for `id` recorded, so however often and in whatever order
  * deliveries come, a payment is taken back once. An open reversal only grows; a final one (a closed dispute:
  * lost keeps the amount, won gives it back) sets the total and nothing changes it after.
@@ -218,7 +218,7 @@ export function needsBalances(batch: WriteBatch): boolean {
 }
 
 /**
- * The batch as a journal keeps it: its entries' event builders replaced by the rows they built (`plan.deliveries`),
+ * The batch in journal form: its entries' event builders replaced by the rows they built (`plan.deliveries`),
  * so a batch read back from the journal writes the very rows its confirmation promised.
  */
 export function withBuiltDeliveries(batch: WriteBatch, plan: BatchPlan): WriteBatch {
@@ -235,7 +235,7 @@ export function accountsOf(batch: WriteBatch): string[] {
 
 /**
  * `written`: debits already in the ledger by request id. A retried batch whose first attempt committed without
- * the writer hearing of it reports those debits as applied and writes nothing for them again.
+ * the writer hearing of it reports those debits applied and writes nothing for them again.
  */
 export function planBatch(
   batch: WriteBatch,

@@ -64,7 +64,7 @@ export type {
 } from './webhooks.js';
 export type { ClaimCaps } from './webhook-claim.js';
 export { encodeSettings } from './accounts.js';
-export { newId } from './values.js';
+export { newId, storedJson } from './values.js';
 export { isStorageUnavailable } from './unavailable.js';
 export { JournalInUseError } from './sqlite-journal.js';
 
@@ -175,7 +175,7 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
 
 /**
  * The ledger journal of `sqlite`'s directory, applied before every Kysely statement so that reads see every
- * confirmed charge. Undefined when another process holds it: this one then writes to SQLite directly, as the CLI does.
+ * confirmed charge. Undefined when another process holds it: this one then writes to SQLite directly, like the CLI.
  */
 function openJournal(
   sqlite: SQLiteDatabase,

@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Environment, KeyRecord, Permission } from './records.js';
 import type { ApiKeysTable, Database } from './schema.js';
-import { big, bigOrNull, num, numOrNull } from './values.js';
+import { big, bigOrNull, num, numOrNull, storedJson } from './values.js';
 
 export interface NewKey {
   id: string;
@@ -24,7 +24,7 @@ function toKey(row: Selectable<ApiKeysTable>): KeyRecord {
     hint: row.hint,
     environment: row.environment,
     permissions: row.permissions,
-    models: JSON.parse(row.models) as string[],
+    models: storedJson<string[]>(row.models),
     spendLimitNano: bigOrNull(row.spend_limit_nano),
     spentNano: big(row.spent_nano),
     createdAt: num(row.created_at),
@@ -84,7 +84,7 @@ export class KeyStore {
     return rows.map(toKey);
   }
 
-  /** Returns the key as revoked, or undefined when no such key exists. Revoking twice keeps the first time. */
+  /** Returns the revoked key, or undefined when no such key exists. Revoking twice keeps the first time. */
   async revoke(id: string, at: number): Promise<KeyRecord | undefined> {
     await this.db
       .updateTable('api_keys')

@@ -1,5 +1,5 @@
 /**
- * The only code that changes a balance. Every change is a ledger row written in the same transaction as the
+ * The only code that changes a balance. Every change is a ledger row written in one transaction with the
  * balance update, so `balance = sum(ledger)` always holds; negative entries are clamped at the balance, so a
  * balance never goes below zero even when an operator's correction races a settlement.
  */

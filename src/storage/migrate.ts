@@ -1,27 +1,6 @@
-import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator, type Kysely, type MigrationProvider } from 'kysely';
 import type { Database } from './schema.js';
-import * as initial from './migrations/001_initial.js';
-import * as webhooks from './migrations/002_webhooks.js';
-import * as dashboard from './migrations/003_dashboard.js';
-import * as idempotency from './migrations/004_idempotency.js';
-import * as emailVerification from './migrations/005_email_verification.js';
-import * as webhookFairClaim from './migrations/006_webhook_fair_claim.js';
-import * as creditPurchases from './migrations/007_credit_purchases.js';
-import * as cardRecharges from './migrations/008_card_recharges.js';
-import * as paymentReversals from './migrations/009_payment_reversals.js';
-
-/** Migrations are compiled in, so `dist/` needs no migration folder at run time. */
-const MIGRATIONS: Record<string, Migration> = {
-  '001_initial': initial,
-  '002_webhooks': webhooks,
-  '003_dashboard': dashboard,
-  '004_idempotency': idempotency,
-  '005_email_verification': emailVerification,
-  '006_webhook_fair_claim': webhookFairClaim,
-  '007_credit_purchases': creditPurchases,
-  '008_card_recharges': cardRecharges,
-  '009_payment_reversals': paymentReversals,
-};
+import { MIGRATIONS } from './migrations/index.js';
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 

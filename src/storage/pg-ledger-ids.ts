@@ -34,5 +34,5 @@ export function ledgerIdSql(microseconds: string, suffix: string): string {
   return `'led_p' || lpad(to_hex(${microseconds}), 14, '0') || ${suffix}`;
 }
 
-/** The database's time now, in microseconds, as SQL. */
+/** SQL for the database's time now, in microseconds. */
 export const NOW_MICROSECONDS_SQL = '(extract(epoch FROM clock_timestamp()) * 1000000)::int8';

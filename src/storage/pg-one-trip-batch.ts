@@ -1,6 +1,6 @@
 /**
- * The one-round-trip batch of PgWriter as a single prepared statement: planned once per connection, its rows
- * passed as one array literal per column, run in its own implicit transaction. Against the same batch sent as
+ * The one-round-trip batch of PgWriter in a single prepared statement: planned once per connection, its rows
+ * passed in one array literal per column, run in its own implicit transaction. Against the same batch sent with
  * BEGIN, five statements and COMMIT in the simple protocol, PostgreSQL's CPU per batch went from 0.34-0.43 to
  * 0.23 ms and the round trip from 0.58-0.76 to 0.44-0.51 ms (docs/adr/0037-pg-ledger-batch.md).
  *
@@ -157,7 +157,7 @@ function deliveryColumns({ deliveries }: BatchPlan): Value[][] {
 const NO_DELIVERIES: Value[][] = Array.from({ length: 7 }, () => []);
 
 /**
- * A one-dimensional PostgreSQL array literal: integers as digits, every string double-quoted (backslash and quote
+ * A one-dimensional PostgreSQL array literal: integers in digits, every string double-quoted (backslash and quote
  * escaped). pg's own rendering of a JS array runs two regular-expression replacements on every element; here only
  * a string holding one of those characters is rewritten.
  */

@@ -1,10 +1,10 @@
 /**
  * PostgreSQL's money writer: a batch in one round trip, or two. Under load every round trip waits for a turn of a
  * busy event loop, so a nine-statement transaction held the account's row lock for nine turns and capped
- * throughput (docs/adr/0037-pg-ledger-batch.md). The arithmetic is `planBatch`, as for SQLite.
+ * throughput (docs/adr/0037-pg-ledger-batch.md). The arithmetic is `planBatch`, shared with SQLite.
  *
  * - One round trip for a batch that takes no balance below zero: one prepared statement (`COMMIT_IN_ONE_TRIP`,
- *   planned once per connection) moves each balance by the batch's sum, its rows passed as arrays, in its own
+ *   planned once per connection) moves each balance by the batch's sum, its rows passed in arrays, in its own
  *   implicit transaction. It reads no balance first, so replicas charging the same account never make each
  *   other's batches take the slower way (docs/adr/0037-pg-ledger-batch.md).
  * - Two round trips otherwise (a debit to clamp at the balance, retried batches, which look for debits already
@@ -288,7 +288,7 @@ function writesOf(plan: BatchPlan, lit: Lit): string[] {
   return writes;
 }
 
-/** A value as SQL: integers as digits, strings quoted by pg. Anything else is a programming error. */
+/** A value in SQL: integers in digits, strings quoted by pg. Anything else is a programming error. */
 function literal(client: pg.PoolClient, value: Literal): string {
   if (value === null || value === undefined) return 'NULL';
   if (typeof value === 'bigint') return value.toString();

@@ -1,7 +1,7 @@
 /**
- * The data directory and the database files hold account data and key hashes: only the user tollgate runs as may
+ * The data directory and the database files hold account data and key hashes: only tollgate's own user may
  * read them. New ones are created that way, and looser modes found at start are tightened (where this user owns
- * the file; otherwise they are left as they are, for the operator to fix).
+ * the file; otherwise they are left alone, for the operator to fix).
  */
 import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 

@@ -1,4 +1,4 @@
-/** The shapes storage hands out: plain data, money as bigint nano-USD, times as Unix milliseconds. */
+/** The shapes storage hands out: plain data, money in bigint nano-USD, times in Unix milliseconds. */
 
 export type Environment = 'live' | 'test';
 export type Permission = 'full' | 'read_only' | 'project';

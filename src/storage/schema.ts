@@ -1,5 +1,5 @@
 /**
- * Table types for Kysely. BIGINT columns come back as bigint on both dialects (SQLite with safe integers,
+ * Table types for Kysely. BIGINT columns give bigint on both dialects (SQLite with safe integers,
  * PostgreSQL's int8 parser), so money never passes through a float on its way out of the database.
  */
 import type { ColumnType } from 'kysely';
@@ -227,7 +227,7 @@ export interface CardRechargesTable {
   receipt_url: string | null;
 }
 
-/** How much of one payment a refund or a dispute has taken back, as the ledger debited it. */
+/** How much of one payment a refund or a dispute has taken back, per the ledger's debit. */
 export interface PaymentReversalsTable {
   id: string;
   account_id: string;

@@ -4,7 +4,7 @@
  * settlement path that cost dominated the profile (docs/adr/0046-sqlite-writer-outside-kysely.md).
  *
  * All multi-statement writes at run time on SQLite go through here: a synchronous transaction must never run
- * while a Kysely transaction is open on the same connection (better-sqlite3 would nest it as a savepoint).
+ * while a Kysely transaction is open on the same connection (better-sqlite3 would nest it in a savepoint).
  */
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
@@ -151,7 +151,7 @@ export class SqliteWriter {
   }
 
   /**
-   * Batches in order, each planned on the balances the ones before it left, as `apply` one by one would; but
+   * Batches in order, each planned on the balances the ones before it left, like `apply` one by one would; but
    * an account's balance, a usage row and a key are written once for them all. An account, its usage row and its
    * key are in nearly every batch, so this writes a few rows where one by one wrote a few per batch. Returns what
    * the last batch moved.
@@ -184,7 +184,7 @@ export class SqliteWriter {
       for (const [accountId, balance] of plan.result.balances) balances.set(accountId, balance);
       for (const delta of plan.usage) addUsage(usage, delta);
       for (const [keyId, spent] of plan.keySpend) keySpend.set(keyId, (keySpend.get(keyId) ?? 0n) + spent);
-      // The last batch's time, as writing the batches one by one leaves it.
+      // The last batch's time wins, like writing the batches one by one.
       for (const [keyId, used] of plan.keysUsed) keysUsed.set(keyId, used);
       result = plan.result;
     }
@@ -281,7 +281,7 @@ export class SqliteWriter {
 
   /**
    * Debits of this batch's requests already in the ledger: a batch retried after its commit succeeded (the
-   * committer saw an error after COMMIT) must not charge those requests again. Same rule as PostgreSQL's path.
+   * committer saw an error after COMMIT) must not charge those requests again. PostgreSQL's path has the same rule.
    */
   private writtenDebits(batch: WriteBatch): Map<string, bigint> {
     const written = new Map<string, bigint>();

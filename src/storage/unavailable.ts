@@ -2,7 +2,7 @@
 
 /**
  * True when an error means the database cannot be reached or cannot serve right now (a 503 that will pass),
- * as opposed to a bug or a bad query (a 500). Looks through `cause` chains and AggregateErrors.
+ * unlike a bug or a bad query (a 500). Looks through `cause` chains and AggregateErrors.
  */
 export function isStorageUnavailable(error: unknown): boolean {
   return unavailable(error, 0);
@@ -29,6 +29,6 @@ function unavailable(error: unknown, depth: number): boolean {
  */
 const UNAVAILABLE_CODE =
   /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|08[0-9A-Z]{3}|57P0[123]|53300|SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL|PROTOCOL)(_[A-Z_]+)?)$/;
-/** pg and pg-pool raise these as plain Errors without a code. */
+/** pg and pg-pool raise these: plain Errors without a code. */
 const UNAVAILABLE_MESSAGE =
   /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error and is not queryable)/;

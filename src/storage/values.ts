@@ -1,4 +1,4 @@
-/** Conversions at the storage edge: both dialects hand BIGINTs back as bigint, counts leave as numbers. */
+/** Conversions at the storage edge: both dialects give bigint for BIGINT, counts become numbers. */
 import { randomBytes } from 'node:crypto';
 
 export function big(value: bigint | number | string | null | undefined): bigint {
@@ -32,4 +32,9 @@ export function newId(prefix: string): string {
   counter = now === lastMs ? counter + 1 : 0;
   lastMs = now;
   return `${prefix}_${now.toString(36).padStart(9, '0')}${counter.toString(36).padStart(3, '0')}${PROCESS_TAG}`;
+}
+
+/** A JSON column read back: storage wrote it from a `T` itself, so the text is not checked again. */
+export function storedJson<T>(text: string): T {
+  return JSON.parse(text) as T;
 }

@@ -6,7 +6,7 @@
 import { type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { Dialect } from './connect.js';
 import type { Database, WebhookDeliveriesTable, WebhooksTable } from './schema.js';
-import { num, numOrNull } from './values.js';
+import { num, numOrNull, storedJson } from './values.js';
 import { claimFairly, countDue, NO_CAPS, type ClaimCaps } from './webhook-claim.js';
 
 export interface RetryConfig {
@@ -81,10 +81,10 @@ function toWebhook(row: Selectable<WebhooksTable>): WebhookRecord {
     accountId: row.account_id,
     url: row.url,
     secret: row.secret,
-    events: JSON.parse(row.events) as WebhookEventSpec[],
-    headers: JSON.parse(row.headers) as Record<string, string>,
+    events: storedJson<WebhookEventSpec[]>(row.events),
+    headers: storedJson<Record<string, string>>(row.headers),
     timeoutMs: num(row.timeout_ms),
-    retry: JSON.parse(row.retry_config) as RetryConfig,
+    retry: storedJson<RetryConfig>(row.retry_config),
     description: row.description,
     createdAt: num(row.created_at),
     updatedAt: num(row.updated_at),
@@ -270,7 +270,7 @@ export class WebhookStore {
   }
 
   /** A dead letter goes back to the outbox with a fresh attempt budget; undefined when it is not dead (any more). */
-  /** The delivery as the replay left it (a read after it could already see a worker's claim). */
+  /** The delivery the replay left (a read after it could already see a worker's claim). */
   async replay(id: string, payload: string, now: number): Promise<DeliveryRecord | undefined> {
     const row = await this.db
       .updateTable('webhook_deliveries')

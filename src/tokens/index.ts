@@ -2,7 +2,7 @@
  * Token counting where the upstream reports no usage (sandbox, cut streams, admission estimates).
  * One encoding (o200k_base, GPT-4o's) serves every model: counts are estimates for other vendors' tokenizers.
  */
-import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 
 /** The parts of an OpenAI chat message that carry tokens (structural, so any chat message type fits). */
 export type CountableMessage = {
@@ -17,7 +17,7 @@ const NO_SPECIAL = { disallowedSpecial: new Set<string>() };
 
 /** Tokens charged per image part; OpenAI's high-detail 1024x1024 tile count, rounded up. */
 export const TOKENS_PER_IMAGE = 1_000;
-/** Framing tokens per message and per reply, as OpenAI counts them for chat models. */
+/** Framing tokens per message and per reply, by OpenAI's count for chat models. */
 const TOKENS_PER_MESSAGE = 3;
 const TOKENS_PER_REPLY = 3;
 
@@ -30,7 +30,7 @@ const SAMPLES = 16;
 const SAMPLE_CHARS = 2 * 1024;
 
 /**
- * o200k tokens of a text. The tokenizer runs on the event loop at 0.1 to 10 MB/s (random letters, as in base64,
+ * o200k tokens of a text. The tokenizer runs on the event loop at 0.1 to 10 MB/s (random letters, like base64,
  * are the slow end), so a 4 MiB prompt could stall the process for tens of seconds. Up to 128 KiB the count is
  * exact; beyond, it is extrapolated from 16 evenly spread 2 KiB samples (within a few percent for natural text;
  * the upstream's own usage, when reported, is what is charged).
@@ -49,18 +49,18 @@ export function countTextTokens(text: string): number {
  * 64 KB word took seconds. Such runs are counted in slices of 256 characters (about a token per slice of error).
  */
 function exactCount(text: string): number {
-  if (text.length < 1024) return countO200k(text, NO_SPECIAL);
+  if (text.length < 1024) return countTokens(text, NO_SPECIAL);
   let tokens = 0;
   let last = 0;
   for (const run of text.matchAll(LONG_RUN)) {
-    if (run.index > last) tokens += countO200k(text.slice(last, run.index), NO_SPECIAL);
+    if (run.index > last) tokens += countTokens(text.slice(last, run.index), NO_SPECIAL);
     const end = run.index + run[0].length;
     for (let at = run.index; at < end; at += SLICE)
-      tokens += countO200k(text.slice(at, Math.min(at + SLICE, end)), NO_SPECIAL);
+      tokens += countTokens(text.slice(at, Math.min(at + SLICE, end)), NO_SPECIAL);
     last = end;
   }
-  if (last === 0) return countO200k(text, NO_SPECIAL);
-  if (last < text.length) tokens += countO200k(text.slice(last), NO_SPECIAL);
+  if (last === 0) return countTokens(text, NO_SPECIAL);
+  if (last < text.length) tokens += countTokens(text.slice(last), NO_SPECIAL);
   return tokens;
 }
 
@@ -109,7 +109,7 @@ export const MAX_TOKENS_PER_IMAGE = 16_384;
 /** Tokens a provider may add to a request of its own (Anthropic's tool-use system prompt is a few hundred). */
 const PROVIDER_ADDED_TOKENS = 1_024;
 
-/** What a request forwards upstream, as prompt tokens. */
+/** What a request forwards upstream, in prompt tokens. */
 export interface PromptSize {
   /** Estimated prompt tokens (o200k): what admission holds and what is charged when the upstream reports none. */
   tokens: number;
@@ -121,7 +121,7 @@ export interface PromptSize {
   ceiling: number;
 }
 
-/** Request fields that are never sent upstream as they stand (the router sets the model) or are counted apart. */
+/** Request fields that are never sent upstream unchanged (the router sets the model) or are counted apart. */
 const REQUEST_FIELDS_APART = new Set(['messages', 'model', 'models', 'timeout_ms']);
 /** Documented numeric and boolean parameters: a handful of bytes each, no prompt. */
 const SCALAR_PARAMETERS = new Set([
@@ -150,8 +150,8 @@ function addText(size: PromptSize, text: string): void {
 }
 
 /**
- * Every field of `object` not in `apart`, as the provider receives it: the name plus the value (a string as it
- * stands, anything else as JSON). Unknown fields are forwarded too, so they are counted too.
+ * Every field of `object` not in `apart`, the way the provider receives it: the name plus the value (a string
+ * verbatim, anything else in JSON). Unknown fields are forwarded too, so they are counted too.
  */
 function addFields(
   size: PromptSize,

@@ -4,6 +4,7 @@
  */
 import { Client } from 'undici';
 import type { LookupFunction } from 'node:net';
+import { messageOf } from '../errors/index.js';
 import { signWebhook } from './receiver/index.js';
 import { BlockedAddressError, resolveTarget, type Target } from './ssrf.js';
 
@@ -47,7 +48,7 @@ export async function attemptDelivery(
   } catch (error) {
     if (error instanceof BlockedAddressError)
       return done({ ok: false, retryable: false, status: null, error: error.message });
-    return done({ ok: false, retryable: true, status: null, error: `DNS: ${(error as Error).message}` });
+    return done({ ok: false, retryable: true, status: null, error: `DNS: ${messageOf(error)}` });
   }
   const client = new Client(url.origin, {
     connect: { lookup: pinned(resolved), timeout: target.timeoutMs },
@@ -75,19 +76,27 @@ export async function attemptDelivery(
     const retryable = status >= 500 || status === 429 || status === 408;
     return done({ ok: false, retryable, status, error: `HTTP ${status}` });
   } catch (error) {
-    const message = signal.aborted ? `timeout: no answer within ${target.timeoutMs} ms` : describe(error);
+    // undici's own timers and the signal's fire at the same moment: either one means the receiver took too long.
+    const timedOut = signal.aborted || isUndiciTimeout(error);
+    const message = timedOut ? `timeout: no answer within ${target.timeoutMs} ms` : describe(error);
     return done({ ok: false, retryable: true, status: null, error: message });
   } finally {
     client.destroy().catch(() => undefined);
   }
 }
 
+const UNDICI_TIMEOUTS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+function isUndiciTimeout(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && 'code' in error && UNDICI_TIMEOUTS.has(String(error.code));
+}
+
 /** The connection goes to the address checked above, whatever DNS says by now; TLS still verifies the name. */
 function pinned(target: Target): LookupFunction {
-  return ((_host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+  return (_host, options, callback) => {
     if (options?.all) callback(null, [{ address: target.address, family: target.family }]);
     else callback(null, target.address, target.family);
-  }) as unknown as LookupFunction;
+  };
 }
 
 function describe(error: unknown): string {

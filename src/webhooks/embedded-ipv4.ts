@@ -1,6 +1,6 @@
 /**
  * The IPv4 addresses an IPv6 address carries: traffic to such an address can end at that IPv4 address (through
- * the host's own stack, a NAT64 gateway or a tunnel relay), so it is only as public as the addresses it embeds.
+ * the host's own stack, a NAT64 gateway or a tunnel relay), so it is no more public than the addresses it embeds.
  */
 import ipaddr from 'ipaddr.js';
 

@@ -50,7 +50,7 @@ export function toEnvelope(event: GatewayEvent, id: string): Envelope {
     id,
     timestamp: new Date(event.at).toISOString(),
     event: event.type,
-    data: event.data as unknown as Record<string, unknown>,
+    data: { ...event.data },
   };
 }
 

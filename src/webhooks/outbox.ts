@@ -1,7 +1,7 @@
 /**
  * The EventSink of webhooks. `wants` is a lookup in an in-memory index of the registrations; `rows` builds the
  * envelope once and picks the matching webhooks of the event's account: one delivery row each. Events caused by a
- * debit go to the committer as rows, written in the debit's transaction. `emit` (the best-effort events) buffers
+ * debit go to the committer in rows, written in the debit's transaction. `emit` (the best-effort events) buffers
  * the rows and writes the buffer in one multi-row insert per event-loop turn, so the request path never waits for
  * the database; rows not yet written are lost if the process dies (docs/webhooks.md).
  */

@@ -1,7 +1,14 @@
 /** What the `/v1/webhooks` routes do, for one account: registrations, deliveries, dead letters, replay, test. */
-import { GatewayError, invalidRequest } from '../errors/index.js';
+import { GatewayError, invalidRequest, messageOf } from '../errors/index.js';
 import { plainJson } from '../money/index.js';
-import { newId, type DeliveryRecord, type DeliveryStatus, type Storage, type WebhookRecord } from '../storage/index.js';
+import {
+  newId,
+  storedJson,
+  type DeliveryRecord,
+  type DeliveryStatus,
+  type Storage,
+  type WebhookRecord,
+} from '../storage/index.js';
 import { attemptDelivery, type AttemptOutcome } from './deliver.js';
 import { BlockedAddressError, resolveTarget } from './ssrf.js';
 import { parseCreate, parsePatch } from './validation.js';
@@ -122,7 +129,7 @@ export class WebhookService {
     }
     if (delivery.status !== 'dead')
       throw invalidRequest(`Delivery '${deliveryId}' is ${delivery.status}, not a dead letter`, 'id');
-    const envelope = JSON.parse(delivery.payload) as Record<string, unknown>;
+    const envelope = storedJson<Record<string, unknown>>(delivery.payload);
     envelope.timestamp = new Date().toISOString();
     const replayed = await this.store.replay(deliveryId, plainJson(JSON.stringify(envelope)), Date.now());
     if (!replayed) throw invalidRequest(`Delivery '${deliveryId}' is not a dead letter any more`, 'id');
@@ -177,7 +184,7 @@ export class WebhookService {
           'url',
         );
       }
-      throw invalidRequest(`The webhook URL's host cannot be resolved: ${(error as Error).message}`, 'url');
+      throw invalidRequest(`The webhook URL's host cannot be resolved: ${messageOf(error)}`, 'url');
     }
   }
 }

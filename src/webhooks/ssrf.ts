@@ -43,7 +43,7 @@ export async function resolveTarget(url: URL, allowPrivate: boolean): Promise<Ta
     : await lookup(host, { all: true, verbatim: true });
   if (answers.length === 0) throw Object.assign(new Error(`${host} has no address`), { code: 'ENOTFOUND' });
   if (!allowPrivate) {
-    // Every answer must be public: a name that also resolves inside is refused as a whole.
+    // Every answer must be public: a name that also resolves inside is refused entirely.
     const blocked = answers.find((answer) => !isPublicAddress(answer.address));
     if (blocked) throw new BlockedAddressError(host, blocked.address);
   }

@@ -1,5 +1,5 @@
 /**
- * The registration bounds of spec 6.2 as one TypeBox schema; every violation is a 400 whose `param` names the
+ * The registration bounds of spec 6.2 in one TypeBox schema; every violation is a 400 whose `param` names the
  * field (`retryConfig.maxAttempts`, `events[0].type`, `headers.X-Foo`).
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';

@@ -1,8 +1,8 @@
 /**
  * Answers in OpenAI's chat-completions format. Each comes twice, from the same fields:
- * - as the gateway sends it to clients (`ChatCompletion`, `ChatCompletionChunk`, `Usage` with the request's `cost`):
+ * - sent by the gateway to clients (`ChatCompletion`, `ChatCompletionChunk`, `Usage` with the request's `cost`):
  *   these have an `$id` and are components of the OpenAPI document;
- * - as a provider adapter returns it (`Upstream*`): before metering, so `usage` may be missing and has no `cost`,
+ * - returned by a provider adapter (`Upstream*`): before metering, so `usage` may be missing and has no `cost`,
  *   and unknown fields pass through.
  */
 import { Type, type Static } from '@sinclair/typebox';

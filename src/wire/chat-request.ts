@@ -1,5 +1,5 @@
 /**
- * The chat-completions request as a client sends it (OpenAI's format plus tollgate's `models` and `timeout_ms`).
+ * The chat-completions request a client sends (OpenAI's format plus tollgate's `models` and `timeout_ms`).
  * The schema validates requests and is the OpenAPI document's `ChatRequest`; unknown fields pass through to the
  * provider.
  */

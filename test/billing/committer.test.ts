@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Committer } from '../../src/billing/committer.js';
 import { openStorage, type Storage } from '../../src/storage/index.js';
-import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { createTestDatabase, DIALECTS, type TestDatabase } from '../support/databases.js';
+import { dialectReachable } from '../support/backends.js';
 
 let database: TestDatabase;
 let storage: Storage;
@@ -11,9 +12,9 @@ afterEach(async () => {
   await database?.drop();
 });
 
-async function setup(): Promise<void> {
-  database = await createTestDatabase('sqlite');
-  storage = await openStorage({ dataDir: database.dataDir });
+async function setup(dialect: 'sqlite' | 'postgres' = 'sqlite'): Promise<void> {
+  database = await createTestDatabase(dialect);
+  storage = await openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl });
   await storage.ledger.createAccount({
     id: 'acct_1',
     email: 'a@example.com',
@@ -64,40 +65,35 @@ describe('group commit', () => {
     committer.close();
   });
 
-  it('retries a batch whose commit succeeded but reported an error, and debits each request once', async () => {
-    for (const dialect of ['sqlite', 'postgres'] as const) {
-      database = await createTestDatabase(dialect);
-      storage = await openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl });
-      await storage.ledger.createAccount({
-        id: 'acct_1',
-        email: 'a@example.com',
-        plan: 'free',
-        settings: '{}',
-        grantNano: 1_000n,
-      });
-      const real = storage.ledger.commit.bind(storage.ledger);
-      const seen: Array<boolean | undefined> = [];
-      let lostAcknowledgements = 1;
-      // The database commits, then the answer is lost on the way back (a dropped connection after COMMIT).
-      storage.ledger.commit = async (batch) => {
-        seen.push(batch.retried);
-        const result = await real(batch);
-        if (lostAcknowledgements-- > 0) throw new Error('connection lost after COMMIT');
-        return result;
-      };
-      const committer = new Committer({ storage });
-      const outcomes = await Promise.all([committer.submit(debit(300n, 'r1')), committer.submit(debit(200n, 'r2'))]);
-      expect(
-        outcomes.map((o) => o.applied),
-        dialect,
-      ).toEqual([-300n, -200n]);
-      expect(seen, dialect).toEqual([false, true]);
-      expect(await storage.ledger.debitedFor('r1')).toBe(300n);
-      expect((await storage.accounts.get('acct_1'))?.balanceNano, dialect).toBe(500n);
-      expect(await storage.ledger.sum('acct_1'), dialect).toBe(500n);
-      committer.close();
-      await storage.close();
-      await database.drop();
-    }
-  });
+  for (const dialect of DIALECTS) {
+    it.skipIf(!dialectReachable(dialect))(
+      `retries a batch whose commit succeeded but reported an error, and debits each request once (${dialect})`,
+      async () => {
+        await setup(dialect);
+        const real = storage.ledger.commit.bind(storage.ledger);
+        const seen: Array<boolean | undefined> = [];
+        let lostAcknowledgements = 1;
+        // The database commits, then the answer is lost on the way back (a dropped connection after COMMIT).
+        storage.ledger.commit = async (batch) => {
+          seen.push(batch.retried);
+          const result = await real(batch);
+          if (lostAcknowledgements-- > 0) throw new Error('connection lost after COMMIT');
+          return result;
+        };
+        const committer = new Committer({ storage });
+        const outcomes = await Promise.all([committer.submit(debit(300n, 'r1')), committer.submit(debit(200n, 'r2'))]);
+        expect(
+          outcomes.map((o) => o.applied),
+          dialect,
+        ).toEqual([-300n, -200n]);
+        expect(seen, dialect).toEqual([false, true]);
+        expect(await storage.ledger.debitedFor('r1')).toBe(300n);
+        expect((await storage.accounts.get('acct_1'))?.balanceNano, dialect).toBe(500n);
+        expect(await storage.ledger.sum('acct_1'), dialect).toBe(500n);
+        committer.close();
+        await storage.close();
+        await database.drop();
+      },
+    );
+  }
 });

@@ -1,10 +1,10 @@
 /** Shared holds in the real Redis: exact across replicas, and a dead replica's holds are resolved by the sweeper. */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { AccountCache, RedisCreditState, type Hold, type PlanLimits } from '../../src/billing/index.js';
 import { openStorage, type KeyRecord, type Storage } from '../../src/storage/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
-import { deleteRedisKeys } from '../support/gateway.js';
-import { commandsDuring, REDIS_TEST_URL, withRedis } from '../support/redis.js';
+import { commandsDuring, deleteRedisKeys, REDIS_TEST_URL, withRedis } from '../support/redis.js';
+import { needsRedis } from '../support/backends.js';
 
 const URL = REDIS_TEST_URL;
 const limits: PlanLimits = { requestsPerMinute: 1000, tokensPerMinute: 1_000_000, dailyLimitNano: null };
@@ -17,7 +17,7 @@ afterEach(async () => {
   await Promise.all(states.splice(0).map((s) => s.close()));
   await storage?.close();
   await database?.drop();
-  await deleteRedisKeys(URL, prefix);
+  await deleteRedisKeys(prefix);
 });
 
 async function setup(balanceNano: bigint) {
@@ -54,7 +54,7 @@ async function setup(balanceNano: bigint) {
   return { key, account, replica, hold };
 }
 
-describe('credit state in Redis', () => {
+needsRedis('credit state in Redis', () => {
   it('lets no replica take what another holds', async () => {
     const { key, account, replica, hold } = await setup(1_000n);
     const a = replica();

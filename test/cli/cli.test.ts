@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { cli, json } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { startMockStripe } from '../support/mock-stripe.js';
+import { needsPostgres } from '../support/backends.js';
 
 describe('tollgate CLI on SQLite', () => {
   let db: TestDatabase;
@@ -218,7 +219,7 @@ describe('tollgate CLI on SQLite', () => {
   });
 });
 
-describe('tollgate CLI on PostgreSQL', () => {
+needsPostgres('tollgate CLI on PostgreSQL', () => {
   let db: TestDatabase;
   beforeAll(async () => {
     db = await createTestDatabase('postgres');

@@ -8,24 +8,21 @@ import { APICallError, generateText, jsonSchema, streamText, tool } from 'ai';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import {
+  account,
   brokeKey,
   clientGatewayPerFile,
   credits,
+  expectRetriedAfterTwoSeconds,
+  gateway,
   MODEL,
   nano,
   rateLimitedKey,
   recordingFetch,
   retryAfterKey,
-  type ClientGateway,
+  UNKNOWN_KEY,
 } from './support.js';
 
-let gateway: ClientGateway;
-let account: { id: string; key: string };
-
-clientGatewayPerFile((started, created) => {
-  gateway = started;
-  account = created;
-});
+clientGatewayPerFile();
 
 function tollgate(apiKey: string, fetch?: typeof globalThis.fetch) {
   return createOpenAICompatible({
@@ -126,7 +123,7 @@ describe('Vercel AI SDK with @ai-sdk/openai-compatible', () => {
   it('throws APICallError with statusCode 401, 402 and 429 (retries off)', async () => {
     const ask = (apiKey: string) => () => generateText({ model: tollgate(apiKey)(MODEL), prompt: 'hi', maxRetries: 0 });
 
-    const unauthorized = await apiCallError(ask('tg-live-abcdefghijklmnopqrstuvwxyzABCDEF'));
+    const unauthorized = await apiCallError(ask(UNKNOWN_KEY));
     expect(unauthorized.statusCode).toBe(401);
     expect(unauthorized.isRetryable).toBe(false);
     expect(JSON.parse(unauthorized.responseBody!).error.code).toBe('invalid_api_key');
@@ -147,7 +144,7 @@ describe('Vercel AI SDK with @ai-sdk/openai-compatible', () => {
   it('streamText reports a failed request to onError as an APICallError', async () => {
     const errors: unknown[] = [];
     const result = streamText({
-      model: tollgate('tg-live-abcdefghijklmnopqrstuvwxyzABCDEF')(MODEL),
+      model: tollgate(UNKNOWN_KEY)(MODEL),
       prompt: 'hi',
       maxRetries: 0,
       onError: ({ error }) => void errors.push(error),
@@ -169,11 +166,6 @@ describe('Vercel AI SDK with @ai-sdk/openai-compatible', () => {
       maxRetries: 2,
     });
     expect(text).toBe('worth the wait');
-    expect(seen.map((s) => [s.status, s.retryAfter])).toEqual([
-      [429, '2'],
-      [200, null],
-    ]);
-    // 2 s as told, not the SDK's own first backoff guess.
-    expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(1_950);
+    expectRetriedAfterTwoSeconds(seen);
   });
 });

@@ -4,15 +4,9 @@
  */
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { brokeKey, clientGatewayPerFile, MODEL, rateLimitedKey, type ClientGateway } from './support.js';
+import { account, brokeKey, clientGatewayPerFile, gateway, MODEL, rateLimitedKey } from './support.js';
 
-let gateway: ClientGateway;
-let account: { id: string; key: string };
-
-clientGatewayPerFile((started, created) => {
-  gateway = started;
-  account = created;
-});
+clientGatewayPerFile();
 
 interface CurlRun {
   exitCode: number | null;

@@ -10,24 +10,22 @@ import { APIError, AuthenticationError, RateLimitError } from 'openai';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import {
+  account,
   brokeKey,
   clientGatewayPerFile,
   credits,
+  dailyLimitedKey,
+  expectRetriedAfterTwoSeconds,
+  gateway,
   MODEL,
   nano,
   rateLimitedKey,
   recordingFetch,
   retryAfterKey,
-  type ClientGateway,
+  UNKNOWN_KEY,
 } from './support.js';
 
-let gateway: ClientGateway;
-let account: { id: string; key: string };
-
-clientGatewayPerFile((started, created) => {
-  gateway = started;
-  account = created;
-});
+clientGatewayPerFile();
 
 function chatModel(apiKey: string, options: { maxRetries?: number; fetch?: typeof fetch } = {}): ChatOpenAI {
   return new ChatOpenAI({
@@ -108,7 +106,7 @@ describe('LangChain ChatOpenAI', () => {
         .invoke('hi')
         .catch((e: unknown) => e);
 
-    const unauthorized = await ask('tg-live-abcdefghijklmnopqrstuvwxyzABCDEF');
+    const unauthorized = await ask(UNKNOWN_KEY);
     expect(unauthorized).toBeInstanceOf(AuthenticationError);
     expect(unauthorized).toMatchObject({ status: 401, code: 'invalid_api_key', lc_error_code: 'MODEL_AUTHENTICATION' });
 
@@ -122,7 +120,7 @@ describe('LangChain ChatOpenAI', () => {
     expect(Number((limited as APIError).headers?.get('retry-after'))).toBeGreaterThanOrEqual(1);
 
     // A stream fails the same way.
-    const streamed = await chatModel('tg-live-abcdefghijklmnopqrstuvwxyzABCDEF')
+    const streamed = await chatModel(UNKNOWN_KEY)
       .stream('hi')
       .then(async (stream) => {
         for await (const _ of stream);
@@ -132,8 +130,7 @@ describe('LangChain ChatOpenAI', () => {
   });
 
   it('gives up at once on daily_limit_exceeded (Retry-After of hours), even with retries on', async () => {
-    const { id, key } = await gateway.account();
-    expect((await gateway.admin('PATCH', `/admin/accounts/${id}`, { daily_limit: 0 })).status).toBe(200);
+    const key = await dailyLimitedKey(gateway);
     const { fetch, seen } = recordingFetch();
     const error = await chatModel(key, { maxRetries: 6, fetch })
       .invoke('hi')
@@ -152,10 +149,6 @@ describe('LangChain ChatOpenAI', () => {
     const { fetch, seen } = recordingFetch(onResponse);
     const message = await chatModel(key, { maxRetries: 2, fetch }).invoke('worth the wait');
     expect(message.content).toBe('worth the wait');
-    expect(seen.map((s) => [s.status, s.retryAfter])).toEqual([
-      [429, '2'],
-      [200, null],
-    ]);
-    expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(1_950);
+    expectRetriedAfterTwoSeconds(seen);
   });
 });

@@ -6,24 +6,22 @@
 import OpenAI, { APIError, AuthenticationError, RateLimitError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import {
+  account,
   brokeKey,
   clientGatewayPerFile,
   credits,
+  dailyLimitedKey,
+  expectRetriedAfterTwoSeconds,
+  gateway,
   MODEL,
   nano,
   rateLimitedKey,
   recordingFetch,
   retryAfterKey,
-  type ClientGateway,
+  UNKNOWN_KEY,
 } from './support.js';
 
-let gateway: ClientGateway;
-let account: { id: string; key: string };
-
-clientGatewayPerFile((started, created) => {
-  gateway = started;
-  account = created;
-});
+clientGatewayPerFile();
 
 /** What a user writes: the README's client, pointed at tollgate. */
 function client(apiKey: string, options: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}): OpenAI {
@@ -120,7 +118,7 @@ describe('openai SDK', () => {
   });
 
   it('raises AuthenticationError (401) for an unknown key', async () => {
-    const unknown = client('tg-live-abcdefghijklmnopqrstuvwxyzABCDEF');
+    const unknown = client(UNKNOWN_KEY);
     const error = await unknown.chat.completions
       .create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] })
       .catch((e: unknown) => e);
@@ -169,8 +167,7 @@ describe('openai SDK', () => {
   });
 
   it('does not retry daily_limit_exceeded (Retry-After = hours until midnight UTC), even with retries on', async () => {
-    const { id, key } = await gateway.account();
-    expect((await gateway.admin('PATCH', `/admin/accounts/${id}`, { daily_limit: 0 })).status).toBe(200);
+    const key = await dailyLimitedKey(gateway);
     const { fetch, seen } = recordingFetch();
     // Default maxRetries (2): without the gateway's `x-should-retry: false` the SDK would sleep until midnight.
     const openai = new OpenAI({ baseURL: gateway.baseURL, apiKey: key, fetch });
@@ -194,11 +191,6 @@ describe('openai SDK', () => {
       messages: [{ role: 'user', content: 'worth the wait' }],
     });
     expect(completion.choices[0]!.message.content).toBe('worth the wait');
-    expect(seen.map((s) => [s.status, s.retryAfter])).toEqual([
-      [429, '2'],
-      [200, null],
-    ]);
-    // The SDK waited the 2 s it was told to (a retry before 1.1 s would have been refused again).
-    expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(1_950);
+    expectRetriedAfterTwoSeconds(seen);
   });
 });

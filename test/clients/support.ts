@@ -3,11 +3,13 @@
  * a request-recording `fetch`, and a rate limiter whose clock the test moves so that a real 429 carries a short
  * `Retry-After` (the real window is 60 s; no test waits that long).
  */
-import { afterAll, afterEach, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { MemoryRateLimiter, type RateDecision, type RateLimiter, type RateLimits } from '../../src/limits/index.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 
 export const MODEL = 'sandbox/echo';
+/** A well-formed live key that no account has: refused with 401. */
+export const UNKNOWN_KEY = 'tg-live-abcdefghijklmnopqrstuvwxyzABCDEF';
 
 /** The gateway's own in-memory limiter, reading a clock the test controls (the real clock unless told). */
 export class ClockedLimiter implements RateLimiter {
@@ -62,17 +64,21 @@ export async function startClientGateway(): Promise<ClientGateway> {
   return Object.assign(gateway, { limiter });
 }
 
+/** The test file's gateway and account, set by `clientGatewayPerFile` before the file's first test. */
+export let gateway: ClientGateway;
+export let account: { id: string; key: string };
+
 /**
- * A gateway and an account for the whole test file (handed to `use` once started), closed after the file; the
- * limiter's clock goes back to real time after each test.
+ * A gateway and an account for the whole test file (`gateway` and `account` above, also handed to `use`), closed
+ * after the file; the limiter's clock goes back to real time after each test.
  */
 export function clientGatewayPerFile(
-  use: (gateway: ClientGateway, account: { id: string; key: string }) => void,
+  use?: (gateway: ClientGateway, account: { id: string; key: string }) => void,
 ): void {
-  let gateway: ClientGateway | undefined;
   beforeAll(async () => {
     gateway = await startClientGateway();
-    use(gateway, await gateway.account());
+    account = await gateway.account();
+    use?.(gateway, account);
   });
   afterAll(async () => gateway?.close());
   afterEach(() => gateway?.limiter.reset());
@@ -111,6 +117,13 @@ export async function rateLimitedKey(gateway: TestGateway): Promise<string> {
   const { key } = await oneRpmAccount(gateway);
   const first = await chat(gateway, key);
   if (first.status !== 200) throw new Error(`warm-up request: ${first.status}`);
+  return key;
+}
+
+/** A key whose next chat request gets a 429 daily_limit_exceeded (its account's daily limit is 0). */
+export async function dailyLimitedKey(gateway: TestGateway): Promise<string> {
+  const { id, key } = await gateway.account();
+  expect((await gateway.admin('PATCH', `/admin/accounts/${id}`, { daily_limit: 0 })).status).toBe(200);
   return key;
 }
 
@@ -166,4 +179,16 @@ export async function retryAfterKey(
       }
     },
   };
+}
+
+/**
+ * What `recordingFetch` saw of a client retrying a `retryAfterKey` request: the 429 with `Retry-After: 2`, then,
+ * the 2 s it was told later (a retry before 1.1 s would have been refused again), the answer.
+ */
+export function expectRetriedAfterTwoSeconds(seen: Seen[]): void {
+  expect(seen.map((s) => [s.status, s.retryAfter])).toEqual([
+    [429, '2'],
+    [200, null],
+  ]);
+  expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(1_950);
 }

@@ -6,8 +6,9 @@ import { LocalChangeBus, RedisChangeBus, type Change } from '../../src/cluster/i
 import { loadConfig } from '../../src/config/index.js';
 import { tempDir } from '../support/databases.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
+import { hasRedis, needsPostgresAndRedis } from '../support/backends.js';
+import { REDIS_TEST_URL } from '../support/redis.js';
 
-const REDIS_URL = process.env.TOLLGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const newPrefix = () => `tgtest:${randomBytes(6).toString('hex')}:`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -17,7 +18,7 @@ afterEach(async () => {
 });
 
 function redisBus(prefix: string, onError?: (error: unknown) => void): RedisChangeBus {
-  const bus = new RedisChangeBus({ url: REDIS_URL, prefix, ...(onError ? { onError } : {}) });
+  const bus = new RedisChangeBus({ url: REDIS_TEST_URL, prefix, ...(onError ? { onError } : {}) });
   cleanup.push(() => bus.close());
   return bus;
 }
@@ -45,30 +46,33 @@ describe('change buses', () => {
     ]);
   });
 
-  it('a change published on one Redis bus reaches the others within a second, and the publisher once', async () => {
-    const prefix = newPrefix();
-    const [a, b] = [redisBus(prefix), redisBus(prefix)];
-    const other = redisBus(newPrefix());
-    const heard = { a: [] as Change[], b: [] as Change[], other: [] as Change[] };
-    const record = (into: Change[]) => (change: Change) => void (change.keyId !== 'warm-up' && into.push(change));
-    a.subscribe(record(heard.a));
-    b.subscribe(record(heard.b));
-    other.subscribe(record(heard.other));
-    // Subscribing is asynchronous: publish until b hears, then measure one clean delivery.
-    let warm = false;
-    b.subscribe((change) => void (warm ||= change.keyId === 'warm-up'));
-    await waitFor(async () => (await a.publish({ keyId: 'warm-up' }), warm), 5_000, 50);
+  it.skipIf(!hasRedis)(
+    'a change published on one Redis bus reaches the others within a second, and the publisher once',
+    async () => {
+      const prefix = newPrefix();
+      const [a, b] = [redisBus(prefix), redisBus(prefix)];
+      const other = redisBus(newPrefix());
+      const heard = { a: [] as Change[], b: [] as Change[], other: [] as Change[] };
+      const record = (into: Change[]) => (change: Change) => void (change.keyId !== 'warm-up' && into.push(change));
+      a.subscribe(record(heard.a));
+      b.subscribe(record(heard.b));
+      other.subscribe(record(heard.other));
+      // Subscribing is asynchronous: publish until b hears, then measure one clean delivery.
+      let warm = false;
+      b.subscribe((change) => void (warm ||= change.keyId === 'warm-up'));
+      await waitFor(async () => (await a.publish({ keyId: 'warm-up' }), warm), 5_000, 50);
 
-    await a.publish({ accountId: 'acct_1', keyId: 'key_1' });
-    expect(heard.a).toEqual([{ accountId: 'acct_1', keyId: 'key_1' }]);
-    expect(await waitFor(() => heard.b.length > 0, 1_000)).toBeLessThan(1_000);
-    expect(heard.b).toEqual([{ accountId: 'acct_1', keyId: 'key_1' }]);
-    await sleep(100);
-    expect(heard.a).toHaveLength(1);
-    expect(heard.other).toEqual([]);
-  });
+      await a.publish({ accountId: 'acct_1', keyId: 'key_1' });
+      expect(heard.a).toEqual([{ accountId: 'acct_1', keyId: 'key_1' }]);
+      expect(await waitFor(() => heard.b.length > 0, 1_000)).toBeLessThan(1_000);
+      expect(heard.b).toEqual([{ accountId: 'acct_1', keyId: 'key_1' }]);
+      await sleep(100);
+      expect(heard.a).toHaveLength(1);
+      expect(heard.other).toEqual([]);
+    },
+  );
 
-  it('does not throw when Redis is unreachable, and reports the failure', async () => {
+  it.skipIf(!hasRedis)('does not throw when Redis is unreachable, and reports the failure', async () => {
     const errors: unknown[] = [];
     const bus = redisBus(newPrefix(), (error) => errors.push(error));
     const heard: Change[] = [];
@@ -85,14 +89,14 @@ describe('change buses', () => {
   });
 });
 
-describe('two replicas on one database and one Redis', () => {
+needsPostgresAndRedis('two replicas on one PostgreSQL database and one Redis', () => {
   let a: TestGateway;
   let b: App;
   let bUrl: string;
 
   async function start() {
     const redisPrefix = newPrefix();
-    const env = { REDIS_URL, TOLLGATE_REDIS_PREFIX: redisPrefix };
+    const env = { REDIS_URL: REDIS_TEST_URL, TOLLGATE_REDIS_PREFIX: redisPrefix };
     a = await startGateway({ dialect: 'postgres', env });
     cleanup.push(() => a.close());
     b = await createApp(

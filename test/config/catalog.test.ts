@@ -60,7 +60,9 @@ describe('built-in model catalog', () => {
       for (const side of ['prompt', 'completion'] as const) {
         const price = model.pricing[side];
         expect(isExactUsd(price), `${model.id} ${side}`).toBe(true);
-        expect(price, `${model.id} ${side}`).toBeGreaterThan(0);
+        // Embedding models generate nothing: their completion price is 0.
+        if (side === 'completion' && model.capabilities.embeddings) expect(price, model.id).toBe(0);
+        else expect(price, `${model.id} ${side}`).toBeGreaterThan(0);
       }
       // Per 1,000 tokens: no list price in the catalog reaches $1 per 1K.
       expect(model.pricing.prompt, model.id).toBeLessThan(1);
@@ -68,19 +70,20 @@ describe('built-in model catalog', () => {
     }
   });
 
-  it('keeps max_tokens within the context window', () => {
+  it('keeps max_tokens within the context window, and 0 only for embedding models', () => {
     for (const model of defaults) {
       expect(Number.isInteger(model.max_tokens), model.id).toBe(true);
-      expect(model.max_tokens, model.id).toBeGreaterThan(0);
+      if (model.capabilities.embeddings) expect(model.max_tokens, model.id).toBe(0);
+      else expect(model.max_tokens, model.id).toBeGreaterThan(0);
       expect(model.max_tokens, model.id).toBeLessThanOrEqual(model.context_length);
     }
   });
 
-  it('describes chat models with release dates in unix seconds', () => {
+  it('describes chat or embedding models (never both) with release dates in unix seconds', () => {
+    expect(defaults.filter((model) => model.capabilities.embeddings).length).toBeGreaterThanOrEqual(5);
     for (const model of defaults) {
-      expect(model.capabilities.chat, model.id).toBe(true);
+      expect(model.capabilities.chat, model.id).toBe(!model.capabilities.embeddings);
       expect(model.capabilities.completion, model.id).toBe(false);
-      expect(model.capabilities.embeddings, model.id).toBe(false);
       // Seconds, not milliseconds: between 2023 and 2033.
       expect(model.created, model.id).toBeGreaterThan(1_672_531_200);
       expect(model.created, model.id).toBeLessThan(2_000_000_000);

@@ -1,10 +1,12 @@
 /** The signed-in user's API: keys, settings, usage, ledger and models, checked against the public /v1 API. */
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { DashboardClient, uniqueEmail } from './client.js';
+import { describeEach } from '../support/backends.js';
+import { DIALECTS } from '../support/databases.js';
 
-describe.each(['sqlite', 'postgres'] as const)('dashboard account API on %s', (dialect) => {
+describeEach(DIALECTS)('dashboard account API on %s', (dialect) => {
   let gateway: TestGateway;
   let client: DashboardClient;
   let fullKey: string;
@@ -172,7 +174,9 @@ describe.each(['sqlite', 'postgres'] as const)('dashboard account API on %s', (d
     const sandbox = (await client.request('GET', '/models?provider=sandbox')).body.data;
     expect(sandbox.length).toBeGreaterThan(0);
     expect(sandbox.every((m: { provider: { id: string } }) => m.provider.id === 'sandbox')).toBe(true);
-    expect((await client.request('GET', '/models?capability=embedding')).body.data).toEqual([]);
+    const embedding = (await client.request('GET', '/models?capability=embedding')).body.data;
+    expect(embedding.map((m: { id: string }) => m.id)).toContain('sandbox/embed');
+    expect(embedding.every((m: { capabilities: { embeddings: boolean } }) => m.capabilities.embeddings)).toBe(true);
     const bad = await client.request('GET', '/models?capability=telepathy');
     expect([bad.status, bad.body.error.param]).toEqual([400, 'capability']);
   });

@@ -1,9 +1,11 @@
 /** Sign-up, sign-in and sessions over HTTP, on SQLite and PostgreSQL: cookies, CSRF, rate limits, errors. */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { DashboardClient, uniqueEmail } from './client.js';
+import { describeEach } from '../support/backends.js';
+import { DIALECTS } from '../support/databases.js';
 
-describe.each(['sqlite', 'postgres'] as const)('dashboard sign-in on %s', (dialect) => {
+describeEach(DIALECTS)('dashboard sign-in on %s', (dialect) => {
   let gateway: TestGateway;
   beforeAll(async () => {
     gateway = await startGateway({

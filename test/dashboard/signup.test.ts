@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { startMailbox, type Mailbox } from '../support/smtp.js';
 import { DashboardClient, uniqueEmail } from './client.js';
+import { describeEach } from '../support/backends.js';
+import { DIALECTS } from '../support/databases.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -111,7 +113,7 @@ test('without SMTP and grant_without_verification false, a self-serve account st
   }
 });
 
-describe.each(['sqlite', 'postgres'] as const)('with SMTP on %s', (dialect) => {
+describeEach(DIALECTS)('with SMTP on %s', (dialect) => {
   let gateway: TestGateway;
   let mailbox: Mailbox;
   beforeAll(async () => {

@@ -1,13 +1,15 @@
 /** The dashboard's Webhooks section over HTTP: endpoints, recent deliveries, dead letters and replay, per account. */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { DashboardClient, uniqueEmail } from './client.js';
+import { describeEach } from '../support/backends.js';
+import { DIALECTS } from '../support/databases.js';
 
 const SECRET = 'whsec_' + 'x'.repeat(40);
 
-describe.each(['sqlite', 'postgres'] as const)('dashboard webhooks on %s', (dialect) => {
+describeEach(DIALECTS)('dashboard webhooks on %s', (dialect) => {
   let gateway: TestGateway;
   let receiver: Server;
   let receiverUrl: string;

@@ -2,6 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
 import { startMockStripe, type MockStripe } from '../support/mock-stripe.js';
+import { describeEach } from '../support/backends.js';
+import { DIALECTS } from '../support/databases.js';
 
 const KEY_FORMAT = /^tg-live-[0-9A-Za-z]{32}$/;
 const TEST_KEY_FORMAT = /^tg-test-[0-9A-Za-z]{32}$/;
@@ -28,7 +30,7 @@ function ledgerSumNano(entries: Array<{ amount: number }>): bigint {
 }
 const nano = (usd: number) => BigInt(Math.round(usd * 1e9));
 
-describe.each(['sqlite', 'postgres'] as const)('admin API core flow (%s)', (dialect) => {
+describeEach(DIALECTS)('admin API core flow (%s)', (dialect) => {
   let gw: TestGateway;
   beforeAll(async () => {
     gw = await startGateway({ dialect });
@@ -425,7 +427,7 @@ describe('admin API (sqlite)', () => {
   });
 });
 
-describe.each(['sqlite', 'postgres'] as const)("an account's credit purchases (%s)", (dialect) => {
+describeEach(DIALECTS)("an account's credit purchases (%s)", (dialect) => {
   let stripe: MockStripe;
   let gw: TestGateway;
   beforeAll(async () => {

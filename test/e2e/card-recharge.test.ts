@@ -8,7 +8,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig } from '../../src/config/index.js';
 import { RECHARGE_LEASE_MS, stripeClient } from '../../src/payments/index.js';
@@ -20,6 +20,8 @@ import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.
 import { MOCK_SECRET_KEY, startMockStripe, type MockStripe } from '../support/mock-stripe.js';
 import { REDIS_TEST_URL } from '../support/redis.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver-server.js';
+import { describeEach, needsPostgresAndRedis } from '../support/backends.js';
+import { apiCall } from '../support/admin-call.js';
 
 const WEBHOOKS = { allow_private_urls: true, poll_interval_ms: 50, refresh_ms: 200 };
 
@@ -84,14 +86,8 @@ function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function call(base: string, key: string, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
+const call = (base: string, key: string, method: string, path: string, body?: unknown) =>
+  apiCall(base, key, method, path, body);
 
 const credits = async (gw: TestGateway, key: string) => (await call(gw.url, key, 'GET', '/v1/credits')).body;
 const recharges = async (gw: TestGateway, accountId: string) =>
@@ -141,7 +137,7 @@ async function signedUp(gw: TestGateway): Promise<User> {
   return { id: body.account_id, key: body.first_key.key, dashboard };
 }
 
-describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
+describeEach(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
   let stripe: MockStripe;
   let line: StripeLine;
   let gw: TestGateway;
@@ -562,7 +558,7 @@ describe.each(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
   });
 });
 
-describe('two gateways on one PostgreSQL database (and Redis)', () => {
+needsPostgresAndRedis('two gateways on one PostgreSQL database (and Redis)', () => {
   let stripe: MockStripe;
   let gw: TestGateway;
   let second: App;

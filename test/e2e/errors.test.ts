@@ -132,7 +132,7 @@ describe('errors over raw HTTP', () => {
     for (const [method, path] of [
       ['GET', '/nope'],
       ['GET', '/v1/nope'],
-      ['POST', '/v1/embeddings'],
+      ['POST', '/v1/audio/speech'],
       ['DELETE', '/v1/credits'],
     ] as const) {
       const sent = await send(gw, method, path, { key: liveKey });

@@ -137,7 +137,7 @@ describe('GET /v1/models (no providers configured)', () => {
     expect(openai.body.data.length).toBe(all.filter((m) => m.provider.id === 'openai').length);
 
     const sandbox = await get(gw, '/v1/models?provider=sandbox', gw.firstKey);
-    expect(sandbox.body.data.map((m: any) => m.id)).toEqual(['sandbox/echo', 'sandbox/lorem']);
+    expect(sandbox.body.data.map((m: any) => m.id)).toEqual(['sandbox/echo', 'sandbox/embed', 'sandbox/lorem']);
 
     const nobody = await get(gw, '/v1/models?provider=nobody', gw.firstKey);
     expect(nobody.status).toBe(200);

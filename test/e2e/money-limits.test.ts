@@ -9,6 +9,8 @@ import { DEFAULT_MODELS } from '../../src/config/default-catalog.js';
 import { countTextTokens } from '../../src/tokens/index.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
+import { describeEach } from '../support/backends.js';
+import { REDIS_TEST_URL } from '../support/redis.js';
 
 const UPSTREAM_KEY = 'sk-upstream-limits';
 /** 1 USD per 1,000 tokens either way: small token counts make visible money. */
@@ -115,11 +117,11 @@ const CONFIGURATIONS = [
   {
     name: 'PostgreSQL, holds shared in Redis',
     dialect: 'postgres' as const,
-    env: { REDIS_URL: 'redis://127.0.0.1:6379', TOLLGATE_REDIS_PREFIX: `tgtest:limits:${process.pid}:${Date.now()}:` },
+    env: { REDIS_URL: REDIS_TEST_URL, TOLLGATE_REDIS_PREFIX: `tgtest:limits:${process.pid}:${Date.now()}:` },
   },
 ];
 
-describe.each(CONFIGURATIONS)('on $name', ({ dialect, env }) => {
+describeEach(CONFIGURATIONS)('on $name', ({ dialect, env }) => {
   beforeAll(async () => {
     mock = await startMockOpenAI({ apiKey: UPSTREAM_KEY });
     gw = await startGateway({

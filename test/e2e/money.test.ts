@@ -1,10 +1,13 @@
 /**
- * Money under concurrency: 100 requests at once (half streaming) at an account that can pay only some of them.
+ * Money under concurrency: 100 requests at once (chat, streamed chat and embeddings) at an account that can pay
+ * only some of them.
  * The balance never goes below zero, equals the ledger sum, and the costs the clients saw equal the debits.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DIALECTS } from '../support/databases.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
+import { describeEach } from '../support/backends.js';
+import { REDIS_TEST_URL } from '../support/redis.js';
 
 const NANO = 1e9;
 const toNano = (usd: number) => Math.round(usd * NANO);
@@ -13,6 +16,7 @@ interface Outcome {
   status: number;
   costNano: number;
   code?: string;
+  embeddings?: boolean;
 }
 
 async function chat(gateway: TestGateway, key: string, stream: boolean, i: number): Promise<Outcome> {
@@ -38,16 +42,28 @@ async function chat(gateway: TestGateway, key: string, stream: boolean, i: numbe
   return { status: 200, costNano: toNano(last.usage.cost) };
 }
 
+/** About 1,000 input tokens of sandbox/embed: 20 microdollars, near what one chat request holds. */
+async function embed(gateway: TestGateway, key: string, i: number): Promise<Outcome> {
+  const response = await fetch(`${gateway.baseURL}/embeddings`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'sandbox/embed', input: [`request ${i}`, 'word '.repeat(1_000)] }),
+  });
+  const body = (await response.json()) as any;
+  const costNano = body.usage ? toNano(body.usage.cost) : 0;
+  return { status: response.status, costNano, code: body.error?.code, embeddings: true };
+}
+
 const CONFIGURATIONS = [
   ...DIALECTS.map((dialect) => ({ name: dialect, dialect, env: {} })),
   {
     name: 'postgres + redis (holds shared in Redis)',
     dialect: 'postgres' as const,
-    env: { REDIS_URL: 'redis://127.0.0.1:6379', TOLLGATE_REDIS_PREFIX: `tgtest:${process.pid}:${Date.now()}:` },
+    env: { REDIS_URL: REDIS_TEST_URL, TOLLGATE_REDIS_PREFIX: `tgtest:${process.pid}:${Date.now()}:` },
   },
 ];
 
-describe.each(CONFIGURATIONS)('100 concurrent requests on $name', ({ dialect, env }) => {
+describeEach(CONFIGURATIONS)('100 concurrent requests on $name', ({ dialect, env }) => {
   let gateway: TestGateway;
   beforeAll(async () => {
     gateway = await startGateway({ dialect, env });
@@ -56,18 +72,21 @@ describe.each(CONFIGURATIONS)('100 concurrent requests on $name', ({ dialect, en
 
   it('never spends more than the balance and charges exactly what the clients were told', async () => {
     const account = await gateway.account({ plan: 'pay_as_you_go' });
-    // One request holds at most ~25 microdollars (prompt + 40 tokens of sandbox/lorem): 0.0004 USD pays for ~16.
+    // One request holds at most ~25 microdollars (prompt + 40 tokens of sandbox/lorem): 0.0004 USD pays for ~16, or ~20 embeddings.
     const startNano = toNano(0.0004);
     await gateway.setBalance(account.id, startNano / NANO);
 
     const outcomes = await Promise.all(
-      Array.from({ length: 100 }, (_, i) => chat(gateway, account.key, i % 2 === 0, i)),
+      Array.from({ length: 100 }, (_, i) =>
+        i % 3 === 2 ? embed(gateway, account.key, i) : chat(gateway, account.key, i % 3 === 0, i),
+      ),
     );
 
     const ok = outcomes.filter((o) => o.status === 200);
     const refused = outcomes.filter((o) => o.status !== 200);
     expect(ok.length).toBeGreaterThan(5);
     expect(refused.length).toBeGreaterThan(5);
+    expect(ok.filter((o) => o.embeddings).length).toBeGreaterThan(0);
     for (const r of refused) expect([r.status, r.code]).toEqual([402, 'insufficient_credits']);
 
     const { body: account2 } = await gateway.admin('GET', `/admin/accounts/${account.id}`);

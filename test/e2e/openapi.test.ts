@@ -7,6 +7,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderReference } from '../../src/api/index.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
+import { apiCall } from '../support/admin-call.js';
 
 let gateway: TestGateway;
 let doc: any;
@@ -21,26 +22,8 @@ function expectMatches(name: string, value: unknown): void {
   expect(ok, `${name}: ${JSON.stringify(check.errors)}\n${JSON.stringify(value)}`).toBe(true);
 }
 
-async function call(
-  method: string,
-  path: string,
-  body?: unknown,
-  auth = key,
-): Promise<{ status: number; body: any; text: string }> {
-  const response = await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${auth}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await response.text();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  return { status: response.status, body: parsed, text };
-}
+const call = (method: string, path: string, body?: unknown, auth = key) =>
+  apiCall(gateway.url, auth, method, path, body);
 
 beforeAll(async () => {
   gateway = await startGateway({ overrides: { webhooks: { allow_private_urls: true } } as never });

@@ -3,14 +3,15 @@
  * the gateway recovers by itself when the database is back, with the ledger intact. The database is cut
  * through a TCP proxy, so the PostgreSQL other tests use keeps running.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PG_ADMIN_URL } from '../support/databases.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { startTcpProxy, type Outage, type TcpProxy } from '../support/tcp-proxy.js';
+import { needsPostgres } from '../support/backends.js';
 
 const toNano = (usd: number) => Math.round(usd * 1e9);
 
-describe('PostgreSQL outage', () => {
+needsPostgres('PostgreSQL outage', () => {
   let proxy: TcpProxy;
   let gateway: TestGateway;
 

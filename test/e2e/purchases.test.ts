@@ -7,15 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../support/databases.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { MOCK_WEBHOOK_SECRET, startMockStripe, type MockStripe } from '../support/mock-stripe.js';
+import { describeEach } from '../support/backends.js';
+import { apiCall } from '../support/admin-call.js';
 
-async function call(gw: TestGateway, key: string, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${gw.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
+const call = (gw: TestGateway, key: string, method: string, path: string, body?: unknown) =>
+  apiCall(gw.url, key, method, path, body);
 
 const deliver = (gw: TestGateway, stripe: MockStripe, event: unknown, signature?: string | null) =>
   stripe.deliver(gw.url, event, signature);
@@ -32,7 +28,7 @@ function shuffled<T>(items: T[]): T[] {
     .map(({ item }) => item);
 }
 
-describe.each(DIALECTS)('credit purchases through Stripe (%s)', (dialect) => {
+describeEach(DIALECTS)('credit purchases through Stripe (%s)', (dialect) => {
   let stripe: MockStripe;
   let gw: TestGateway;
 

@@ -3,19 +3,15 @@
  * nothing runs until credit is added), once per payment however Stripe delivers; an operator refunds a purchase
  * through Stripe. End to end on both databases, the real `stripe` SDK against the local Stripe server.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DIALECTS } from '../support/databases.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { startMockStripe, type MockStripe } from '../support/mock-stripe.js';
+import { describeEach } from '../support/backends.js';
+import { apiCall } from '../support/admin-call.js';
 
-async function call(gw: TestGateway, key: string, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${gw.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
+const call = (gw: TestGateway, key: string, method: string, path: string, body?: unknown) =>
+  apiCall(gw.url, key, method, path, body);
 
 const credits = async (gw: TestGateway, key: string) => (await call(gw, key, 'GET', '/v1/credits')).body;
 const ledger = async (gw: TestGateway, accountId: string) =>
@@ -34,7 +30,7 @@ async function expectLedgerMatches(gw: TestGateway, accountId: string, key: stri
   expect(sum).toBe(BigInt(Math.round((await credits(gw, key)).balance.credits * 1e9)));
 }
 
-describe.each(DIALECTS)('refunds and disputes through Stripe (%s)', (dialect) => {
+describeEach(DIALECTS)('refunds and disputes through Stripe (%s)', (dialect) => {
   let stripe: MockStripe;
   let gw: TestGateway;
 

@@ -8,11 +8,12 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { rmSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { tempDir } from '../support/databases.js';
-import { deleteRedisKeys } from '../support/gateway.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
 import { freePort } from '../support/replicas.js';
+import { needsRedis } from '../support/backends.js';
+import { deleteRedisKeys, REDIS_TEST_URL } from '../support/redis.js';
 
 interface OtlpSpan {
   traceId: string;
@@ -23,7 +24,6 @@ interface OtlpSpan {
   attributes: Array<{ key: string; value: Record<string, unknown> }>;
 }
 
-const REDIS_URL = 'redis://127.0.0.1:6379';
 const prefix = `tg-trace-${randomBytes(4).toString('hex')}:`;
 const spans: OtlpSpan[] = [];
 let collector: Server;
@@ -55,7 +55,7 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   await upstream.close();
   collector.close();
-  await deleteRedisKeys(REDIS_URL, prefix);
+  await deleteRedisKeys(prefix);
 });
 
 async function startGateway(
@@ -73,7 +73,7 @@ async function startGateway(
       TOLLGATE_LOG_LEVEL: 'warn',
       OPENAI_API_KEY: 'sk-upstream',
       OPENAI_BASE_URL: upstream.url,
-      REDIS_URL,
+      REDIS_URL: REDIS_TEST_URL,
       TOLLGATE_REDIS_PREFIX: prefix,
       ...env,
     },
@@ -97,7 +97,7 @@ const attribute = (span: OtlpSpan, key: string) => {
   return value ? Object.values(value)[0] : undefined;
 };
 
-describe('OpenTelemetry traces', { timeout: 90_000 }, () => {
+needsRedis('OpenTelemetry traces (Redis)', { timeout: 90_000 }, () => {
   it("exports the request, upstream, Redis and database spans of one chat request in the caller's trace", async () => {
     const gateway = await startGateway({ OTEL_EXPORTER_OTLP_ENDPOINT: collectorUrl, OTEL_BSP_SCHEDULE_DELAY: '100' });
     expect(gateway.output()).toContain('traces: OTLP');

@@ -11,10 +11,11 @@
  * calls): a 502 naming the provider, not charged, its hold released. Before, a 500 after the upstream had answered,
  * with the hold left open.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DIALECTS } from '../support/databases.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
+import { describeEach } from '../support/backends.js';
 
 const BAD_COUNTS: unknown[] = [12.5, 'abc', -5, 1e300, null];
 const nano = (usd: number): bigint => BigInt(Math.round(usd * 1e9));
@@ -41,7 +42,7 @@ function streamBody(usage: unknown): string {
   );
 }
 
-describe.each(DIALECTS)('answers an upstream gets wrong, on %s', (dialect) => {
+describeEach(DIALECTS)('answers an upstream gets wrong, on %s', (dialect) => {
   let gw: TestGateway;
   let mock: MockOpenAI;
   let model: string;

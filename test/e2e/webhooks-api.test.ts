@@ -4,6 +4,7 @@ import { verifyWebhook } from '../../src/webhooks/receiver/index.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { EMBEDDING_PRIVATE_IPV4 } from '../webhooks/embedded-addresses.js';
 import { startReceiver, TEST_WEBHOOKS, type Receiver } from '../webhooks/receiver-server.js';
+import { apiCall } from '../support/admin-call.js';
 
 const SECRET = 'a-very-secret-webhook-secret-of-40-chars!';
 let gateway: TestGateway;
@@ -23,17 +24,8 @@ afterAll(async () => {
   await Promise.all([gateway?.close(), strict?.close(), receiver?.close()]);
 });
 
-async function api(target: TestGateway, key: string | undefined, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${target.baseURL}${path}`, {
-    method,
-    headers: {
-      ...(key ? { authorization: `Bearer ${key}` } : {}),
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-    },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
+const api = (target: TestGateway, key: string | undefined, method: string, path: string, body?: unknown) =>
+  apiCall(target.baseURL, key, method, path, body);
 const call = (method: string, path: string, body?: unknown, key = owner.key) => api(gateway, key, method, path, body);
 const valid = () => ({ url: `${receiver.url}/hook`, secret: SECRET, events: [{ type: 'llm.completion' }] });
 

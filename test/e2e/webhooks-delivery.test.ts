@@ -3,11 +3,12 @@
  * chat requests, signatures, the retry schedule, dead letters and replay, timeouts, redirects.
  */
 import { createHmac } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { verifyWebhook } from '../../src/webhooks/receiver/index.js';
 import { DIALECTS } from '../support/databases.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { sleep, startReceiver, TEST_WEBHOOKS, type Receiver, type Respond } from '../webhooks/receiver-server.js';
+import { describeEach } from '../support/backends.js';
 
 const SECRET = 'receiver-secret-0123456789-0123456789';
 const receivers: Receiver[] = [];
@@ -19,7 +20,7 @@ async function receiver(respond?: Respond): Promise<Receiver> {
 }
 afterAll(async () => Promise.all(receivers.map((r) => r.close())));
 
-describe.each(DIALECTS)('webhook delivery on %s', (dialect) => {
+describeEach(DIALECTS)('webhook delivery on %s', (dialect) => {
   let gateway: TestGateway;
   beforeAll(async () => {
     // OpenAI points at a closed port: its models fail upstream (llm.error).

@@ -6,12 +6,13 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/index.js';
-import { tempDir } from '../support/databases.js';
+import { DIALECTS, tempDir } from '../support/databases.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
 import { sleep, startReceiver, TEST_WEBHOOKS, type Receiver } from '../webhooks/receiver-server.js';
+import { describeEach, needsPostgres } from '../support/backends.js';
 
 const SECRET = 'fairness-secret-0123456789-0123456789-01';
 const PER_ENDPOINT = 4;
@@ -117,7 +118,7 @@ function sample(text: string, name: string): number | undefined {
   return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
-describe.each(['sqlite', 'postgres'] as const)('fair delivery on %s', (dialect) => {
+describeEach(DIALECTS)('fair delivery on %s', (dialect) => {
   it("delivers another tenant's event within 1 s while 66 deliveries hang at one tenant's receivers", async () => {
     const gateway: TestGateway = await startGateway({ dialect, overrides: { webhooks: TEST_WEBHOOKS } });
     cleanups.push(() => gateway.close());
@@ -160,7 +161,7 @@ describe.each(['sqlite', 'postgres'] as const)('fair delivery on %s', (dialect) 
   });
 });
 
-describe('fair delivery across two gateways on one PostgreSQL database', () => {
+needsPostgres('fair delivery across two gateways on one PostgreSQL database', () => {
   it('holds the per-endpoint cap across both, and another tenant still gets its event within 1 s', async () => {
     const gateway = await startGateway({ dialect: 'postgres', overrides: { webhooks: TEST_WEBHOOKS } });
     cleanups.push(() => gateway.close());

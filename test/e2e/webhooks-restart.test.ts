@@ -6,10 +6,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { verifyWebhook } from '../../src/webhooks/receiver/index.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from '../support/databases.js';
 import { sleep, startReceiver } from '../webhooks/receiver-server.js';
+import { describeEach } from '../support/backends.js';
 
 const ADMIN = 'restart-admin-token-0123456789';
 const SECRET = 'restart-secret-0123456789-0123456789-01';
@@ -64,7 +65,7 @@ async function kill(child: ChildProcess): Promise<void> {
   children.delete(child);
 }
 
-describe.each(DIALECTS)('a restart in the middle of a retry schedule (%s)', (dialect) => {
+describeEach(DIALECTS)('a restart in the middle of a retry schedule (%s)', (dialect) => {
   it('delivers the event after the restart, exactly once', async () => {
     const database = await createTestDatabase(dialect);
     let attempts = 0;

@@ -1,18 +1,18 @@
 /** TOLLGATE_WORKERS: several server processes on one port, sharing PostgreSQL and Redis. */
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { createTestDatabase, tempDir, type TestDatabase } from '../support/databases.js';
-import { deleteRedisKeys } from '../support/gateway.js';
 import { freePort } from '../support/replicas.js';
+import { needsPostgresAndRedis } from '../support/backends.js';
+import { deleteRedisKeys, REDIS_TEST_URL } from '../support/redis.js';
 
-const REDIS_URL = 'redis://127.0.0.1:6379';
 const prefix = `tgtest:workers:${process.pid}:`;
 let database: TestDatabase | undefined;
 
 afterAll(async () => {
   await database?.drop();
-  await deleteRedisKeys(REDIS_URL, prefix);
+  await deleteRedisKeys(prefix);
 });
 
 function start(env: Record<string, string>) {
@@ -65,7 +65,7 @@ async function until(check: () => boolean, output: () => string, ms = 40_000): P
   }
 }
 
-describe('workers', { timeout: 120_000 }, () => {
+needsPostgresAndRedis('workers (PostgreSQL + Redis)', { timeout: 120_000 }, () => {
   it('runs several server processes on one port, with one first-start banner, and stops them all on SIGTERM', async () => {
     database = await createTestDatabase('postgres');
     const port = String(await freePort());
@@ -73,7 +73,7 @@ describe('workers', { timeout: 120_000 }, () => {
       PORT: port,
       TOLLGATE_WORKERS: '2',
       DATABASE_URL: database.databaseUrl!,
-      REDIS_URL,
+      REDIS_URL: REDIS_TEST_URL,
       TOLLGATE_REDIS_PREFIX: prefix,
     });
     await until(() => (server.output().match(/listening on/g) ?? []).length >= 2, server.output);

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RedisRateLimiter, type RedisRateLimiterOptions } from '../../src/limits/index.js';
-import { deleteRedisKeys } from '../support/gateway.js';
-import { commandsDuring, REDIS_TEST_URL as REDIS_URL, withRedis } from '../support/redis.js';
+import { commandsDuring, deleteRedisKeys, REDIS_TEST_URL as REDIS_URL, withRedis } from '../support/redis.js';
+import { needsRedis } from '../support/backends.js';
 
 const limits = { requestsPerMinute: 3, tokensPerMinute: 100 };
 
@@ -58,10 +58,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 afterEach(async () => {
   await Promise.all(open.splice(0).map((l) => l.close()));
-  for (const prefix of prefixes.splice(0)) await deleteRedisKeys(REDIS_URL, prefix);
+  for (const prefix of prefixes.splice(0)) await deleteRedisKeys(prefix);
 });
 
-describe('Redis rate limiter', () => {
+needsRedis('Redis rate limiter', () => {
   it('admits exactly the limit within a minute and refuses with a retry time', async () => {
     const l = limiter(newPrefix());
     const decisions = [];

@@ -8,6 +8,7 @@ import {
   type ToolDefinition,
 } from '../../src/providers/index.js';
 import { countPromptTokens, countTextTokens } from '../../src/tokens/index.js';
+import { collect } from '../support/provider-calls.js';
 
 const provider = createSandboxProvider();
 
@@ -23,12 +24,6 @@ function call(body: Partial<ChatRequest>, signal = new AbortController().signal)
 const complete = (body: Partial<ChatRequest>) => provider.complete(call(body));
 const contentOf = async (body: Partial<ChatRequest>) => (await complete(body)).choices[0]!.message.content!;
 const wordCount = (text: string) => text.split(/\s+/).filter(Boolean).length;
-
-async function collect(stream: AsyncIterable<ChatCompletionChunk>): Promise<ChatCompletionChunk[]> {
-  const chunks: ChatCompletionChunk[] = [];
-  for await (const chunk of stream) chunks.push(chunk);
-  return chunks;
-}
 
 /** Rebuilds per-choice content, tool calls and finish reasons from stream chunks. */
 function reassemble(chunks: ChatCompletionChunk[]) {

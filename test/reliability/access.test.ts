@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observability/index.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
+import { apiCall } from '../support/admin-call.js';
 
 type Who = 'full' | 'readOnly' | 'project' | 'test' | 'none' | 'revoked' | 'admin';
 const WHO: Who[] = ['full', 'readOnly', 'project', 'test', 'none', 'revoked', 'admin'];
@@ -114,24 +115,8 @@ describe('keys and access', () => {
     await gateway?.close();
   });
 
-  async function call(method: string, path: string, who: Who, body?: unknown) {
-    const headers: Record<string, string> = {};
-    if (keys[who]) headers.authorization = `Bearer ${keys[who]}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const response = await fetch(`${gateway.url}${path.replace(':acct', accountId)}`, {
-      method,
-      headers,
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await response.text();
-    let parsed: any = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // /metrics is text
-    }
-    return { status: response.status, body: parsed };
-  }
+  const call = (method: string, path: string, who: Who, body?: unknown) =>
+    apiCall(gateway.url, keys[who], method, path.replace(':acct', accountId), body);
 
   it(`gives every route x credential its status (${ROUTES.length} routes x ${WHO.length} credentials)`, async () => {
     const wrong: string[] = [];

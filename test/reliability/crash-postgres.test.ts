@@ -7,24 +7,25 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { createTestDatabase } from '../support/databases.js';
-import { deleteRedisKeys } from '../support/gateway.js';
 import { auditLedger } from '../support/ledger-audit.js';
-import { REDIS_URL } from '../support/replicas.js';
+import { deleteRedisKeys, REDIS_TEST_URL } from '../support/redis.js';
 import { chat, crash, IN_FLIGHT, reservationsOpen, type Crash } from './crash-support.js';
+import { needsPostgresAndRedis } from '../support/backends.js';
 
 const prefix = `tgtest:crash:${randomBytes(4).toString('hex')}:`;
-const redis = new Redis(REDIS_URL);
+let redis: Redis | undefined;
 let run: Crash | undefined;
 afterAll(async () => {
   await run?.close();
-  await deleteRedisKeys(REDIS_URL, prefix);
-  redis.disconnect();
+  await deleteRedisKeys(prefix);
+  redis?.disconnect();
 });
 
 /** Leases (holds and unwritten charges) left in Redis, over the given accounts. */
 async function leftInRedis(accounts: Array<{ id: string }>): Promise<{ leases: number; reserved: bigint }> {
+  redis ??= new Redis(REDIS_TEST_URL);
   let leases = 0;
   let reserved = 0n;
   for (const { id } of accounts) {
@@ -34,10 +35,10 @@ async function leftInRedis(accounts: Array<{ id: string }>): Promise<{ leases: n
   return { leases, reserved };
 }
 
-describe('SIGKILL with 100 requests in flight (PostgreSQL + Redis)', { timeout: 90_000 }, () => {
+needsPostgresAndRedis('SIGKILL with 100 requests in flight (PostgreSQL + Redis)', { timeout: 90_000 }, () => {
   it("the restarted replica releases the dead one's leases within about 7 s; the ledger is consistent", async () => {
     const database = await createTestDatabase('postgres');
-    run = await crash(database, { REDIS_URL, TOLLGATE_REDIS_PREFIX: prefix });
+    run = await crash(database, { REDIS_URL: REDIS_TEST_URL, TOLLGATE_REDIS_PREFIX: prefix });
     expect(run.openBeforeKill).toBeGreaterThanOrEqual(IN_FLIGHT);
     const left = await leftInRedis(run.accounts);
     expect(left.leases).toBeGreaterThanOrEqual(1);

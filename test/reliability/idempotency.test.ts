@@ -11,6 +11,7 @@ import type { KeyRecord } from '../../src/storage/index.js';
 import { DIALECTS } from '../support/databases.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
+import { describeEach } from '../support/backends.js';
 
 /** The SDK's own retries reuse one generated key per call (`stainless-node-retry-<uuid>`) once this is set. */
 class IdempotentOpenAI extends OpenAI {
@@ -19,7 +20,7 @@ class IdempotentOpenAI extends OpenAI {
 
 const MESSAGES = [{ role: 'user' as const, content: 'Say something memorable.' }];
 
-describe.each(DIALECTS)('Idempotency-Key on %s', (dialect) => {
+describeEach(DIALECTS)('Idempotency-Key on %s', (dialect) => {
   let gateway: TestGateway;
   let upstream: MockOpenAI;
 

@@ -2,12 +2,13 @@
  * A batch the database has committed is never written again: not when the acknowledgement is lost (both
  * dialects look for the request's debit first), and not when the after-commit callback throws.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { Committer } from '../../src/billing/committer.js';
 import { openStorage, type Storage } from '../../src/storage/index.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from '../support/databases.js';
+import { describeEach } from '../support/backends.js';
 
-describe.each(DIALECTS)('committer on %s', (dialect) => {
+describeEach(DIALECTS)('committer on %s', (dialect) => {
   let database: TestDatabase;
   let storage: Storage;
   afterEach(async () => {

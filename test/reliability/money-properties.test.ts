@@ -5,10 +5,11 @@
  * charge one request twice; what a settle told its caller is exactly what the ledger holds.
  */
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Price } from '../../src/billing/index.js';
 import { GatewayError } from '../../src/errors/index.js';
 import { openWorld, type KeyKind, type Open, type World } from './money-harness.js';
+import { describeEach } from '../support/backends.js';
 
 /** 0.01 USD per 1K prompt tokens, 0.03 USD per 1K completion tokens. */
 const PRICE: Price = { promptPer1k: 10_000_000n, completionPer1k: 30_000_000n };
@@ -220,7 +221,7 @@ async function check(world: World, facts: RunFacts): Promise<void> {
   for (const [requestId, charged] of facts.told) expect(await storage.ledger.debitedFor(requestId)).toBe(charged);
 }
 
-describe.each([
+describeEach([
   ['sqlite', Number(process.env.MONEY_RUNS ?? 80)],
   ['postgres', Math.ceil(Number(process.env.MONEY_RUNS ?? 80) / 3)],
 ] as const)('money on %s: ledger and reservations under random interleavings', (dialect, numRuns) => {

@@ -7,11 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { startChildGateway, type ChildGateway } from '../support/child-gateway.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from '../support/databases.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
 import { sleep, startReceiver, type Receiver } from '../webhooks/receiver-server.js';
+import { describeEach } from '../support/backends.js';
 
 const MODEL = 'gpt-6-luna';
 const IN_FLIGHT = 50;
@@ -116,7 +117,7 @@ function deliveries(receiver: Receiver): Delivered[] {
   });
 }
 
-describe.each(DIALECTS)('SIGKILL under load with webhooks (%s)', (dialect) => {
+describeEach(DIALECTS)('SIGKILL under load with webhooks (%s)', (dialect) => {
   it(
     'delivers every answered request and every committed low-balance crossing after the restart',
     { timeout: 60_000 },

@@ -2,11 +2,12 @@
  * Two gateway processes on one PostgreSQL database receive the same Stripe events (Stripe retries, and a load
  * balancer spreads them): the purchase is credited once.
  */
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, expect, it, onTestFailed } from 'vitest';
 import { startMockStripe, type MockStripe } from '../support/mock-stripe.js';
 import { startReplicas, type Replicas } from '../support/replicas.js';
+import { needsPostgresAndRedis } from '../support/backends.js';
 
-describe('credit purchases on two replicas', () => {
+needsPostgresAndRedis('credit purchases on two replicas (PostgreSQL + Redis)', () => {
   let stripe: MockStripe;
   let replicas: Replicas;
 

@@ -10,8 +10,9 @@
  *   the dead replica's holds are released (after restart or by the sweeper), so the account can spend its
  *   whole remaining balance.
  */
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, expect, it, onTestFailed } from 'vitest';
 import { startReplicas, type Replicas } from '../support/replicas.js';
+import { needsPostgresAndRedis } from '../support/backends.js';
 
 // ---------------------------------------------------------------------------------------------------------
 // Helpers
@@ -214,7 +215,7 @@ function showOutputsOnFailure(get: () => Replicas | undefined): void {
 
 // ---------------------------------------------------------------------------------------------------------
 
-describe('three replicas on one PostgreSQL and one Redis', { timeout: 60_000 }, () => {
+needsPostgresAndRedis('three replicas on one PostgreSQL and one Redis', { timeout: 60_000 }, () => {
   let replicas: Replicas | undefined;
   const r = () => replicas!;
 
@@ -364,7 +365,7 @@ describe('three replicas on one PostgreSQL and one Redis', { timeout: 60_000 }, 
   });
 });
 
-describe('a replica killed with SIGKILL mid-traffic', { timeout: 90_000 }, () => {
+needsPostgresAndRedis('a replica killed with SIGKILL mid-traffic (PostgreSQL + Redis)', { timeout: 90_000 }, () => {
   let replicas: Replicas | undefined;
   const r = () => replicas!;
 

@@ -3,17 +3,18 @@
  * trip however the others move the balance, and ledger ids follow the order in which commits took effect.
  */
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { openStorage, type Storage } from '../../src/storage/index.js';
 import { NOW_MICROSECONDS_SQL, ledgerIdSql } from '../../src/storage/pg-ledger-ids.js';
 import { PgWriter } from '../../src/storage/pg-writer.js';
 import { createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { needsPostgres } from '../support/backends.js';
 
 const debit = (requestId: string, amountNano: bigint) => ({
   entries: [{ accountId: 'acct_1', kind: 'debit' as const, amountNano: -amountNano, requestId }],
 });
 
-describe('PostgreSQL money writer, several replicas on one account', () => {
+needsPostgres('PostgreSQL money writer, several replicas on one account', () => {
   let database: TestDatabase;
   let storage: Storage;
   const pools: pg.Pool[] = [];

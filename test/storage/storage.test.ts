@@ -3,6 +3,7 @@ import { openStorage, type Storage } from '../../src/storage/index.js';
 import { connect } from '../../src/storage/connect.js';
 import { migrateTo, migrateToLatest } from '../../src/storage/migrate.js';
 import { DIALECTS, createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { describeEach, needsPostgres } from '../support/backends.js';
 
 const usd = (n: number) => BigInt(Math.round(n * 1000)) * 1_000_000n;
 
@@ -17,7 +18,7 @@ const CONFIGURATIONS = DIALECTS.flatMap(
       : [[dialect, false]]) as Array<[typeof dialect, boolean]>,
 );
 
-describe.each(CONFIGURATIONS)('storage on %s (ledger journal: %s)', (dialect, ledgerJournal) => {
+describeEach(CONFIGURATIONS)('storage on %s (ledger journal: %s)', (dialect, ledgerJournal) => {
   let database: TestDatabase;
   let storage: Storage;
   const open = async () => openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl, ledgerJournal });
@@ -343,7 +344,7 @@ describe.each(CONFIGURATIONS)('storage on %s (ledger journal: %s)', (dialect, le
   });
 });
 
-describe('a retried commit on postgres', () => {
+needsPostgres('a retried commit on postgres', () => {
   it('does not debit a request twice when the first attempt committed', async () => {
     const database = await createTestDatabase('postgres');
     const storage = await openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl });
@@ -372,7 +373,7 @@ describe('a retried commit on postgres', () => {
   });
 });
 
-describe('migrations on postgres', () => {
+needsPostgres('migrations on postgres', () => {
   it('are applied once when several processes start together on an empty database', async () => {
     const database = await createTestDatabase('postgres');
     try {

@@ -1,15 +1,27 @@
-/** One admin API call with the admin token; the body is parsed as JSON when it is JSON (not /metrics). */
-export async function adminCall(
+/**
+ * HTTP calls to a test gateway with a bearer token. The body is parsed as JSON when it is JSON; otherwise (/metrics,
+ * an event stream) it is the text, which `text` always holds.
+ */
+export interface ApiAnswer {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+/** One call to `baseUrl` + `path`, with `token` as the bearer (none when undefined) and `body` sent as JSON. */
+export async function apiCall(
   baseUrl: string,
-  adminToken: string,
+  token: string | undefined,
   method: string,
   path: string,
   body?: unknown,
-): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${baseUrl}${path}`, {
+  send: typeof fetch = fetch,
+): Promise<ApiAnswer> {
+  const response = await send(`${baseUrl}${path}`, {
     method,
     headers: {
-      authorization: `Bearer ${adminToken}`,
+      ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
       ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
     },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
@@ -19,7 +31,18 @@ export async function adminCall(
   try {
     parsed = JSON.parse(text);
   } catch {
-    // not JSON (e.g. /metrics)
+    // not JSON
   }
-  return { status: response.status, body: parsed };
+  return { status: response.status, headers: response.headers, body: parsed, text };
+}
+
+/** One admin API call with the admin token. */
+export function adminCall(
+  baseUrl: string,
+  adminToken: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<ApiAnswer> {
+  return apiCall(baseUrl, adminToken, method, path, body);
 }

@@ -2,7 +2,6 @@
  * Starts a real gateway (the same createApp as `npm start`) on a free port with a fresh database, and gives
  * tests the admin token, the first key and helpers to make accounts and keys through the admin API.
  */
-import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import type { Logger } from 'pino';
 import { createApp, type App } from '../../src/app.js';
@@ -11,6 +10,7 @@ import type { EventSink } from '../../src/events/index.js';
 import type { RateLimiter } from '../../src/limits/index.js';
 import { adminCall } from './admin-call.js';
 import { createTestDatabase, type TestDatabase } from './databases.js';
+import { deleteRedisKeys } from './redis.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -100,23 +100,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<TestGa
     async close() {
       await app.close();
       await database.drop();
-      if (config.redis_url) await deleteRedisKeys(config.redis_url, config.redis_prefix);
+      if (config.redis_url) await deleteRedisKeys(config.redis_prefix, config.redis_url);
     },
   };
   return gateway;
-}
-
-/** Removes every key under a test's Redis prefix. */
-export async function deleteRedisKeys(url: string, prefix: string): Promise<void> {
-  const redis = new Redis(url);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
 }

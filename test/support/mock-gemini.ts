@@ -102,6 +102,12 @@ export async function startMockGemini(options: { apiKey: string }): Promise<Mock
     }
     if (req.method === 'GET' && req.url?.startsWith('/v1beta/models'))
       return json(res, 200, { models: [{ name: 'models/gemini-test' }] });
+    const embedding = EMBED_PATH.exec(req.url ?? '');
+    if (req.method === 'POST' && embedding) {
+      const next = queue.shift() ?? behavior;
+      if (next.kind !== 'ok') return serve(next, body, embedding[1]!, false, res, record, signatures);
+      return embed(body, embedding[1]!, res);
+    }
     const match = PATH.exec(req.url ?? '');
     if (req.method !== 'POST' || !match) return error(res, 404, `Method not found: ${req.url}`);
     const streaming = match[2] === 'streamGenerateContent';
@@ -122,6 +128,32 @@ export async function startMockGemini(options: { apiKey: string }): Promise<Mock
       return new Promise((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+const EMBED_PATH = /^\/v1beta\/models\/([^/:]+):batchEmbedContents$/;
+
+/**
+ * `models/{m}:batchEmbedContents` (https://ai.google.dev/api/embeddings): `requests[]`, each naming the same model
+ * as `models/{m}` with `content.parts[].text` and an optional `outputDimensionality` (3,072 by default);
+ * answers `{embeddings: [{values}]}`, no usage.
+ */
+function embed(body: any, model: string, res: ServerResponse): void {
+  const requests = body?.requests;
+  if (!Array.isArray(requests) || requests.length === 0)
+    return error(res, 400, '* BatchEmbedContentsRequest.requests: contains no requests');
+  for (const [i, request] of requests.entries()) {
+    if (request?.model !== `models/${model}`)
+      return error(res, 400, `* BatchEmbedContentsRequest.requests[${i}].model: model must match the parent model`);
+    const parts = request?.content?.parts;
+    if (!Array.isArray(parts) || parts.length === 0 || !parts.every((p: any) => typeof p?.text === 'string'))
+      return error(res, 400, `* BatchEmbedContentsRequest.requests[${i}].content: contains no parts`);
+  }
+  const embeddings = requests.map((request: any) => {
+    const text = request.content.parts.map((p: any) => p.text).join('');
+    const dimensions = request.outputDimensionality ?? 3072;
+    return { values: Array.from({ length: dimensions }, (_, i) => Math.cos(text.length + i)) };
+  });
+  json(res, 200, { embeddings });
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {

@@ -156,6 +156,11 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
         code: 'invalid_api_key',
       });
     }
+    if (req.method === 'POST' && req.url === '/v1/embeddings') {
+      const next = queue.shift() ?? behavior;
+      if (next.kind === 'error' || next.kind === 'raw') return serve(next, body, res);
+      return serveEmbeddings(body, res);
+    }
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
       return sendError(res, {
         status: 404,
@@ -184,6 +189,49 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
       return new Promise((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * POST /v1/embeddings as OpenAI documents it: `input` a string, strings, a token array or token arrays; floats or
+ * base64 float32 per `encoding_format`; `dimensions` for the length (1,536 by default); usage is input tokens
+ * (here: words, or the token array's length). Vectors are derived from each input's text.
+ */
+function serveEmbeddings(body: any, res: ServerResponse): void {
+  const input = body?.input;
+  const list: unknown[] =
+    typeof input === 'string'
+      ? [input]
+      : Array.isArray(input) && input.every((n) => typeof n === 'number')
+        ? [input]
+        : input;
+  const valid =
+    typeof body?.model === 'string' &&
+    Array.isArray(list) &&
+    list.length > 0 &&
+    list.every((item) => (typeof item === 'string' && item !== '') || (Array.isArray(item) && item.length > 0));
+  if (!valid) return sendError(res, { status: 400, message: "'$.input' is invalid.", param: 'input' });
+  if (body.encoding_format !== undefined && !['float', 'base64'].includes(body.encoding_format))
+    return sendError(res, { status: 400, message: 'Invalid encoding_format', param: 'encoding_format' });
+  const dimensions = body.dimensions ?? 1536;
+  let tokens = 0;
+  const data = list.map((item, index) => {
+    const text = typeof item === 'string' ? item : (item as number[]).join(' ');
+    tokens += typeof item === 'string' ? item.split(/\s+/).filter(Boolean).length : (item as number[]).length;
+    const vector = Array.from({ length: dimensions }, (_, i) =>
+      Math.sin(text.length + i + text.charCodeAt(i % text.length)),
+    );
+    const embedding =
+      body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+    return { object: 'embedding', index, embedding };
+  });
+  res.writeHead(200, { 'content-type': 'application/json' }).end(
+    JSON.stringify({
+      object: 'list',
+      data,
+      model: body.model,
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
+    }),
+  );
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {

@@ -1,4 +1,7 @@
-/** The real Redis of the tests: a short-lived client, and the commands clients send, as MONITOR sees them. */
+/**
+ * The real Redis of the tests: a short-lived client, deleting a test's keys, and the commands clients send, as
+ * MONITOR sees them.
+ */
 import { connect } from 'node:net';
 import { Redis } from 'ioredis';
 
@@ -11,6 +14,29 @@ export async function withRedis<T>(use: (redis: Redis) => Promise<T>, url = REDI
   } finally {
     await redis.quit();
   }
+}
+
+/** Deletes every key under `prefix` (SCAN MATCH prefix* + DEL) and returns how many there were. */
+export async function deleteRedisKeys(prefix: string, url = REDIS_TEST_URL): Promise<number> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  redis.on('error', () => undefined);
+  let deleted = 0;
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${escapeGlob(prefix)}*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length) deleted += await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+  return deleted;
+}
+
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
 }
 
 /**

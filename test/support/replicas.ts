@@ -12,11 +12,10 @@ import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { createTestDatabase, type TestDatabase } from './databases.js';
 import { adminCall } from './admin-call.js';
+import { deleteRedisKeys, REDIS_TEST_URL } from './redis.js';
 
-export const REDIS_URL = process.env.TOLLGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const MAIN = join(ROOT, 'dist', 'main.js');
 /** Start-up takes about 1 s; the wait only guards against a hang, with room for a machine busy compiling. */
@@ -111,7 +110,7 @@ export async function startReplicas(n: number, options: ReplicaOptions = {}): Pr
     PORT: String(slot.port),
     TOLLGATE_DATA_DIR: slot.dataDir,
     DATABASE_URL: database.databaseUrl!,
-    REDIS_URL,
+    REDIS_URL: REDIS_TEST_URL,
     TOLLGATE_REDIS_PREFIX: redisPrefix,
     TOLLGATE_ADMIN_TOKEN: adminToken,
     TOLLGATE_LOG_LEVEL: options.logLevel ?? 'warn',
@@ -224,29 +223,6 @@ export async function startReplicas(n: number, options: ReplicaOptions = {}): Pr
     admin: (method, path, body, i = 0) => adminCall(urls[i]!, adminToken, method, path, body),
     stop,
   };
-}
-
-/** Deletes every key under `prefix` (SCAN MATCH prefix* + DEL). */
-export async function deleteRedisKeys(prefix: string): Promise<number> {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  redis.on('error', () => undefined);
-  let deleted = 0;
-  try {
-    await redis.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${escapeGlob(prefix)}*`, 'COUNT', 500);
-      cursor = next;
-      if (keys.length) deleted += await redis.del(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-  return deleted;
-}
-
-function escapeGlob(text: string): string {
-  return text.replace(/[*?[\]\\]/g, '\\$&');
 }
 
 function sleep(ms: number): Promise<void> {

@@ -5,7 +5,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import pino from 'pino';
 import { AdminService } from '../../src/admin/index.js';
 import { loadConfig } from '../../src/config/index.js';
@@ -13,6 +13,7 @@ import { newId, openStorage, type DeliveryRecord, type Storage } from '../../src
 import { DeliveryWorker } from '../../src/webhooks/index.js';
 import { createTestDatabase, DIALECTS } from '../support/databases.js';
 import { sleep, startReceiver, type Receiver } from './receiver-server.js';
+import { describeEach, needsPostgres } from '../support/backends.js';
 
 const SECRET = 'claim-test-secret-0123456789-0123456789';
 
@@ -57,7 +58,7 @@ async function seed(storage: Storage, accountId: string, url: string, count: num
   return webhookId;
 }
 
-describe('two delivery workers on one PostgreSQL database', () => {
+needsPostgres('two delivery workers on one PostgreSQL database', () => {
   let env: Awaited<ReturnType<typeof setup>>;
   let second: Storage;
   let receiver: Receiver;
@@ -119,7 +120,7 @@ describe('two delivery workers on one PostgreSQL database', () => {
   });
 });
 
-describe('caps on attempts in flight, two storages on one PostgreSQL database', () => {
+needsPostgres('caps on attempts in flight, two storages on one PostgreSQL database', () => {
   let env: Awaited<ReturnType<typeof setup>>;
   let second: Storage;
   beforeAll(async () => {
@@ -152,7 +153,7 @@ describe('caps on attempts in flight, two storages on one PostgreSQL database', 
   });
 });
 
-describe.each(DIALECTS)('leases on %s', (dialect) => {
+describeEach(DIALECTS)('leases on %s', (dialect) => {
   let env: Awaited<ReturnType<typeof setup>>;
   beforeAll(async () => {
     env = await setup(dialect);

@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { usdNumber } from '../../billing/index.js';
 import { invalidRequest } from '../../errors/index.js';
@@ -25,6 +25,24 @@ function pageLimit(limit: string | string[] | undefined, fallback: number, max: 
   if (!Number.isInteger(parsed) || parsed < 1 || parsed > max)
     throw invalidRequest(`limit must be 1 to ${max}`, 'limit');
   return parsed;
+}
+
+/**
+ * One page of an account's history (ledger, purchases), newest first, `?before=` a cursor: 404 for an unknown
+ * account; 1 to 500 items (50 without `?limit=`); `has_more` when the page is full.
+ */
+async function historyPage<T>(
+  deps: HttpDeps,
+  accountId: string,
+  query: Static<typeof PageQuery>,
+  list: (accountId: string, page: { limit: number; before?: string }) => Promise<T[]>,
+  render: (item: T) => Record<string, unknown>,
+): Promise<{ object: 'list'; data: Record<string, unknown>[]; has_more: boolean }> {
+  await deps.admin.requireAccount(accountId);
+  const limit = pageLimit(query.limit, 50, 500);
+  const before = single(query.before, 'before');
+  const items = await list(accountId, { limit, ...(before ? { before } : {}) });
+  return { object: 'list', data: items.map(render), has_more: items.length === limit };
 }
 
 /** Every field of a new key is optional, so a POST without a body means `{}`. */
@@ -85,30 +103,27 @@ export function adminRoutes(server: FastifyInstance, deps: HttpDeps, guard: Admi
       },
     );
 
-    admin.get(
-      '/admin/accounts/:id/ledger',
-      { schema: { params: IdParams, querystring: PageQuery } },
-      async (request) => {
-        const { id } = request.params;
-        await deps.admin.getAccount(id);
-        const parsed = pageLimit(request.query.limit, 50, 500);
-        const before = single(request.query.before, 'before');
-        const entries = await deps.storage.ledger.list(id, { limit: parsed, ...(before ? { before } : {}) });
-        return { object: 'list', data: entries.map(renderLedgerEntry), has_more: entries.length === parsed };
-      },
+    admin.get('/admin/accounts/:id/ledger', { schema: { params: IdParams, querystring: PageQuery } }, async (request) =>
+      historyPage(
+        deps,
+        request.params.id,
+        request.query,
+        (id, page) => deps.storage.ledger.list(id, page),
+        renderLedgerEntry,
+      ),
     );
 
     admin.get(
       '/admin/accounts/:id/purchases',
       { schema: { params: IdParams, querystring: PageQuery } },
-      async (request) => {
-        const { id } = request.params;
-        await deps.admin.getAccount(id);
-        const parsed = pageLimit(request.query.limit, 50, 500);
-        const before = single(request.query.before, 'before');
-        const purchases = await deps.payments.purchases.list(id, { limit: parsed, ...(before ? { before } : {}) });
-        return { object: 'list', data: purchases.map(renderPurchase), has_more: purchases.length === parsed };
-      },
+      async (request) =>
+        historyPage(
+          deps,
+          request.params.id,
+          request.query,
+          (id, page) => deps.payments.purchases.list(id, page),
+          renderPurchase,
+        ),
     );
 
     admin.post(
@@ -117,14 +132,13 @@ export function adminRoutes(server: FastifyInstance, deps: HttpDeps, guard: Admi
       async (request) => {
         const { id, purchase } = request.params;
         const { amount } = request.body;
-        await deps.admin.getAccount(id);
+        await deps.admin.requireAccount(id);
         const refunded = await deps.payments.reversals.refund(
           id,
           purchase,
           amount === undefined ? undefined : usd(amount, 'amount'),
         );
-        const { account } = await deps.admin.getAccount(id);
-        return renderRefund(refunded, account.balanceNano);
+        return renderRefund(refunded, refunded.balanceNano);
       },
     );
 

@@ -1,5 +1,5 @@
 /**
- * Routes declare their params, query string and body as TypeBox schemas; Fastify validates them (the server's
+ * Routes declare their params, query string and body with TypeBox schemas; Fastify validates them (the server's
  * error handler renders the errors) and the type provider types them in the handler.
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -12,7 +12,7 @@ export const typed = (server: FastifyInstance) => server.withTypeProvider<TypeBo
 export const IdParams = Type.Object({ id: Type.String() });
 
 /**
- * A query parameter as it arrives: a string, or all its values when it is given more than once. Query schemas
+ * A query parameter on arrival: a string, or all its values when it is given more than once. Query schemas
  * built from it accept every query string, so each route keeps its own messages for bad values.
  */
 export const QueryValue = Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())]));

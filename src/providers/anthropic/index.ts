@@ -1,6 +1,6 @@
 /**
  * The Anthropic adapter: OpenAI chat requests sent to `POST {base}/messages` (Messages API, `x-api-key`,
- * `anthropic-version`), answers and stream events translated back as they arrive.
+ * `anthropic-version`), answers and stream events translated back on arrival.
  */
 import { HttpClient } from '../http-client.js';
 import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';

@@ -13,7 +13,7 @@ interface Message {
 
 export interface Translated {
   body: Record<string, unknown>;
-  /** The answer arrives as the input of JSON_TOOL and is handed back as text. */
+  /** The answer arrives in the input of JSON_TOOL and is handed back stringified. */
   jsonTool: boolean;
 }
 
@@ -148,7 +148,7 @@ function userPart(provider: string, part: ContentPart, param: string): Block {
     const inline = parseDataUrl(url);
     if (inline) return { type: 'image', source: { type: 'base64', media_type: inline.mediaType, data: inline.data } };
     if (/^https?:\/\//i.test(url)) return { type: 'image', source: { type: 'url', url } };
-    throw unsupported(provider, `${provider} takes images as http(s) URLs or base64 data URLs`, param);
+    throw unsupported(provider, `${provider} takes images from http(s) URLs or base64 data URLs`, param);
   }
   throw unsupported(provider, `${provider} does not accept content parts of type '${part.type}'`, param);
 }

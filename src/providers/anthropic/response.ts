@@ -59,8 +59,8 @@ function finishReason(stop: string | null | undefined, jsonTool: boolean): Finis
 }
 
 /**
- * Usage as OpenAI counts it, or undefined when Anthropic did not report both counts (the gateway then counts
- * itself rather than charge an answer as zero tokens). Counts that are not numbers are passed on for the gateway
+ * Usage by OpenAI's count, or undefined when Anthropic did not report both counts (the gateway then counts
+ * itself rather than charge an answer for zero tokens). Counts that are not numbers are passed on for the gateway
  * to refuse.
  */
 export function toUsage(usage: AnthropicUsage | undefined): Usage | undefined {

@@ -1,11 +1,12 @@
 /**
  * The Google Gemini adapter: `POST {base}/models/{model}:generateContent` and `:streamGenerateContent?alt=sse`
- * with `x-goog-api-key`; answers and stream events translated into OpenAI's shapes as they arrive.
+ * with `x-goog-api-key`; answers and stream events translated into OpenAI's shapes on arrival.
  */
 import { HttpClient } from '../http-client.js';
 import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';
 import { isObject } from '../translate.js';
 import type { ChatCompletion, ChatCompletionChunk } from '../types.js';
+import { embedGemini } from './embeddings.js';
 import { toGeminiRequest } from './request.js';
 import { StreamTranslator, fromGeminiResponse, geminiError } from './response.js';
 
@@ -69,6 +70,7 @@ export function createGeminiProvider(options: GeminiOptions): GeminiProvider {
     id,
     complete,
     stream,
+    embed: (call) => embedGemini(http, modelPath(call.body.model), call),
     probe: (signal) => http.probe('/models?pageSize=1', signal, 10_000),
     close: () => http.close(),
   };

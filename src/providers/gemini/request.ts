@@ -83,7 +83,7 @@ function functionCallingConfig(choice: ToolChoice | undefined): Record<string, u
   return { mode: 'ANY', allowedFunctionNames: [choice.function.name] };
 }
 
-/** Gemini wants an object: a JSON object result as is, anything else under `content`. */
+/** Gemini wants an object: a JSON object result unchanged, anything else under `content`. */
 function functionResponse(text: string): Record<string, unknown> {
   try {
     const parsed: unknown = JSON.parse(text);
@@ -129,7 +129,7 @@ function userPart(provider: string, part: ContentPart, param: string): Part {
     const inline = parseDataUrl(url);
     if (inline) return { inlineData: { mimeType: inline.mediaType, data: inline.data } };
     if (/^https?:\/\//i.test(url)) return { fileData: { mimeType: mediaTypeOf(url), fileUri: url } };
-    throw unsupported(provider, `${provider} takes images as http(s) URLs or base64 data URLs`, param);
+    throw unsupported(provider, `${provider} takes images from http(s) URLs or base64 data URLs`, param);
   }
   throw unsupported(provider, `${provider} does not accept content parts of type '${part.type}'`, param);
 }

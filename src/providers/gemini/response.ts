@@ -56,11 +56,11 @@ export function finishReason(reason: string | undefined, hasCalls: boolean): Fin
   return hasCalls ? 'tool_calls' : 'stop';
 }
 
-/** Usage as OpenAI counts it, or undefined when Gemini reported no prompt count (the gateway then counts itself). */
+/** Usage by OpenAI's count, or undefined when Gemini reported no prompt count (the gateway then counts itself). */
 export function toUsage(meta: GeminiResponse['usageMetadata']): Usage | undefined {
   if (!isObject(meta) || meta.promptTokenCount === undefined) return undefined;
   const prompt = (meta.promptTokenCount ?? 0) + (meta.toolUsePromptTokenCount ?? 0);
-  // Thinking tokens are billed as output.
+  // Thinking tokens count toward output.
   const completion = (meta.candidatesTokenCount ?? 0) + (meta.thoughtsTokenCount ?? 0);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
@@ -102,9 +102,9 @@ function isResponse(json: Record<string, unknown>): json is Record<string, unkno
 function callsOf(parts: GeminiPart[], first: number): ToolCall[] {
   return parts
     .filter((part) => part.functionCall)
-    .map((part, i) => ({
+    .map((part, i): ToolCall => ({
       id: withSignature(part.functionCall!.id ?? `call_${first + i}`, part.thoughtSignature),
-      type: 'function' as const,
+      type: 'function',
       function: { name: part.functionCall!.name, arguments: JSON.stringify(part.functionCall!.args ?? {}) },
     }));
 }
@@ -239,7 +239,7 @@ export class StreamTranslator {
   }
 }
 
-/** Gemini's error body `{"error": {"code", "message", "status", "details"}}`; an invalid key comes as a 400. */
+/** Gemini's error body `{"error": {"code", "message", "status", "details"}}`; an invalid key gets a 400. */
 export function geminiError(provider: string, status: number, json: unknown): UpstreamError {
   const error = isObject(json) && isObject(json.error) ? json.error : undefined;
   const badKey =

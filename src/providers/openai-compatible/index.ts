@@ -1,11 +1,12 @@
 /**
  * The OpenAI-compatible adapter: chat requests passed through to `POST {base}/chat/completions` (OpenAI, Mistral,
- * Groq, local servers, ...), answers and stream chunks checked and returned as they are.
+ * Groq, local servers, ...), answers and stream chunks checked and returned unchanged.
  */
 import { inBandError } from '../errors.js';
 import { HttpClient } from '../http-client.js';
 import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';
 import type { ChatCompletion, ChatCompletionChunk } from '../types.js';
+import { embedOpenAI } from './embeddings.js';
 import { parseStreamEvent } from './stream-event.js';
 
 export interface OpenAICompatibleOptions {
@@ -22,10 +23,11 @@ export type OpenAICompatibleProvider = Provider & { close(): Promise<void> };
 
 export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions): OpenAICompatibleProvider {
   const { id } = options;
-  // Some servers take their version or deployment as a query parameter of the base URL (Azure's `api-version`).
+  // Some servers take their version or deployment in a query parameter of the base URL (Azure's `api-version`).
   const { search } = new URL(options.baseUrl);
   const chatPath = `/chat/completions${search}`;
   const modelsPath = `/models${search}`;
+  const embeddingsPath = `/embeddings${search}`;
   const headers: Record<string, string> = { ...options.headers, 'content-type': 'application/json' };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   const http = new HttpClient({ id, baseUrl: options.baseUrl, headers, connections: options.connections });
@@ -67,6 +69,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     id,
     complete,
     stream,
+    embed: (call) => embedOpenAI(http, embeddingsPath, call),
     // GET /models answers 2xx when the server is up and the key is accepted.
     probe: (signal) => http.probe(modelsPath, signal, 10_000),
     close: () => http.close(),

@@ -78,7 +78,7 @@ function choiceTokens(choice: SandboxChoice): number {
   return countTextTokens(choice.toolCall.function.name) + countTextTokens(choice.toolCall.function.arguments);
 }
 
-/** JSON modes wrap the text as a JSON object; json_schema fills the schema's string fields with it. */
+/** JSON modes wrap the text in a JSON object; json_schema fills the schema's string fields with it. */
 function formatReply(body: ChatRequest, text: string, maxBytes: number): string {
   const format = body.response_format;
   if (format?.type === 'json_schema' && format.json_schema?.schema !== undefined) {

@@ -5,6 +5,7 @@
 import type { Provider, ProviderCall } from '../provider.js';
 import type { ChatCompletion } from '../types.js';
 import { buildAnswer } from './answer.js';
+import { sandboxEmbeddings } from './embed.js';
 import { streamAnswer } from './stream.js';
 
 const SYSTEM_FINGERPRINT = 'fp_sandbox';
@@ -36,6 +37,7 @@ export function createSandboxProvider(): Provider {
       const answer = buildAnswer(call);
       yield* streamAnswer(call, answer, { ...head(call), object: 'chat.completion.chunk' });
     },
+    embed: async (call) => sandboxEmbeddings(call),
   };
 }
 

@@ -1,4 +1,4 @@
-/** Presenting a sandbox answer as OpenAI's chat-completion chunks. */
+/** Presenting a sandbox answer in OpenAI's chat-completion chunks. */
 import type { ProviderCall } from '../provider.js';
 import type { ChatCompletionChunk } from '../types.js';
 import type { SandboxAnswer, SandboxChoice } from './answer.js';
@@ -8,7 +8,7 @@ type Head = Pick<ChatCompletionChunk, 'id' | 'object' | 'created' | 'model' | 's
 
 /**
  * Per choice: an opening delta, content (or argument) pieces, a closing delta with the finish reason; choices
- * interleaved as OpenAI does; then always a usage chunk. Returns early once the call is aborted.
+ * interleaved like OpenAI's; then always a usage chunk. Returns early once the call is aborted.
  */
 export async function* streamAnswer(
   call: ProviderCall,

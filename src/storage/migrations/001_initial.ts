@@ -88,3 +88,5 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     await db.schema.dropTable(table).ifExists().execute();
   }
 }
+
+export const initial = { up, down };

@@ -64,3 +64,5 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('webhook_deliveries').ifExists().execute();
   await db.schema.dropTable('webhooks').ifExists().execute();
 }
+
+export const webhooks = { up, down };

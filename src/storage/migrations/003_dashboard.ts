@@ -11,7 +11,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
   await db.schema
     .createTable('dashboard_sessions')
-    // SHA-256 of the cookie's token: a leaked database row cannot be replayed as a cookie.
+    // SHA-256 of the cookie's token: a leaked database row cannot be replayed in a cookie.
     .addColumn('token_hash', 'text', (c) => c.primaryKey())
     .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
     .addColumn('csrf_token', 'text', (c) => c.notNull())
@@ -26,3 +26,5 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('dashboard_sessions').execute();
   await db.schema.dropTable('dashboard_users').execute();
 }
+
+export const dashboard = { up, down };

@@ -24,3 +24,5 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('idempotency_keys').execute();
 }
+
+export const idempotency = { up, down };

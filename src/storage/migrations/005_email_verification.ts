@@ -37,3 +37,5 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('email_verifications').execute();
   await db.schema.alterTable('dashboard_users').dropColumn('email_status').execute();
 }
+
+export const emailVerification = { up, down };

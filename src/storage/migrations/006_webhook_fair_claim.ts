@@ -12,3 +12,5 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropIndex('webhook_deliveries_webhook_due').execute();
 }
+
+export const webhookFairClaim = { up, down };

@@ -49,3 +49,5 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   for (const table of ['payment_customers', 'payment_events', 'credit_purchases'])
     await db.schema.dropTable(table).execute();
 }
+
+export const creditPurchases = { up, down };

@@ -32,3 +32,5 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('card_recharges').execute();
 }
+
+export const cardRecharges = { up, down };

@@ -27,7 +27,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute();
   await db.schema.createIndex('payment_reversals_account').on('payment_reversals').column('account_id').execute();
 
-  // Stripe's receipt of a card recharge, as purchases keep theirs.
+  // Stripe's receipt of a card recharge, like purchases keep theirs.
   await db.schema.alterTable('card_recharges').addColumn('receipt_url', 'text').execute();
 }
 
@@ -75,3 +75,5 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('card_recharges').dropColumn('receipt_url').execute();
   await db.schema.dropTable('payment_reversals').execute();
 }
+
+export const paymentReversals = { up, down };

@@ -1,6 +1,6 @@
 /**
- * The receiver library (`tollgate/webhooks`): verifies a delivery exactly as the receiver rules 1-6 of spec 6.2
- * say, and signs one (for tests and for anyone who sends the same format). Depends on node:crypto only.
+ * The receiver library (`tollgate/webhooks`): verifies a delivery by the receiver rules 1-6 of spec 6.2 exactly,
+ * and signs one (for tests and for anyone who sends the same format). Depends on node:crypto only.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type {
@@ -100,7 +100,7 @@ export function verifyWebhook(
   // Rule 6.
   const missing = missingFields(type, data);
   if (missing.length) return fail('missing_fields', `${type} requires ${missing.join(', ')}`);
-  return { ok: true, event: payload as unknown as WebhookEvent };
+  return { ok: true, event: { ...payload, id, timestamp: sentAt, event: type, data } };
 }
 
 /** Narrows a verified event to one known type. */

@@ -1,4 +1,4 @@
-/** The events tollgate delivers, as a receiver sees them after `verifyWebhook`. */
+/** The events tollgate delivers, seen by a receiver after `verifyWebhook`. */
 
 export interface WebhookTokens {
   prompt: number;

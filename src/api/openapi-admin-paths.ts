@@ -1,0 +1,102 @@
+/** The OpenAPI paths of the admin API (`/admin`), authorized by the admin token. */
+import {
+  AddCreditsSchema,
+  CreateAccountSchema,
+  CreateKeySchema,
+  PatchAccountSchema,
+  RefundPurchaseSchema,
+} from '../admin/index.js';
+import { json, objectOk, operation, path, query, type Json } from './openapi-builder.js';
+import { CreditPurchaseSchema, Page } from './schemas.js';
+
+export function adminPaths(): Json {
+  // 429: too many wrong admin tokens from the client's address.
+  const admin = { security: [{ adminToken: [] }], errors: [400, 401, 404, 429] };
+  const account = [path('id', 'Account id (`acct_...`)')];
+  return {
+    '/admin/accounts': {
+      get: operation('admin', 'List accounts', {
+        ...admin,
+        parameters: [
+          query('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'Page size'),
+          query('after', { type: 'string' }, 'Last id of the previous page'),
+        ],
+        ok: objectOk(),
+      }),
+      post: operation('admin', 'Create an account (with the sign-up grant) and its first live key', {
+        ...admin,
+        body: CreateAccountSchema,
+        ok: objectOk(),
+        okStatus: 201,
+      }),
+    },
+    '/admin/accounts/{id}': {
+      get: operation('admin', 'An account with balance and keys', { ...admin, parameters: account, ok: objectOk() }),
+      patch: operation('admin', 'Change plan, limits, invoice billing, auto-recharge or low-balance thresholds', {
+        ...admin,
+        parameters: account,
+        body: PatchAccountSchema,
+        ok: objectOk(),
+      }),
+    },
+    '/admin/accounts/{id}/keys': {
+      post: operation('admin', 'Create a key (shown once)', {
+        ...admin,
+        parameters: account,
+        body: CreateKeySchema,
+        ok: objectOk(),
+        okStatus: 201,
+      }),
+    },
+    '/admin/accounts/{id}/credits': {
+      post: operation('admin', 'Top up (a negative amount is a correction)', {
+        ...admin,
+        parameters: account,
+        body: AddCreditsSchema,
+        ok: objectOk(),
+      }),
+    },
+    '/admin/accounts/{id}/ledger': {
+      get: operation('admin', 'Ledger entries, newest first', {
+        ...admin,
+        parameters: [
+          ...account,
+          query('limit', { type: 'integer', minimum: 1, maximum: 500 }, 'Page size'),
+          query('before', { type: 'string' }, 'Last id of the previous page'),
+        ],
+        ok: objectOk(),
+      }),
+    },
+    '/admin/accounts/{id}/purchases': {
+      get: operation('admin', "The account's credit purchases (Stripe Checkout), newest first", {
+        ...admin,
+        parameters: [
+          ...account,
+          query('limit', { type: 'integer', minimum: 1, maximum: 500 }, 'Page size'),
+          query('before', { type: 'string' }, 'Last id of the previous page'),
+        ],
+        ok: json(Page(CreditPurchaseSchema)),
+      }),
+    },
+    '/admin/accounts/{id}/purchases/{purchase}/refund': {
+      post: operation(
+        'admin',
+        'Refund a paid purchase through Stripe (default: what is left of it) and debit it; the balance may go below zero',
+        {
+          ...admin,
+          errors: [...admin.errors, 502],
+          parameters: [...account, path('purchase', 'Purchase id (`cp_...`)')],
+          body: RefundPurchaseSchema,
+          ok: objectOk(),
+        },
+      ),
+    },
+    '/admin/keys/{id}': {
+      delete: operation('admin', 'Revoke a key', {
+        ...admin,
+        parameters: [path('id', 'Key id (`key_...`)')],
+        ok: objectOk(),
+      }),
+    },
+  };
+}

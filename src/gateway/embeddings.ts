@@ -1,0 +1,142 @@
+/**
+ * The request path of POST /v1/embeddings, top to bottom, in chat's steps:
+ *   authenticate -> idempotency -> route -> admit (rate limits, credit hold) -> call -> settle -> record
+ * The whole input is prompt; there is no completion, so the hold is the input's price and nothing is lowered.
+ */
+import { requireModelAllowed } from '../auth/index.js';
+import { usdNumber } from '../billing/index.js';
+import { GatewayError } from '../errors/index.js';
+import { embeddingInputs, type EmbeddingInput } from '../providers/index.js';
+import { countTextTokens } from '../tokens/index.js';
+import { EmbeddingRequestSchema, type EmbeddingList } from '../wire/index.js';
+import { accountOf, admitRate, authenticate } from './admit.js';
+import type { GatewayDeps, RequestContext } from './deps.js';
+import { failed, type RequestInput } from './fail.js';
+import { finish } from './record.js';
+import { compiledValidator } from './schema.js';
+import { settleOrFail, upstreamCount } from './settle.js';
+
+const validate = compiledValidator(EmbeddingRequestSchema);
+
+export async function createEmbeddings(
+  input: RequestInput,
+  deps: GatewayDeps,
+): Promise<{ headers: Record<string, string>; body: EmbeddingList }> {
+  const started = performance.now();
+
+  // 1. Authenticate: the key, the body, and a model that embeds and the key may use.
+  const key = await authenticate(deps, input.authorization, 'chat');
+  const body = validate(input.body);
+  const model = deps.catalog.resolve(body.model);
+  requireModelAllowed(key, [body.model, model.id, ...model.aliases]);
+  if (!model.capabilities.embeddings)
+    throw new GatewayError('invalid_request', {
+      message: `The model '${body.model}' does not create embeddings; list those that do with GET /v1/models?capability=embedding`,
+      param: 'model',
+    });
+  const inputs = embeddingInputs(body.input);
+  const promptTokens = tokensOf(inputs, model.contextLength);
+
+  // 2. Idempotency: a retry gets the first answer back, without running or charging.
+  const answer = await deps.idempotency.run<EmbeddingList>(
+    key,
+    input.idempotencyKey,
+    input.body,
+    input.requestId,
+    async () => {
+      // 3. Route: who may answer (503 before any hold) and the price to hold.
+      const account = await accountOf(deps, key);
+      const route = deps.router.route(model, key.environment);
+
+      // 4. Admit: rate limits, then a hold of the input's price (the whole cost: there is no completion).
+      const headers = await admitRate(deps, account, promptTokens, route.providerId);
+      const reservation = await deps.wallet.reserve({
+        requestId: input.requestId,
+        account,
+        key,
+        price: route.price,
+        promptTokens,
+        promptCeiling: promptTokens,
+        requestedMaxTokens: 0,
+        choices: 1,
+        modelMaxTokens: model.maxTokens,
+        contextLength: Number.MAX_SAFE_INTEGER,
+      });
+
+      // 5. Call: retries and fallbacks inside the router; a failure releases the hold.
+      const { encoding_format: encoding, ...upstream } = body;
+      const routed = await deps.router.embed(route, {
+        body: upstream,
+        signal: input.signal,
+        requestId: input.requestId,
+        timeoutMs: deps.upstreamTimeoutMs,
+      });
+      const context: RequestContext = {
+        requestId: input.requestId,
+        model: routed.model,
+        providerId: routed.providerId,
+        promptTokens,
+        reservation,
+        started,
+        deps,
+        userId: body.user,
+        stream: false,
+        promptText: () => inputs.map((item) => (typeof item === 'string' ? item : '')).join('\n'),
+        log: input.log,
+      };
+      if (!routed.ok) throw failed(context, routed.error, input.signal);
+      headers['x-tollgate-provider'] = routed.providerId;
+
+      // 6. Settle at the upstream's count (or ours), durable before the answer leaves; 7. record off the path.
+      const used = upstreamCount(routed.result.promptTokens) ?? promptTokens;
+      const billed = await settleOrFail(context, used, 0, { text: () => '' });
+      finish(context, {
+        ok: true,
+        promptTokens: billed.promptTokens,
+        completionTokens: 0,
+        chargedNano: billed.chargedNano,
+        generationMs: 0,
+      });
+      const list: EmbeddingList = {
+        object: 'list',
+        data: routed.result.vectors.map((vector, index) => ({
+          object: 'embedding',
+          index,
+          embedding: encoding === 'base64' ? base64Of(vector) : vector,
+        })),
+        model: context.model.id,
+        usage: {
+          prompt_tokens: billed.promptTokens,
+          total_tokens: billed.promptTokens,
+          cost: usdNumber(billed.chargedNano),
+        },
+      };
+      return { kind: 'json', headers, body: list };
+    },
+    'embeddings',
+  );
+  if (answer.kind !== 'json') throw new GatewayError('internal_error');
+  return { headers: answer.headers, body: answer.body };
+}
+
+/** The input's tokens; each input must fit the model's context on its own (OpenAI's rule for embeddings). */
+function tokensOf(inputs: EmbeddingInput[], contextLength: number): number {
+  let total = 0;
+  for (const [index, input] of inputs.entries()) {
+    const tokens = typeof input === 'string' ? countTextTokens(input) : input.length;
+    if (tokens > contextLength)
+      throw new GatewayError('context_length_exceeded', {
+        message: `This model's maximum context length is ${contextLength} tokens, however input ${index} has ${tokens} tokens. Please reduce the length of the input.`,
+        param: 'input',
+      });
+    total += tokens;
+  }
+  return total;
+}
+
+/** OpenAI's base64 encoding: the vector's float32 values, little-endian. */
+function base64Of(vector: number[]): string {
+  const bytes = Buffer.alloc(vector.length * 4);
+  vector.forEach((value, i) => bytes.writeFloatLE(value, i * 4));
+  return bytes.toString('base64');
+}

@@ -1,0 +1,39 @@
+/**
+ * The metered endpoints Fastify serves (chat has its own fast path, `chat-endpoint.ts`): each hands its body to
+ * the gateway's request path and sends back what it answers.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { createEmbeddings, type RequestInput } from '../../gateway/index.js';
+import { accessLogger } from '../../observability/index.js';
+import type { HttpDeps } from '../deps.js';
+
+export function generationRoutes(server: FastifyInstance, deps: HttpDeps): void {
+  const access = accessLogger(server.log);
+  server.post('/v1/embeddings', async (request, reply) => {
+    const result = await createEmbeddings(inputOf(request, reply, access, 'embeddings'), deps);
+    void reply.headers(result.headers);
+    return result.body;
+  });
+}
+
+/** What the gateway needs from a Fastify request; the signal aborts when the client goes away before the answer. */
+function inputOf(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  access: FastifyInstance['log'],
+  what: string,
+): RequestInput {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  const idempotencyKey = request.headers['idempotency-key'];
+  return {
+    authorization: request.headers.authorization,
+    body: request.body,
+    idempotencyKey: Array.isArray(idempotencyKey) ? idempotencyKey[0] : idempotencyKey,
+    requestId: request.id,
+    signal: controller.signal,
+    log: (fields) => access.info({ reqId: request.id, ...fields }, what),
+  };
+}

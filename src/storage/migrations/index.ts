@@ -1,0 +1,23 @@
+import type { Migration } from 'kysely';
+import { initial } from './001_initial.js';
+import { webhooks } from './002_webhooks.js';
+import { dashboard } from './003_dashboard.js';
+import { idempotency } from './004_idempotency.js';
+import { emailVerification } from './005_email_verification.js';
+import { webhookFairClaim } from './006_webhook_fair_claim.js';
+import { creditPurchases } from './007_credit_purchases.js';
+import { cardRecharges } from './008_card_recharges.js';
+import { paymentReversals } from './009_payment_reversals.js';
+
+/** Every migration by name, compiled in so `dist/` needs no migration folder at run time. */
+export const MIGRATIONS: Record<string, Migration> = {
+  '001_initial': initial,
+  '002_webhooks': webhooks,
+  '003_dashboard': dashboard,
+  '004_idempotency': idempotency,
+  '005_email_verification': emailVerification,
+  '006_webhook_fair_claim': webhookFairClaim,
+  '007_credit_purchases': creditPurchases,
+  '008_card_recharges': cardRecharges,
+  '009_payment_reversals': paymentReversals,
+};
