@@ -11,7 +11,7 @@ import { GatewayError } from '../errors/index.js';
 import { createChatCompletion, type GatewayDeps } from '../gateway/index.js';
 import { plainJson } from '../money/index.js';
 import { accessLogger, runInContext, type Metrics } from '../observability/index.js';
-import { ClientSignal } from './client-signal.js';
+import { clientSignalOf, singleHeader } from './client-signal.js';
 import { errorAnswer, openRequest, traceRequest } from './edge.js';
 import { errorResponse } from './errors.js';
 import { writeEventStream } from './event-stream.js';
@@ -65,10 +65,7 @@ async function serve(
   const log = () => options.logger.child({ reqId: requestId });
   try {
     const body = await readJsonBody(req, options.bodyLimitBytes);
-    const client = new ClientSignal();
-    res.once('close', () => {
-      if (!res.writableFinished) client.abort();
-    });
+    const client = clientSignalOf(res);
     const result = await createChatCompletion(
       {
         authorization: req.headers.authorization,
@@ -87,11 +84,6 @@ async function serve(
     if (res.headersSent) return void res.destroy();
     sendJson(res, answer.status, answer.headers, answer.body);
   }
-}
-
-/** A header sent twice arrives in a list: its first value (the key's shape is checked by the gateway). */
-function singleHeader(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }
 
 function sendError(res: ServerResponse, error: GatewayError): void {

@@ -6,6 +6,8 @@
  * `throwIfAborted()` and abort listeners (undici, `timers/promises` and `events.once` all subscribe through
  * `addEventListener`). Listeners run once, when `abort` is first called.
  */
+import type { ServerResponse } from 'node:http';
+
 type Listener = Parameters<AbortSignal['addEventListener']>[1];
 
 export class ClientSignal implements AbortSignal {
@@ -47,4 +49,18 @@ export class ClientSignal implements AbortSignal {
     if (event.type === 'abort') this.abort();
     return true;
   }
+}
+
+/** The signal of one response: aborted when its connection closes before the answer was written out. */
+export function clientSignalOf(res: ServerResponse): ClientSignal {
+  const client = new ClientSignal();
+  res.once('close', () => {
+    if (!res.writableFinished) client.abort();
+  });
+  return client;
+}
+
+/** A header sent twice arrives in a list: its first value (the key's shape is checked by the gateway). */
+export function singleHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }

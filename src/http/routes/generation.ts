@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createEmbeddings, type RequestInput } from '../../gateway/index.js';
 import { accessLogger } from '../../observability/index.js';
+import { clientSignalOf, singleHeader } from '../client-signal.js';
 import type { HttpDeps } from '../deps.js';
 
 export function generationRoutes(server: FastifyInstance, deps: HttpDeps): void {
@@ -23,17 +24,12 @@ function inputOf(
   access: FastifyInstance['log'],
   what: string,
 ): RequestInput {
-  const controller = new AbortController();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) controller.abort();
-  });
-  const idempotencyKey = request.headers['idempotency-key'];
   return {
     authorization: request.headers.authorization,
     body: request.body,
-    idempotencyKey: Array.isArray(idempotencyKey) ? idempotencyKey[0] : idempotencyKey,
+    idempotencyKey: singleHeader(request.headers['idempotency-key']),
     requestId: request.id,
-    signal: controller.signal,
+    signal: clientSignalOf(reply.raw),
     log: (fields) => access.info({ reqId: request.id, ...fields }, what),
   };
 }

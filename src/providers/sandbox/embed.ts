@@ -3,7 +3,6 @@
  * the same input always gets the same vector and different inputs get different ones.
  */
 import { createHash } from 'node:crypto';
-import { countTextTokens } from '../../tokens/index.js';
 import { embeddingInputs, type EmbeddingCall, type EmbeddingInput, type UpstreamEmbeddings } from '../embeddings.js';
 
 /** Dimensions when the request sets none. */
@@ -12,12 +11,8 @@ export const SANDBOX_DIMENSIONS = 256;
 export function sandboxEmbeddings(call: EmbeddingCall): UpstreamEmbeddings {
   const inputs = embeddingInputs(call.body.input);
   const dimensions = call.body.dimensions ?? SANDBOX_DIMENSIONS;
-  const vectors = inputs.map((input) => vectorOf(input, dimensions));
-  const promptTokens = inputs.reduce(
-    (sum, input) => sum + (typeof input === 'string' ? countTextTokens(input) : input.length),
-    0,
-  );
-  return { vectors, promptTokens };
+  // No usage of its own: the gateway's count of the input is what it bills.
+  return { vectors: inputs.map((input) => vectorOf(input, dimensions)), promptTokens: undefined };
 }
 
 function vectorOf(input: EmbeddingInput, dimensions: number): number[] {
