@@ -13,6 +13,7 @@ export default tseslint.config(
       'web/build.mjs',
       'web/build.d.mts',
       'examples/',
+      'bench/.build/',
     ],
   },
   js.configs.recommended,
