@@ -6,6 +6,7 @@
  *   POST /v1/chat/completions   JSON with `usage`, or SSE when `stream` is true: a role chunk, `chunks` content
  *                               chunks each `delay_ms` after the previous one, a finish chunk, the usage chunk
  *                               when `stream_options.include_usage`, then `[DONE]`. `?chunks=&delay_ms=` override.
+ *   POST /v1/embeddings         OpenAI's embedding list: one fixed 256-dimension vector per input, with `usage`.
  *   POST /bench/config          {"chunks": n, "delay_ms": n} sets the streaming defaults (a proxy in front drops
  *                               query strings, so this is how the runner shapes streams that go through tollgate).
  *   GET  /bench/stats           {"requests", "streams_open", "streams_open_peak"}; POST /bench/stats/reset.
@@ -86,6 +87,19 @@ function completion(body: ChatBody) {
   };
 }
 
+const VECTOR = Array.from({ length: 256 }, (_, i) => Math.sin(i + 1) / 16);
+
+function embeddings(body: { model?: unknown; input?: unknown }) {
+  const inputs = Array.isArray(body.input) ? body.input : [body.input];
+  const prompt = Math.max(1, Math.ceil(JSON.stringify(body.input ?? '').length / 4));
+  return {
+    object: 'list',
+    data: inputs.map((_, index) => ({ object: 'embedding', index, embedding: VECTOR })),
+    model: body.model,
+    usage: { prompt_tokens: prompt, total_tokens: prompt },
+  };
+}
+
 function stream(body: ChatBody, res: ServerResponse, chunks: number, delayMs: number): void {
   const id = `chatcmpl-bench${++counter}`;
   const created = Math.floor(Date.now() / 1000);
@@ -163,6 +177,16 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
       if (query.has('delay_ms')) delayMs = Number(query.get('delay_ms'));
     }
     return stream(body, res, chunks, delayMs);
+  }
+  if (req.method === 'POST' && path === '/v1/embeddings') {
+    requests++;
+    let body: { model?: unknown; input?: unknown };
+    try {
+      body = JSON.parse(await readBody(req)) as { model?: unknown; input?: unknown };
+    } catch {
+      return sendError(res, 400, 'We could not parse the JSON body of your request.');
+    }
+    return sendJson(res, 200, embeddings(body));
   }
   if (req.method === 'POST' && path === '/bench/config') {
     const config = JSON.parse((await readBody(req)) || '{}') as { chunks?: number; delay_ms?: number };

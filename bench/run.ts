@@ -17,7 +17,17 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { runLatency, runLoad, wrkInstalled, type Endpoint, type LoadResult, type Tool } from './lib/load.js';
+import {
+  combineLoads,
+  rotate,
+  runLatency,
+  runLoad,
+  wrkInstalled,
+  type Endpoint,
+  type LoadResult,
+  type Tool,
+} from './lib/load.js';
+import { embeddingsBody, measureEmbeddings } from './lib/non-chat.js';
 import {
   BENCH_DIR,
   CLK_TCK,
@@ -325,6 +335,20 @@ async function runConfiguration(
     });
   }
 
+  // The same for a metered endpoint other than chat.
+  const embeddings = embeddingsBody(account.embeddingModel);
+  await measureEmbeddings(
+    result,
+    settings,
+    options.tool,
+    {
+      direct: { url: `${mock.url}/v1/embeddings`, body: embeddings },
+      baseline: { url: `${baseline.url}/v1/embeddings`, body: embeddings },
+      tollgate: { url: `${tollgate.url}/v1/embeddings`, body: embeddings, auth: account.apiKey },
+    },
+    (text) => process.stdout.write(text),
+  );
+
   // Streaming, one stream at a time: time to first chunk and total time.
   await post(`${mock.url}/bench/config`, { chunks: settings.streamChunks, delay_ms: settings.streamDelayMs });
   for (const target of order) {
@@ -489,37 +513,6 @@ function addDelta(
     : total + Math.max(0, after - before);
 }
 
-/** `list` started at `round` (mod its length). */
-function rotate<T>(list: T[], round: number): T[] {
-  const k = round % list.length;
-  return [...list.slice(k), ...list.slice(0, k)];
-}
-
-/** Slices of one target as one run: counts and seconds summed; latency percentiles averaged, weighted by requests. */
-function combineLoads(loads: LoadResult[]): LoadResult {
-  const requests = loads.reduce((sum, l) => sum + l.requests, 0);
-  const durationS = loads.reduce((sum, l) => sum + l.durationS, 0);
-  const errorDetail: Record<string, number> = {};
-  for (const l of loads) for (const [k, v] of Object.entries(l.errorDetail)) errorDetail[k] = (errorDetail[k] ?? 0) + v;
-  const weighted = (pick: (l: LoadResult) => number) =>
-    loads.reduce((sum, l) => sum + pick(l) * l.requests, 0) / Math.max(1, requests);
-  return {
-    ...loads[0]!,
-    durationS,
-    requests,
-    rps: requests / durationS,
-    errors: loads.reduce((sum, l) => sum + l.errors, 0),
-    errorDetail,
-    latencyMs: {
-      mean: weighted((l) => l.latencyMs.mean),
-      p50: weighted((l) => l.latencyMs.p50),
-      p90: weighted((l) => l.latencyMs.p90),
-      p99: weighted((l) => l.latencyMs.p99),
-      max: Math.max(...loads.map((l) => l.latencyMs.max)),
-    },
-  };
-}
-
 async function main(): Promise<number> {
   const options = parseArgs(process.argv.slice(2));
   const settings = options.quick ? QUICK : FULL;
@@ -564,7 +557,9 @@ async function main(): Promise<number> {
     } catch (error) {
       if (interrupted) return 130;
       process.stdout.write('\n');
-      const message = [error instanceof Error ? error.message : String(error), ...takeCrashes()].join('\n');
+      const message = [error instanceof Error ? (error.stack ?? error.message) : String(error), ...takeCrashes()].join(
+        '\n',
+      );
       results.push({ name, targets: [], checks: [], failures: [], error: message });
     } finally {
       await cleanupAll();

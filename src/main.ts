@@ -13,7 +13,7 @@ import { startTracing, stopTracing } from './observability/index.js';
 /**
  * A full collection runs once the old generation is twice what survived the last one. V8's own factor (1.1x to
  * 4x, from its speed heuristics) let a busy process grow to 330-360 MB RSS, or settle so low that it ran 4-6 full
- * collections in 6 s; at 2x, 220-260 MB under the same load, at the same CPU per request (docs/adr/0045-v8-heap-growing.md).
+ * collections in 6 s; at 2x, 220-260 MB under the same load, at the same CPU per request (docs/adr/0040-cheap-chat-path.md).
  */
 const HEAP_GROWING_PERCENT = 100;
 

@@ -217,3 +217,34 @@ export function summarize(samples: number[]): LoadResult['latencyMs'] {
     max: sorted[sorted.length - 1] ?? NaN,
   };
 }
+
+/** `list` started at `round` (mod its length). */
+export function rotate<T>(list: T[], round: number): T[] {
+  const k = round % list.length;
+  return [...list.slice(k), ...list.slice(0, k)];
+}
+
+/** Slices of one target as one run: counts and seconds summed; latency percentiles averaged, weighted by requests. */
+export function combineLoads(loads: LoadResult[]): LoadResult {
+  const requests = loads.reduce((sum, l) => sum + l.requests, 0);
+  const durationS = loads.reduce((sum, l) => sum + l.durationS, 0);
+  const errorDetail: Record<string, number> = {};
+  for (const l of loads) for (const [k, v] of Object.entries(l.errorDetail)) errorDetail[k] = (errorDetail[k] ?? 0) + v;
+  const weighted = (pick: (l: LoadResult) => number) =>
+    loads.reduce((sum, l) => sum + pick(l) * l.requests, 0) / Math.max(1, requests);
+  return {
+    ...loads[0]!,
+    durationS,
+    requests,
+    rps: requests / durationS,
+    errors: loads.reduce((sum, l) => sum + l.errors, 0),
+    errorDetail,
+    latencyMs: {
+      mean: weighted((l) => l.latencyMs.mean),
+      p50: weighted((l) => l.latencyMs.p50),
+      p90: weighted((l) => l.latencyMs.p90),
+      p99: weighted((l) => l.latencyMs.p99),
+      max: Math.max(...loads.map((l) => l.latencyMs.max)),
+    },
+  };
+}

@@ -40,6 +40,8 @@ export interface ConfigResult {
   redis?: { url: string; reachable: boolean; mentionedInTollgateLog: boolean; tollgateConnections: number };
   model?: string;
   targets: TargetResult[];
+  /** POST /v1/embeddings (8 inputs per request): throughput at 50 connections and p50 latency at one. */
+  embeddings?: Array<{ name: TargetName; rps: number; p50Ms: number }>;
   concurrent?: ConcurrentStats & { upstreamOpenPeak: number; chunks: number; delayMs: number };
   ratios?: Record<string, number>;
   /** tollgate / baseline throughput of each round of slices (each round runs the targets back to back). */
@@ -229,6 +231,13 @@ export function printConfig(config: ConfigResult, write: (line: string) => void)
         `   stream added over direct (p50): tollgate first chunk ${fmt(r.stream_added_ttfb_p50_ms, 3)} ms, total ${fmt(r.stream_added_total_p50_ms, 2)} ms; baseline ${fmt(r.baseline_stream_added_ttfb_p50_ms, 3)} / ${fmt(r.baseline_stream_added_total_p50_ms, 2)} ms`,
       );
     }
+  }
+  const e = config.embeddings;
+  if (e?.length) {
+    const of = (name: TargetName) => e.find((t) => t.name === name);
+    const cells = e.map((t) => `${t.name} ${int(t.rps)} req/s, p50 ${fmt(t.p50Ms, 3)} ms`);
+    const share = (of('tollgate')?.rps ?? NaN) / (of('baseline')?.rps ?? NaN);
+    write(`   POST /v1/embeddings (8 inputs): ${cells.join('; ')}; tollgate / baseline ${fmt(100 * share, 1)} %`);
   }
   const c = config.concurrent;
   if (c) {

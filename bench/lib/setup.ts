@@ -23,6 +23,8 @@ export interface BenchAccount {
   accountId: string;
   apiKey: string;
   model: string;
+  /** An OpenAI embedding model, for the non-chat endpoint's figures. */
+  embeddingModel: string;
 }
 
 /**
@@ -43,14 +45,19 @@ export async function prepareAccount(base: string, adminToken: string): Promise<
     amount: 1_000_000,
     note: 'benchmark',
   });
-  const models = await call<{ data: Array<{ id: string }> }>(
-    'GET',
-    `${base}/v1/models?provider=openai`,
-    account.api_key,
-  );
-  const model = models.data[0]?.id;
-  if (!model) throw new Error('GET /v1/models?provider=openai listed no model; is OPENAI_API_KEY reaching tollgate?');
-  return { accountId: account.id, apiKey: account.api_key, model };
+  const first = async (capability: string) => {
+    const url = `${base}/v1/models?provider=openai&capability=${capability}`;
+    const models = await call<{ data: Array<{ id: string }> }>('GET', url, account.api_key);
+    const id = models.data[0]?.id;
+    if (!id) throw new Error(`GET ${url} listed no model; is OPENAI_API_KEY reaching tollgate?`);
+    return id;
+  };
+  return {
+    accountId: account.id,
+    apiKey: account.api_key,
+    model: await first('chat'),
+    embeddingModel: await first('embedding'),
+  };
 }
 
 export const PG_ADMIN_URL = process.env.TOLLGATE_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';

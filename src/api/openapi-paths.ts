@@ -3,8 +3,22 @@
  * Stripe's event deliveries), and the operations endpoints (health, readiness, metrics, this document).
  */
 import { CreatePurchaseSchema } from '../payments/index.js';
-import { ChatRequestSchema, EmbeddingListSchema, EmbeddingRequestSchema } from '../wire/index.js';
-import { json, objectOk, operation, path, query, ref, type Json } from './openapi-builder.js';
+import {
+  AnthropicErrorSchema,
+  CountTokensRequestSchema,
+  MessageSchema,
+  MessagesRequestSchema,
+} from '../protocols/anthropic-messages/index.js';
+import { ResponseRequestSchema } from '../protocols/openai-responses/index.js';
+import {
+  ChatRequestSchema,
+  CompletionChunkSchema,
+  CompletionRequestSchema,
+  CompletionSchema,
+  EmbeddingListSchema,
+  EmbeddingRequestSchema,
+} from '../wire/index.js';
+import { json, objectOk, operation, path, plain, query, ref, type Json } from './openapi-builder.js';
 import {
   ChatCompletionChunkSchema,
   ChatCompletionSchema,
@@ -18,6 +32,24 @@ import {
 export function chatPaths(): Json {
   return {
     '/v1/chat/completions': { post: chatOperation() },
+    '/v1/completions': {
+      post: operation(
+        'completions',
+        'Legacy text completion of `prompt` (models with `capabilities.completion`); `n` choices per prompt, `max_tokens` 16 when unset; streamed when `stream` is true',
+        {
+          body: CompletionRequestSchema,
+          parameters: [IDEMPOTENCY_KEY],
+          ok: {
+            'application/json': { schema: ref(CompletionSchema) },
+            'text/event-stream': {
+              schema: { type: 'string', description: 'Lines `data: <CompletionChunk JSON>`, then `data: [DONE]`' },
+              'x-event-schema': ref(CompletionChunkSchema),
+            },
+          },
+          errors: [400, 401, 402, 403, 404, 409, 413, 422, 429, 502, 503, 504],
+        },
+      ),
+    },
     '/v1/embeddings': {
       post: operation(
         'embeddings',
@@ -30,6 +62,30 @@ export function chatPaths(): Json {
         },
       ),
     },
+    '/v1/responses': {
+      post: operation(
+        'responses',
+        "OpenAI's Responses API: passed through to OpenAI for models it serves (built-in tools, `previous_response_id`), translated through chat for the others; `usage.cost` in the Response",
+        {
+          body: ResponseRequestSchema,
+          parameters: [IDEMPOTENCY_KEY],
+          ok: {
+            'application/json': {
+              schema: { type: 'object', description: "OpenAI's Response object; `usage` adds `cost` (USD)" },
+            },
+            'text/event-stream': {
+              schema: {
+                type: 'string',
+                description:
+                  'Typed events `event: <type>` / `data: <JSON with sequence_number>`, from `response.created` to `response.completed` (its `usage` with `cost`)',
+              },
+            },
+          },
+          errors: [400, 401, 402, 403, 404, 409, 413, 422, 429, 502, 503, 504],
+        },
+      ),
+    },
+    ...messagesPaths(),
     '/v1/models': {
       get: operation('models', 'List models with pricing, capabilities, performance and status', {
         parameters: [
@@ -80,6 +136,55 @@ const IDEMPOTENCY_KEY = {
     'Up to 255 printable ASCII characters. A retry within 24 h returns the first answer and is not charged again (409 while the first runs, 422 with another body)',
   schema: { type: 'string', minLength: 1, maxLength: 255 },
 };
+
+/**
+ * Anthropic's Messages API (Claude Code and Anthropic's SDKs): the key in `x-api-key` or `Authorization`, errors
+ * in Anthropic's envelope.
+ */
+function messagesPaths(): Json {
+  const anthropic = (summary: string, spec: Parameters<typeof operation>[2]): Json => {
+    const built = operation('messages', summary, spec);
+    const error = { 'application/json': { schema: plain(AnthropicErrorSchema, false) } };
+    const isJson = (value: unknown): value is Json => typeof value === 'object' && value !== null;
+    if (isJson(built.responses))
+      for (const [status, response] of Object.entries(built.responses))
+        if (status !== '200' && isJson(response)) response.content = error;
+    return built;
+  };
+  return {
+    '/v1/messages': {
+      post: anthropic(
+        "Create a Message (Anthropic's Messages API): natively to Anthropic, translated for other providers; the cost is in `x-tollgate-cost`, or on a stream's `message_delta` usage",
+        {
+          body: MessagesRequestSchema,
+          parameters: [IDEMPOTENCY_KEY],
+          ok: {
+            'application/json': { schema: plain(MessageSchema, false) },
+            'text/event-stream': {
+              schema: {
+                type: 'string',
+                description:
+                  "Anthropic's events: message_start, content_block_start/delta/stop, message_delta (usage, `cost`), message_stop; an error after the first byte is one `error` event",
+              },
+            },
+          },
+          errors: [400, 401, 402, 403, 404, 409, 413, 422, 429, 502, 503, 504],
+        },
+      ),
+    },
+    '/v1/messages/count_tokens': {
+      post: anthropic("Count a Messages request's input tokens (tollgate's count); not charged", {
+        body: CountTokensRequestSchema,
+        ok: {
+          'application/json': {
+            schema: { type: 'object', properties: { input_tokens: { type: 'integer' } }, required: ['input_tokens'] },
+          },
+        },
+        errors: [400, 401, 403, 404, 429],
+      }),
+    },
+  };
+}
 
 function chatOperation(): Json {
   return operation('chat', 'Create a chat completion (streamed as server-sent events when `stream` is true)', {

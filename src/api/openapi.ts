@@ -5,7 +5,7 @@
  * each area are in ./openapi-*-paths.ts and ./openapi-paths.ts, built with ./openapi-builder.ts.
  */
 import { VERSION } from '../config/index.js';
-import { ChatRequestSchema, EmbeddingRequestSchema } from '../wire/index.js';
+import { ChatRequestSchema, CompletionRequestSchema, EmbeddingRequestSchema } from '../wire/index.js';
 import { adminPaths } from './openapi-admin-paths.js';
 import { plain, type Json } from './openapi-builder.js';
 import { chatPaths, creditPaths, operationsPaths } from './openapi-paths.js';
@@ -17,6 +17,7 @@ export function openApiDocument(): Json {
   for (const schema of RESPONSE_SCHEMAS) schemas[schema.$id!] = plain(schema, true);
   schemas.ChatRequest = plain(ChatRequestSchema, true);
   schemas.EmbeddingRequest = plain(EmbeddingRequestSchema, true);
+  schemas.CompletionRequest = plain(CompletionRequestSchema, true);
   return {
     openapi: '3.1.0',
     info: {
@@ -31,7 +32,10 @@ export function openApiDocument(): Json {
     security: [{ apiKey: [] }],
     tags: [
       { name: 'chat' },
+      { name: 'completions' },
       { name: 'embeddings' },
+      { name: 'responses' },
+      { name: 'messages', description: "Anthropic's Messages API, with Anthropic's error envelope" },
       { name: 'models' },
       { name: 'credits' },
       { name: 'webhooks' },

@@ -9,6 +9,8 @@ import { CapabilitiesSchema } from '../config/index.js';
 import {
   ChatCompletionChunkSchema,
   ChatCompletionSchema,
+  CompletionChunkSchema,
+  CompletionSchema,
   EmbeddingListSchema,
   EmbeddingUsageSchema,
   Nullable,
@@ -212,6 +214,8 @@ export const RESPONSE_SCHEMAS = [
   EmbeddingListSchema,
   ChatCompletionSchema,
   ChatCompletionChunkSchema,
+  CompletionSchema,
+  CompletionChunkSchema,
   CreditBalanceSchema,
   ModelSchema,
   ModelListSchema,

@@ -9,6 +9,9 @@ const ALL_CHAT = {
   json_mode: true,
 };
 
+/** The sandbox's text models: chat and text completions (`POST /v1/completions`). */
+const SANDBOX_TEXT = { ...ALL_CHAT, completion: true };
+
 /** Embeddings only. */
 const EMBEDDINGS = {
   chat: false,
@@ -29,7 +32,7 @@ export const SANDBOX_MODELS: ModelConfig[] = [
     pricing: { prompt: 0.00015, completion: 0.0006 },
     context_length: 128_000,
     max_tokens: 16_384,
-    capabilities: ALL_CHAT,
+    capabilities: SANDBOX_TEXT,
     created: 1_767_225_600,
   },
   {
@@ -40,7 +43,7 @@ export const SANDBOX_MODELS: ModelConfig[] = [
     pricing: { prompt: 0.00015, completion: 0.0006 },
     context_length: 128_000,
     max_tokens: 16_384,
-    capabilities: ALL_CHAT,
+    capabilities: SANDBOX_TEXT,
     created: 1_767_225_600,
   },
   {

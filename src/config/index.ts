@@ -259,12 +259,20 @@ function checkConsistency(config: Config): void {
     if (model.max_tokens === 0 && (model.capabilities.chat || model.capabilities.completion)) {
       throw new ConfigError(`Invalid configuration: ${where}.max_tokens: 0 for a model that generates text`);
     }
+    const providers = model.deployments?.map((d) => d.provider) ?? [model.provider];
     if (model.capabilities.embeddings) {
-      const providers = model.deployments?.map((d) => d.provider) ?? [model.provider];
       const anthropic = providers.find((id) => apiOf(config, id) === 'anthropic');
       if (anthropic)
         throw new ConfigError(
           `Invalid configuration: ${where}.capabilities.embeddings: provider "${anthropic}" does not create embeddings`,
+        );
+    }
+    if (model.capabilities.completion) {
+      // Text completions are OpenAI's protocol: only OpenAI-compatible servers (and the sandbox) serve them.
+      const other = providers.find((id) => apiOf(config, id) === 'anthropic' || apiOf(config, id) === 'gemini');
+      if (other)
+        throw new ConfigError(
+          `Invalid configuration: ${where}.capabilities.completion: provider "${other}" does not serve text completions`,
         );
     }
     for (const name of [model.id, ...(model.aliases ?? [])]) {

@@ -16,6 +16,8 @@ export interface KnownProvider {
   env: string;
   defaultBaseUrl: string;
   keyless: boolean;
+  /** Serves OpenAI's Responses API (`POST /responses`) natively: `/v1/responses` passes through to it. */
+  responses?: boolean;
 }
 
 export const KNOWN_PROVIDERS: readonly KnownProvider[] = [
@@ -26,6 +28,7 @@ export const KNOWN_PROVIDERS: readonly KnownProvider[] = [
     env: 'OPENAI',
     defaultBaseUrl: 'https://api.openai.com/v1',
     keyless: false,
+    responses: true,
   },
   // Native adapters: Anthropic's Messages API and Gemini's generateContent.
   {

@@ -8,9 +8,10 @@ import { usdNumber } from '../billing/index.js';
 import type { CatalogModel } from '../catalog/index.js';
 import { GatewayError } from '../errors/index.js';
 import { promptText } from '../events/index.js';
-import type { ChatCompletion, ChatRequest } from '../providers/index.js';
+import type { ChatCompletion, ChatRequest, ProviderCall } from '../providers/index.js';
+import type { Route } from '../routing/index.js';
 import type { KeyRecord } from '../storage/index.js';
-import { countTextTokens, measurePrompt } from '../tokens/index.js';
+import { countTextTokens, measurePrompt, type PromptSize } from '../tokens/index.js';
 import { accountOf, admitRate, authenticate } from './admit.js';
 import type { ChatContext, GatewayDeps } from './deps.js';
 import { failed, type RequestInput } from './fail.js';
@@ -42,7 +43,7 @@ export async function createChatCompletion(input: ChatInput, deps: GatewayDeps):
 }
 
 /** What authentication established about one request. */
-interface Authenticated {
+export interface Authenticated {
   input: ChatInput;
   key: KeyRecord;
   body: ChatRequest;
@@ -51,17 +52,50 @@ interface Authenticated {
   started: number;
 }
 
-async function answer(
+/** An admitted chat request: its headers so far, who may answer, the upstream call, and its context once routed. */
+export interface Admitted {
+  headers: Record<string, string>;
+  route: Route;
+  call: ProviderCall;
+  contextOf(routed: { model: CatalogModel; providerId: string }): ChatContext;
+}
+
+async function answer(request: Authenticated, deps: GatewayDeps): Promise<ChatResult> {
+  const { input } = request;
+  const { headers, route, call, contextOf } = await admitChat(request, deps);
+
+  // 5. Call and relay: retries and fallbacks happen inside the router, which names the deployment that answered
+  // (or failed last). A failure releases the hold without charging. A stream goes to HTTP via a generator that
+  // settles before its last event.
+  if (request.body.stream) {
+    const routed = await deps.router.stream(route, call);
+    const context = contextOf(routed);
+    if (!routed.ok) throw failed(context, routed.error, input.signal);
+    headers['x-tollgate-provider'] = routed.providerId;
+    return { kind: 'stream', headers, events: relayStream(context, routed.result, input.signal) };
+  }
+  const routed = await deps.router.complete(route, call);
+  const context = contextOf(routed);
+  if (!routed.ok) throw failed(context, routed.error, input.signal);
+  headers['x-tollgate-provider'] = routed.providerId;
+  return { kind: 'json', headers, body: await settleCompletion(context, routed.result, input.signal) };
+}
+
+/**
+ * Steps 3 and 4 of a chat request (also of the endpoints translated to chat): route, then admit (rate limits,
+ * credit hold). `prompt` is the request's measure when the caller forwards more than `body` (a native body).
+ */
+export async function admitChat(
   { input, key, body, model, fallbacks, started }: Authenticated,
   deps: GatewayDeps,
-): Promise<ChatResult> {
+  prompt: PromptSize = measurePrompt(body),
+): Promise<Admitted> {
   // 3. Route: who may answer (503 when nobody can, before any credit is held) and the price to hold.
   const account = await accountOf(deps, key);
   const route = deps.router.route(model, key.environment, { fallbacks, timeoutMs: body.timeout_ms });
 
   // 4. Admit: rate limits first (they count requests), then the credit hold. Every field that goes upstream counts
   // toward the prompt, so no field is a free channel past the token limits or the hold.
-  const prompt = measurePrompt(body);
   const promptTokens = prompt.tokens;
   const headers = await admitRate(deps, account, promptTokens, route.providerId);
   const reservation = await deps.wallet.reserve({
@@ -85,10 +119,6 @@ async function answer(
     if (body.max_tokens != null || body.max_completion_tokens == null) upstreamBody.max_tokens = reservation.maxTokens;
     headers['x-tollgate-max-tokens-lowered'] = String(reservation.maxTokens);
   }
-
-  // 5. Call and relay: retries and fallbacks happen inside the router, which names the deployment that answered
-  // (or failed last). A failure releases the hold without charging. A stream goes to HTTP via a generator that
-  // settles before its last event.
   const call = {
     body: upstreamBody,
     signal: input.signal,
@@ -112,28 +142,35 @@ async function answer(
       log,
     };
   };
-  if (body.stream) {
-    const routed = await deps.router.stream(route, call);
-    const context = contextOf(routed);
-    if (!routed.ok) throw failed(context, routed.error, input.signal);
-    headers['x-tollgate-provider'] = routed.providerId;
-    return { kind: 'stream', headers, events: relayStream(context, routed.result, input.signal) };
-  }
-  const routed = await deps.router.complete(route, call);
-  const context = contextOf(routed);
-  if (!routed.ok) throw failed(context, routed.error, input.signal);
-  headers['x-tollgate-provider'] = routed.providerId;
-  const completion = routed.result;
+  return { headers, route, call, contextOf };
+}
 
-  // 6. Settle at the actual usage, durable before the response leaves; 7. record (metrics, log) off the path.
+/**
+ * 6. Settle an answered completion at the actual usage, durable before the response leaves; 7. record (metrics,
+ * log) off the path. Returns the completion as the client gets it: the model's id, the billed usage and its cost.
+ */
+export async function settleCompletion(
+  context: ChatContext,
+  completion: ChatCompletion,
+  signal: AbortSignal,
+): Promise<ChatCompletion> {
+  return (await settleCompletionCharged(context, completion, signal)).completion;
+}
+
+/** `settleCompletion`, with the charge in nano-USD (for endpoints that tell the cost outside the body). */
+export async function settleCompletionCharged(
+  context: ChatContext,
+  completion: ChatCompletion,
+  signal: AbortSignal,
+): Promise<{ completion: ChatCompletion; chargedNano: bigint }> {
   let usedPrompt: number;
   let usedCompletion: number;
   try {
     // Whatever fails before the settlement releases the hold (a 502, not a hold left open).
-    usedPrompt = upstreamCount(completion.usage?.prompt_tokens) ?? promptTokens;
+    usedPrompt = upstreamCount(completion.usage?.prompt_tokens) ?? context.promptTokens;
     usedCompletion = upstreamCount(completion.usage?.completion_tokens) ?? completionTokensOf(completion);
   } catch (error) {
-    throw failed(context, error, input.signal);
+    throw failed(context, error, signal);
   }
   const answered = { text: () => completionText(completion) };
   const {
@@ -156,7 +193,7 @@ async function answer(
     chargedNano,
     generationMs: 0,
   });
-  return { kind: 'json', headers, body: completion };
+  return { completion, chargedNano };
 }
 
 /** The completion bound the provider will honour: the larger of `max_tokens` and `max_completion_tokens` when both are sent. */

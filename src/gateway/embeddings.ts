@@ -12,6 +12,7 @@ import { EmbeddingRequestSchema, type EmbeddingList } from '../wire/index.js';
 import { accountOf, admitRate, authenticate } from './admit.js';
 import type { GatewayDeps, RequestContext } from './deps.js';
 import { failed, type RequestInput } from './fail.js';
+import { openAiProtocol } from './idempotency.js';
 import { finish } from './record.js';
 import { compiledValidator } from './schema.js';
 import { settleOrFail, upstreamCount } from './settle.js';
@@ -113,7 +114,7 @@ export async function createEmbeddings(
       };
       return { kind: 'json', headers, body: list };
     },
-    'embeddings',
+    openAiProtocol('embeddings'),
   );
   if (answer.kind !== 'json') throw new GatewayError('internal_error');
   return { headers: answer.headers, body: answer.body };

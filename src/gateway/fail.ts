@@ -14,6 +14,8 @@ export interface RequestInput {
   requestId: string;
   /** Aborted when the client goes away. */
   signal: AbortSignal;
+  /** Headers of the client's own protocol that a native pass-through sends upstream as they are (`anthropic-beta`). */
+  forwardHeaders?: Readonly<Record<string, string>> | undefined;
   /** Receives the request's outcome for the access log (ids, model, provider, cost; never the key). */
   log(fields: Record<string, unknown>): void;
 }

@@ -22,6 +22,19 @@ type Stored<B> =
   | { kind: 'json'; headers: Record<string, string>; body: B }
   | { kind: 'stream'; headers: Record<string, string>; events: string[] };
 
+/** What idempotency must know of an endpoint: its name (none for chat) and the SSE event that ends a complete stream. */
+export interface StreamProtocol {
+  endpoint: string | undefined;
+  isLast(event: string): boolean;
+}
+
+const CHAT_PROTOCOL: StreamProtocol = { endpoint: undefined, isLast: (event) => event === 'data: [DONE]\n\n' };
+
+/** An OpenAI endpoint other than chat: its streams end with `[DONE]` too. */
+export function openAiProtocol(endpoint: string): StreamProtocol {
+  return { endpoint, isLast: CHAT_PROTOCOL.isLast };
+}
+
 export interface IdempotencyOptions {
   store: IdempotencyStore;
   /** How long a pending claim holds its key when its request never finishes (the process died). */
@@ -37,8 +50,9 @@ export class Idempotency {
 
   /**
    * Runs `answer` once per (account, key): the first request runs it and stores its answer; a retry gets that
-   * answer back (header `idempotent-replayed: true`). Without a key, just runs it. `endpoint` names the endpoint
-   * when it is not chat, so that a key reused on another endpoint never replays the wrong kind of answer.
+   * answer back (header `idempotent-replayed: true`). Without a key, just runs it. `protocol` is needed for any
+   * endpoint but chat: its name, so that a key reused on another endpoint never replays the wrong kind of answer,
+   * and the event that ends a complete stream.
    */
   async run<B = ChatCompletion>(
     key: KeyRecord,
@@ -46,7 +60,7 @@ export class Idempotency {
     body: unknown,
     requestId: string,
     answer: () => Promise<Answer<B>>,
-    endpoint?: string,
+    protocol: StreamProtocol = CHAT_PROTOCOL,
   ): Promise<Answer<B>> {
     if (idempotencyKey === undefined) return answer();
     if (!KEY_SHAPE.test(idempotencyKey)) {
@@ -55,7 +69,7 @@ export class Idempotency {
     const { store } = this.options;
     const now = this.now();
     this.purge(now);
-    const fingerprint = fingerprintOf(key, body, endpoint);
+    const fingerprint = fingerprintOf(key, body, protocol.endpoint);
     const claim = randomBytes(12).toString('base64url');
     const owned = await store.claim({
       accountId: key.accountId,
@@ -92,7 +106,7 @@ export class Idempotency {
     return {
       kind: 'stream',
       headers,
-      events: recorded(result.events, (events) => keep({ kind: 'stream', headers, events }), release),
+      events: recorded(result.events, protocol.isLast, (events) => keep({ kind: 'stream', headers, events }), release),
     };
   }
 
@@ -142,11 +156,12 @@ function canonical(value: unknown): string {
 }
 
 /**
- * Passes a stream's events through and keeps them; a stream that ends with `[DONE]` is stored before `[DONE]`
- * leaves. A stream that ends otherwise (the client went away, an error event) frees the key.
+ * Passes a stream's events through and keeps them; a stream that ends with its protocol's last event (`[DONE]`)
+ * is stored before that event leaves. A stream that ends otherwise (the client went away, an error event) frees the key.
  */
 async function* recorded(
   events: AsyncGenerator<string, void, undefined>,
+  isLast: (event: string) => boolean,
   keep: (events: string[]) => Promise<unknown>,
   release: () => Promise<unknown>,
 ): AsyncGenerator<string, void, undefined> {
@@ -154,7 +169,7 @@ async function* recorded(
   let complete = false;
   try {
     for await (const event of events) {
-      if (event === 'data: [DONE]\n\n') {
+      if (isLast(event)) {
         seen.push(event);
         await keep(seen);
         complete = true;

@@ -5,4 +5,7 @@ export { rateLimitHeaders } from './headers.js';
 export { ChatRequestSchema, type ChatRequestBody } from './schema.js';
 export { Idempotency, IDEMPOTENCY_TTL_MS, type IdempotencyOptions } from './idempotency.js';
 export { createEmbeddings } from './embeddings.js';
+export { createResponse, type ResponseResult } from './responses.js';
+export { authorizationOf, countMessageTokens, createMessage } from './messages.js';
+export { createCompletion, type CompletionResult } from './completions.js';
 export type { RequestInput } from './fail.js';

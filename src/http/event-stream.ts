@@ -1,6 +1,5 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import type { ChatResult } from '../gateway/index.js';
 import { plainJson } from '../money/index.js';
 import type { ClientSignal } from './client-signal.js';
 
@@ -9,7 +8,7 @@ const KEEP_ALIVE_MS = 15_000;
 /** Writes the SSE events the gateway yields, with backpressure and keep-alive comments while idle. */
 export async function writeEventStream(
   res: ServerResponse,
-  result: Extract<ChatResult, { kind: 'stream' }>,
+  result: { headers: Record<string, string>; events: AsyncGenerator<string, void, undefined> },
   client: ClientSignal,
   onError: (error: unknown) => void,
 ): Promise<void> {

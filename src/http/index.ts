@@ -5,9 +5,11 @@ import { chatEndpoint, isChatRequest } from './chat-endpoint.js';
 import { adminRoutes } from './routes/admin.js';
 import { creditRoutes } from './routes/credits.js';
 import { generationRoutes } from './routes/generation.js';
+import { messagesRoutes } from './routes/messages.js';
 import { modelRoutes } from './routes/models.js';
 import { opsRoutes } from './routes/ops.js';
 import { purchaseRoutes } from './routes/purchases.js';
+import { responseRoutes } from './routes/responses.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { createServer, type ServerOptions } from './server.js';
 
@@ -28,6 +30,8 @@ export function buildHttpServer(options: ServerOptions, deps: HttpDeps): Fastify
   opsRoutes(server, deps, adminGuard);
   modelRoutes(server, deps);
   generationRoutes(server, deps);
+  responseRoutes(server, deps);
+  messagesRoutes(server, deps);
   creditRoutes(server, deps);
   purchaseRoutes(server, deps, deps.payments);
   adminRoutes(server, deps, adminGuard);

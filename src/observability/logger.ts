@@ -6,7 +6,7 @@ process.on('exit', () => {
   for (const lines of waiting) lines.flush();
 });
 
-/** How long a log line may wait for others to share its write (docs/adr/0042-logs-batched-writes.md). */
+/** How long a log line may wait for others to share its write (docs/adr/0040-cheap-chat-path.md). */
 const LOG_FLUSH_MS = 20;
 /** Or until this many characters are waiting. */
 const LOG_FLUSH_CHARS = 64 * 1024;

@@ -29,8 +29,14 @@ export interface HttpClientOptions {
   mapError?: (status: number, text: string) => UpstreamError | undefined;
 }
 
-/** What a request needs from the call: its abort signal, its timeout and (forwarded upstream) its request id. */
-export type RequestCall = Pick<ProviderCall, 'signal' | 'timeoutMs'> & { requestId?: string };
+/**
+ * What a request needs from the call: its abort signal, its timeout, and what goes upstream with it: its request id
+ * and any headers of the client's own protocol a native pass-through forwards (`anthropic-beta`).
+ */
+export type RequestCall = Pick<ProviderCall, 'signal' | 'timeoutMs'> & {
+  requestId?: string;
+  headers?: Readonly<Record<string, string>> | undefined;
+};
 
 export class HttpClient {
   readonly id: string;
@@ -130,7 +136,7 @@ export class HttpClient {
       res = await this.pool.request({
         method,
         path: this.basePath + path,
-        headers: requestHeaders(this.headers, accept, call.requestId),
+        headers: requestHeaders(this.headers, accept, call),
         body: payload,
         signal: call.signal,
         headersTimeout: call.timeoutMs,
@@ -156,9 +162,10 @@ export class HttpClient {
 }
 
 /** The configured headers, `accept`, OpenAI's header for a caller's request id, and `traceparent` when tracing. */
-function requestHeaders(base: string[], accept: string, requestId: string | undefined): string[] {
+function requestHeaders(base: string[], accept: string, call: RequestCall): string[] {
   const headers = base.concat('accept', accept);
-  if (requestId) headers.push('x-client-request-id', requestId);
+  if (call.requestId) headers.push('x-client-request-id', call.requestId);
+  if (call.headers) for (const [name, value] of Object.entries(call.headers)) headers.push(name, value);
   if (tracingEnabled()) for (const [name, value] of Object.entries(traceHeaders())) headers.push(name, value);
   return headers;
 }

@@ -5,6 +5,15 @@
  */
 export { ProviderSet } from './registry.js';
 export { UpstreamError, type Provider, type ProviderCall } from './provider.js';
+export {
+  completionPrompts,
+  promptTokensOf,
+  type CompletionPrompt,
+  type TextCompletion,
+  type TextCompletionCall,
+} from './completions.js';
+export { RESPONSE_END_EVENTS, type ResponsesCall, type ResponsesJson } from './responses.js';
+export type { MessagesCall, MessagesEvent, MessagesJson } from './messages.js';
 export { embeddingInputs, type EmbeddingCall, type EmbeddingInput, type UpstreamEmbeddings } from './embeddings.js';
 export type { ChatCompletion, ChatCompletionChunk, ChatRequest, ToolDefinition, Usage } from './types.js';
 export { MAX_ANSWER_BYTES, tooLarge } from './body.js';

@@ -2,7 +2,10 @@
  * The contract between the gateway and an adapter: the call it gets, what it returns, and the one error type it
  * throws for any upstream failure.
  */
+import type { TextCompletion, TextCompletionCall } from './completions.js';
 import type { EmbeddingCall, UpstreamEmbeddings } from './embeddings.js';
+import type { MessagesCall, MessagesEvent, MessagesJson } from './messages.js';
+import type { ResponsesCall, ResponsesJson } from './responses.js';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest } from './types.js';
 
 /** What the gateway hands an adapter: the client's body with `model` already set to the upstream model name. */
@@ -25,6 +28,18 @@ export interface Provider {
   stream(call: ProviderCall): AsyncIterable<ChatCompletionChunk>;
   /** Embeddings, for providers that make them; a model's deployments must all have it for `embeddings: true`. */
   embed?(call: EmbeddingCall): Promise<UpstreamEmbeddings>;
+  /** Legacy text completions (`POST /v1/completions`), for providers that serve them natively; both or neither. */
+  completeText?(call: TextCompletionCall): Promise<TextCompletion>;
+  /** Yields `text_completion` chunks while the upstream sends them; a final chunk may carry `usage`. */
+  streamText?(call: TextCompletionCall): AsyncIterable<TextCompletion>;
+  /** OpenAI's Responses API served natively (OpenAI itself); both or neither. Others are translated through chat. */
+  respond?(call: ResponsesCall): Promise<ResponsesJson>;
+  /** Yields the Responses stream's events as the upstream sends them, up to the one that ends it. */
+  streamResponse?(call: ResponsesCall): AsyncIterable<ResponsesJson>;
+  /** Anthropic's Messages API served natively (Anthropic itself); both or neither. Others are translated through chat. */
+  createMessage?(call: MessagesCall): Promise<MessagesJson>;
+  /** Yields the Messages stream's events as the upstream sends them, up to message_stop; an `error` event throws. */
+  streamMessage?(call: MessagesCall): AsyncIterable<MessagesEvent>;
   /** A cheap health check that spends no tokens (listing models); resolves when the provider answers 2xx. */
   probe?(signal: AbortSignal): Promise<void>;
   /**

@@ -134,7 +134,11 @@ export class Router {
     await this.providers.close();
   }
 
-  private run<T>(route: Route, call: AttemptCall, way: Way<T>): Promise<Routed<T>> {
+  /**
+   * Any other kind of call (each endpoint's own): `way.attempt` asks one deployment, and gets the same retries,
+   * fallbacks, circuits and `timeout_ms` as chat.
+   */
+  run<T>(route: Route, call: AttemptCall, way: Way<T>): Promise<Routed<T>> {
     return route.deadline ? this.withDeadline(route, call, way) : this.attempts(route, call, way, call.signal);
   }
 
@@ -245,14 +249,14 @@ export class Router {
 }
 
 /** What every attempt gets: the signal that ends it, the request id, and the time the upstream may take. */
-interface AttemptCall {
+export interface AttemptCall {
   signal: AbortSignal;
   requestId: string;
   timeoutMs: number;
 }
 
 /** How one deployment is asked: for the whole answer, or for a stream up to its first chunk with substance. */
-interface Way<T> {
+export interface Way<T> {
   streaming: boolean;
   attempt(deployment: Deployment, call: AttemptCall): Promise<T>;
 }

@@ -19,6 +19,7 @@ import type { MoneyWriter } from './ledger.js';
 import { migrateToLatest, pendingMigrations } from './migrate.js';
 import { PurchaseStore } from './purchases.js';
 import { RechargeStore } from './recharges.js';
+import { ResponseStore } from './responses.js';
 import { UsageStore } from './usage.js';
 import { UserStore } from './users.js';
 import { WebhookStore } from './webhooks.js';
@@ -49,6 +50,7 @@ export type {
 export type { RechargeRecord, RechargeStatus, RechargeStore } from './recharges.js';
 export type { NewKey } from './keys.js';
 export type { IdempotencyRecord, IdempotencyStore, NewClaim } from './idempotency.js';
+export type { NewResponse, ResponseStore, StoredResponse } from './responses.js';
 export type { DailyUsageRow } from './usage.js';
 export type { DashboardSession, DashboardUser, EmailStatus, EmailVerification } from './users.js';
 export type {
@@ -88,6 +90,8 @@ export interface Storage {
   readonly purchases: PurchaseStore;
   /** Auto-recharges charged to a saved card. */
   readonly recharges: RechargeStore;
+  /** Responses API response ids, bound to their accounts (`previous_response_id`). */
+  readonly responses: ResponseStore;
   /** Resolves when the database answers a trivial query; rejects within about 3 s otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -164,6 +168,7 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
     idempotency: new IdempotencyStore(db),
     purchases: new PurchaseStore(db),
     recharges: new RechargeStore(db),
+    responses: new ResponseStore(db),
     ping: () => withTimeout(sql`select 1`.execute(db), PING_TIMEOUT_MS),
     close: async () => {
       journal?.close();

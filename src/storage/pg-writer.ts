@@ -1,12 +1,12 @@
 /**
  * PostgreSQL's money writer: a batch in one round trip, or two. Under load every round trip waits for a turn of a
  * busy event loop, so a nine-statement transaction held the account's row lock for nine turns and capped
- * throughput (docs/adr/0037-pg-ledger-batch.md). The arithmetic is `planBatch`, shared with SQLite.
+ * throughput (docs/adr/0037-money-writers-outside-kysely.md). The arithmetic is `planBatch`, shared with SQLite.
  *
  * - One round trip for a batch that takes no balance below zero: one prepared statement (`COMMIT_IN_ONE_TRIP`,
  *   planned once per connection) moves each balance by the batch's sum, its rows passed in arrays, in its own
  *   implicit transaction. It reads no balance first, so replicas charging the same account never make each
- *   other's batches take the slower way (docs/adr/0037-pg-ledger-batch.md).
+ *   other's batches take the slower way (docs/adr/0037-money-writers-outside-kysely.md).
  * - Two round trips otherwise (a debit to clamp at the balance, retried batches, which look for debits already
  *   written, batches with invoices, and batches whose events need the balance after an entry: low-balance
  *   crossings): lock and read the accounts, then write and COMMIT. Multi-statement

@@ -166,6 +166,7 @@ export interface Database {
   payment_customers: PaymentCustomersTable;
   card_recharges: CardRechargesTable;
   payment_reversals: PaymentReversalsTable;
+  responses: ResponsesTable;
 }
 
 export interface IdempotencyKeysTable {
@@ -237,4 +238,12 @@ export interface PaymentReversalsTable {
   amount_nano: Big;
   final: number;
   updated_at: Big;
+}
+
+export interface ResponsesTable {
+  id: string;
+  account_id: string;
+  provider_id: string;
+  stateful: number;
+  created_at: Big;
 }

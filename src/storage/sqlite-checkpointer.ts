@@ -11,7 +11,7 @@
  * The WAL is restarted only once per RESTART_COMMITS commits. The first commit after a checkpoint that caught up
  * with the whole WAL restarts it, and SQLite fsyncs the new header inside that commit, on the event loop (0.2-1 ms
  * here): with a checkpoint 10 ms after any commit, that was every commit of a gateway whose requests come more
- * than 10 ms apart, and ~25 commits a second under load (docs/adr/0039-sqlite-checkpoint-worker.md). A third connection holds a read
+ * than 10 ms apart, and ~25 commits a second under load (docs/adr/0037-money-writers-outside-kysely.md). A third connection holds a read
  * transaction begun just before each checkpoint: a writer cannot restart the WAL while a reader uses it, and the
  * checkpoint still copies everything up to that reader's snapshot. The worker lets go of it once
  * RESTART_COMMITS commits have been written since the last restart, or the WAL holds RESTART_PAGES pages (large
@@ -21,7 +21,7 @@ import type { closeSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
-/** Measured here: 10 ms kept p99 at one connection near its no-checkpoint floor; 50 ms did not (docs/adr/0039-sqlite-checkpoint-worker.md). */
+/** Measured here: 10 ms kept p99 at one connection near its no-checkpoint floor; 50 ms did not (docs/adr/0037-money-writers-outside-kysely.md). */
 export const CHECKPOINT_MS = 10;
 /** Commits between WAL restarts (each one fsync on the event loop), at most about this many pages each. */
 export const RESTART_COMMITS = 100;

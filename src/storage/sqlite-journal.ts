@@ -31,7 +31,7 @@ import { PRIVATE_FILE_MODE } from './private-files.js';
 import type { SqliteWriter, StampedBatch } from './sqlite-writer.js';
 import { errorCode } from './unavailable.js';
 
-/** How long a confirmed charge may wait in the journal before SQLite has it (docs/adr/0038-sqlite-ledger-journal.md). */
+/** How long a confirmed charge may wait in the journal before SQLite has it (docs/adr/0037-money-writers-outside-kysely.md). */
 export const APPLY_MS = 20;
 /** How often, at most, a batch asks SQLite whether another connection has committed (`PRAGMA data_version`). */
 export const VERSION_CHECK_MS = 5;

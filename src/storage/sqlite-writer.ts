@@ -1,7 +1,7 @@
 /**
  * SQLite's write path for money: one synchronous better-sqlite3 transaction over cached prepared statements.
  * Kysely's SQLite driver prepares every statement anew and awaits between statements; on the per-request
- * settlement path that cost dominated the profile (docs/adr/0046-sqlite-writer-outside-kysely.md).
+ * settlement path that cost dominated the profile (docs/adr/0037-money-writers-outside-kysely.md).
  *
  * All multi-statement writes at run time on SQLite go through here: a synchronous transaction must never run
  * while a Kysely transaction is open on the same connection (better-sqlite3 would nest it in a savepoint).

@@ -7,4 +7,5 @@
 export * from './chat-request.js';
 export * from './chat-completion.js';
 export * from './embeddings.js';
+export * from './completions.js';
 export { Nullable, Open, OptionalNullable, UnixSeconds, Usd } from './schema-kit.js';

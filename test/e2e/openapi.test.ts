@@ -158,6 +158,13 @@ describe('GET /v1/openapi.json', () => {
     }
   });
 
+  it('files every operation under a declared tag', () => {
+    const declared = new Set((doc.tags as Array<{ name: string }>).map((tag) => tag.name));
+    for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, { tags?: string[] }>>))
+      for (const [method, operation] of Object.entries(methods))
+        for (const tag of operation.tags ?? []) expect(declared.has(tag), `${method} ${path}: ${tag}`).toBe(true);
+  });
+
   it('renders as a Markdown reference (tollgate openapi --markdown) naming every operation', () => {
     const reference = renderReference(doc);
     for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {

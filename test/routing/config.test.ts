@@ -23,6 +23,28 @@ describe('deployments', () => {
     expect(() => load([{ ...base, id: 'x', deployments: [] }])).toThrow(/deployments/);
   });
 
+  it('embeddings and text completions only on providers whose protocol has them', () => {
+    const capabilities = { ...base.capabilities, chat: false };
+    expect(() =>
+      load([{ ...base, id: 'x', capabilities: { ...capabilities, completion: true }, provider: 'gemini' }]),
+    ).toThrow(/\(x\)\.capabilities\.completion: provider "gemini" does not serve text completions/);
+    expect(() =>
+      load([
+        {
+          ...base,
+          id: 'x',
+          capabilities: { ...capabilities, completion: true },
+          deployments: [{ provider: 'groq' }, { provider: 'anthropic' }],
+        },
+      ]),
+    ).toThrow(/provider "anthropic" does not serve text completions/);
+    expect(() =>
+      load([{ ...base, id: 'x', max_tokens: 0, capabilities: { ...capabilities, embeddings: true } }]),
+    ).toThrow(/\(x\)\.capabilities\.embeddings: provider "anthropic" does not create embeddings/);
+    const groq = load([{ ...base, id: 'x', capabilities: { ...capabilities, completion: true }, provider: 'groq' }]);
+    expect(groq.models.find((m) => m.id === 'x')?.capabilities.completion).toBe(true);
+  });
+
   it('a model is active when any deployment is configured; each deployment keeps its upstream name', () => {
     const config = load(
       [

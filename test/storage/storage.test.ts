@@ -175,7 +175,7 @@ describeEach(CONFIGURATIONS)('storage on %s (ledger journal: %s)', (dialect, led
   });
 
   // Two writers on one database: replicas on PostgreSQL, or SQLite without the journal. A second process cannot see
-  // the charges the journal's owner confirmed in its last 20 ms (docs/adr/0038-sqlite-ledger-journal.md).
+  // the charges the journal's owner confirmed in its last 20 ms (docs/adr/0037-money-writers-outside-kysely.md).
   it.skipIf(ledgerJournal)(
     'plans every batch on the current balance when another writer moved it in between',
     async () => {

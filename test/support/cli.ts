@@ -1,11 +1,31 @@
-/** Runs the `tollgate` CLI for real, as a child process (through tsx, from the sources). */
+/**
+ * Runs the `tollgate` CLI for real, as a child process. The built `dist/cli/main.js` is used when `dist/` is current
+ * (as after `npm test`'s build), since compiling the sources with tsx costs seconds per command; otherwise the
+ * sources run through tsx, so a run without a build still tests the code as it is.
+ */
 import { execFile } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { expect } from 'vitest';
 
-const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+const DIST = fileURLToPath(new URL('../../dist/', import.meta.url));
+
+/** Whether every `src/**.ts` has a compiled `dist/**.js` at least as new as itself. */
+function distIsCurrent(): boolean {
+  for (const file of readdirSync(SRC, { encoding: 'utf8', recursive: true })) {
+    if (!file.endsWith('.ts') || file.endsWith('.d.ts')) continue;
+    const built = statSync(join(DIST, file.replace(/\.ts$/, '.js')), { throwIfNoEntry: false });
+    if (!built || built.mtimeMs < statSync(join(SRC, file)).mtimeMs) return false;
+  }
+  return true;
+}
+
+const COMMAND = distIsCurrent()
+  ? [join(DIST, 'cli/main.js')]
+  : ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href, join(SRC, 'cli/main.ts')];
 
 export interface Run {
   code: number;
@@ -18,7 +38,7 @@ export function cli(dataDir: string, args: string[], env: Record<string, string>
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', TSX, CLI, ...args],
+      [...COMMAND, ...args],
       {
         cwd: dataDir,
         env: {

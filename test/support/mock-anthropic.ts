@@ -101,7 +101,7 @@ export async function startMockAnthropic(options: { apiKey: string }): Promise<M
     }
     if (req.method !== 'POST' || req.url !== '/v1/messages')
       return error(res, 404, `Not found: ${req.method} ${req.url}`);
-    const problem = validate(body);
+    const problem = validate(body, String(req.headers['anthropic-beta'] ?? '').split(','));
     if (problem) return error(res, 400, problem);
     await serve(queue.shift() ?? behavior, body, res, record);
   });
@@ -130,8 +130,15 @@ function error(res: ServerResponse, status: number, message: string, type = ERRO
   json(res, status, { type: 'error', error: { type, message }, request_id: `req_mock${counter}` });
 }
 
+/** Fields and roles that only a beta named in `anthropic-beta` allows (those Claude Code sends). */
+const BETA_FIELDS: Record<string, string> = {
+  context_management: 'context-management-2025-06-27',
+  output_config: 'effort-2025-11-24',
+};
+const MID_CONVERSATION_SYSTEM = 'mid-conversation-system-2026-04-07';
+
 /** The Messages API's documented rules for a request body; the message of the first broken one. */
-export function validate(body: any): string | undefined {
+export function validate(body: any, betas: string[] = []): string | undefined {
   if (typeof body !== 'object' || body === null) return 'body: must be a JSON object';
   if (typeof body.model !== 'string') return 'model: Field required';
   if (!Number.isInteger(body.max_tokens) || body.max_tokens < 1) return 'max_tokens: Field required';
@@ -149,8 +156,12 @@ export function validate(body: any): string | undefined {
     'tools',
     'tool_choice',
     'metadata',
+    'thinking',
   ]);
-  for (const key of Object.keys(body)) if (!allowed.has(key)) return `${key}: Extra inputs are not permitted`;
+  for (const key of Object.keys(body)) {
+    const beta = BETA_FIELDS[key];
+    if (!allowed.has(key) && !(beta && betas.includes(beta))) return `${key}: Extra inputs are not permitted`;
+  }
   if (body.temperature !== undefined && (body.temperature < 0 || body.temperature > 1))
     return 'temperature: range: 0..1';
   // Claude models since Opus 4.1 take one of the two.
@@ -168,16 +179,28 @@ export function validate(body: any): string | undefined {
   )
     return 'stop_sequences: list of strings';
   const toolUses = new Set<string>();
+  const systemTurns = betas.includes(MID_CONVERSATION_SYSTEM);
+  const turns = body.messages.filter((message: any) => !(systemTurns && message.role === 'system'));
   for (const [i, message] of body.messages.entries()) {
+    if (systemTurns && message.role === 'system') {
+      const text = typeof message.content === 'string' || message.content?.every?.((b: any) => b.type === 'text');
+      if (!text) return `messages.${i}.content: a system message takes text only`;
+      continue;
+    }
     if (message.role !== 'user' && message.role !== 'assistant')
       return `messages.${i}.role: Input should be 'user' or 'assistant'`;
-    if (i > 0 && body.messages[i - 1].role === message.role)
+    const turn = turns.indexOf(message);
+    if (turn > 0 && turns[turn - 1].role === message.role)
       return 'messages: roles must alternate between "user" and "assistant"';
     const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
     if (!Array.isArray(blocks) || blocks.length === 0)
       return `messages.${i}.content: must be a string or a non-empty list`;
     for (const block of blocks) {
       if (block.type === 'text' && typeof block.text === 'string' && block.text) continue;
+      // Earlier turns' thinking goes back with its signature (extended thinking with tool use).
+      if (block.type === 'thinking' && message.role === 'assistant' && typeof block.signature === 'string') continue;
+      if (block.type === 'redacted_thinking' && message.role === 'assistant' && typeof block.data === 'string')
+        continue;
       if (block.type === 'image' && message.role === 'user') {
         const s = block.source;
         if (s?.type === 'base64' && /^image\/(png|jpeg|gif|webp)$/.test(s.media_type) && typeof s.data === 'string')

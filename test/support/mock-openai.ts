@@ -1,10 +1,12 @@
 /**
  * A local upstream speaking OpenAI's chat-completions wire format, for adapter tests and the benchmark.
- * Answers `POST /v1/chat/completions` with JSON or SSE depending on the request's `stream` field.
+ * Answers `POST /v1/chat/completions` (and `/v1/completions`, `/v1/embeddings`) with JSON or SSE depending on the
+ * request's `stream` field.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { serveResponses } from './mock-responses.js';
 
 export interface MockToolCall {
   name: string;
@@ -105,6 +107,7 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
   const requests: RecordedRequest[] = [];
   const queue: Behavior[] = [];
   let behavior: Behavior = options.behavior ?? { kind: 'ok' };
+  const storedResponses = new Set<string>();
 
   const server = createServer(async (req, res) => {
     res.on('error', () => {});
@@ -156,10 +159,16 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
         code: 'invalid_api_key',
       });
     }
+    if (req.method === 'POST' && req.url === '/v1/responses') {
+      return serveResponses(options.route?.(body) ?? queue.shift() ?? behavior, body, res, storedResponses, sendError);
+    }
     if (req.method === 'POST' && req.url === '/v1/embeddings') {
       const next = queue.shift() ?? behavior;
       if (next.kind === 'error' || next.kind === 'raw') return serve(next, body, res);
       return serveEmbeddings(body, res);
+    }
+    if (req.method === 'POST' && req.url === '/v1/completions') {
+      return serveTextCompletion(options.route?.(body) ?? queue.shift() ?? behavior, body, res);
     }
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
       return sendError(res, {
@@ -232,6 +241,88 @@ function serveEmbeddings(body: any, res: ServerResponse): void {
       usage: { prompt_tokens: tokens, total_tokens: tokens },
     }),
   );
+}
+
+/**
+ * POST /v1/completions (legacy text completions) as OpenAI documents it: `n` choices per prompt numbered prompt by
+ * prompt, `echo` puts the prompt in front, `max_tokens` (16 by default) cuts the content by words; streamed as
+ * `text_completion` chunks, a finishing chunk each, `usage` (words) in a last chunk when asked, then [DONE].
+ * `ok`, `cut` and `stream-error` speak this format; other behaviours are served as for chat.
+ */
+async function serveTextCompletion(behavior: Behavior, request: any, res: ServerResponse): Promise<void> {
+  if (typeof request?.model !== 'string' || request.prompt === undefined)
+    return sendError(res, { status: 400, message: "'prompt' is a required property", param: 'prompt' });
+  if (behavior.kind !== 'ok' && behavior.kind !== 'cut' && behavior.kind !== 'stream-error')
+    return serve(behavior, request, res);
+  const ok = behavior.kind === 'ok' ? behavior : undefined;
+  if (ok?.latencyMs) await sleep(ok.latencyMs);
+  const prompt = request.prompt;
+  const prompts: string[] = (typeof prompt === 'string' || typeof prompt[0] === 'number' ? [prompt] : prompt).map(
+    (p: string | number[]) => (typeof p === 'string' ? p : p.join(' ')),
+  );
+  const words = split(ok?.content ?? DEFAULT_CONTENT);
+  const limit = request.max_tokens ?? 16;
+  const pieces = words.slice(0, limit);
+  const finishReason = pieces.length < words.length ? 'length' : 'stop';
+  const n = request.n ?? 1;
+  const choices = prompts.flatMap((text, p) =>
+    Array.from({ length: n }, (_, i) => ({ index: p * n + i, echo: request.echo ? text : '' })),
+  );
+  const promptTokens = prompts.reduce((sum, text) => sum + split(text).length, 0);
+  const usage = {
+    prompt_tokens: promptTokens,
+    completion_tokens: pieces.length * choices.length,
+    total_tokens: promptTokens + pieces.length * choices.length,
+  };
+  const head = {
+    id: `cmpl-mock${++counter}`,
+    object: 'text_completion',
+    created: Math.floor(Date.now() / 1000),
+    model: request.model,
+  };
+  if (!request.stream) {
+    const answer = {
+      ...head,
+      choices: choices.map((c) => ({
+        text: c.echo + pieces.join(''),
+        index: c.index,
+        logprobs: null,
+        finish_reason: finishReason,
+      })),
+      ...(ok?.usage === false ? {} : { usage }),
+    };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+    return;
+  }
+  const out = new EventWriter(res, request);
+  const withUsage = request.stream_options?.include_usage === true;
+  const chunk = (index: number, text: string, finish: string | null = null) =>
+    out.data({
+      ...head,
+      choices: [{ text, index, logprobs: null, finish_reason: finish }],
+      ...(withUsage ? { usage: null } : {}),
+    });
+  for (const c of choices) if (c.echo) await chunk(c.index, c.echo);
+  const sent = behavior.kind === 'ok' ? pieces.length : (behavior.afterChunks ?? 2);
+  for (const piece of pieces.slice(0, sent)) {
+    if (ok?.delayMs) await sleep(ok.delayMs);
+    if (out.gone) return;
+    for (const c of choices) await chunk(c.index, piece);
+  }
+  if (behavior.kind === 'cut') {
+    res.socket?.destroy();
+    return;
+  }
+  if (behavior.kind === 'stream-error') {
+    await out.data({
+      error: { message: behavior.message ?? 'The server had an error.', type: 'server_error', param: null, code: null },
+    });
+    res.end();
+    return;
+  }
+  for (const c of choices) await chunk(c.index, '', finishReason);
+  if (withUsage && ok?.usage !== false) await out.data({ ...head, choices: [], usage });
+  await out.done();
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {

@@ -1,9 +1,11 @@
 import { Type, type Static } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
-import { CAPABILITY_ALIASES, renderModel } from '../../catalog/index.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { CAPABILITY_ALIASES, renderModel, type CatalogModel } from '../../catalog/index.js';
 import { invalidRequest } from '../../errors/index.js';
+import { admit, authorizationOf } from '../../gateway/index.js';
 import { admitRead } from '../admit-read.js';
 import type { HttpDeps } from '../deps.js';
+import { singleHeader } from '../client-signal.js';
 import { QueryValue, single, typed } from './typed.js';
 
 const ModelsQuery = Type.Object({
@@ -17,6 +19,7 @@ type Query = Static<typeof ModelsQuery>;
 export function modelRoutes(app: FastifyInstance, deps: HttpDeps): void {
   const server = typed(app);
   server.get('/v1/models', { schema: { querystring: ModelsQuery } }, async (request, reply) => {
+    if (request.headers['anthropic-version'] !== undefined) return anthropicModelList(deps, request, reply);
     await admitRead(deps, request, reply, 'models');
     const { query } = request;
     const detailed = booleanParam(query, 'include_capabilities', false);
@@ -42,11 +45,13 @@ export function modelRoutes(app: FastifyInstance, deps: HttpDeps): void {
   });
 
   server.get('/v1/models/*', { schema: { params: Type.Object({ '*': Type.String() }) } }, async (request, reply) => {
-    await admitRead(deps, request, reply, 'models');
+    const anthropic = request.headers['anthropic-version'] !== undefined;
+    if (anthropic) await admitAnthropic(deps, request, reply);
+    else await admitRead(deps, request, reply, 'models');
     // Fastify has decoded the path once already (`sandbox%2Fecho` is `sandbox/echo`); decoding again would misread a `%`.
     const name = request.params['*'];
     const model = deps.catalog.resolve(name);
-    return renderModel(model, deps.performance.figures(model.id), true);
+    return anthropic ? anthropicModel(model) : renderModel(model, deps.performance.figures(model.id), true);
   });
 }
 
@@ -60,4 +65,29 @@ function booleanParam(query: Query, name: keyof Query, fallback: boolean): boole
   if (value === 'true') return true;
   if (value === 'false') return false;
   throw invalidRequest(`Invalid value for '${name}': expected true or false, got '${value}'`, name);
+}
+
+/**
+ * The list in Anthropic's shape, for clients of Anthropic's API (they send `anthropic-version`, and the key in
+ * `x-api-key`): the chat models, in one page.
+ */
+async function anthropicModelList(deps: HttpDeps, request: FastifyRequest, reply: FastifyReply) {
+  await admitAnthropic(deps, request, reply);
+  const data = deps.catalog
+    .list({ activeOnly: true })
+    .filter((m) => m.capabilities.chat)
+    .map(anthropicModel);
+  return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
+}
+
+/** Anthropic's clients send the key in `x-api-key` as often as in `Authorization`. */
+async function admitAnthropic(deps: HttpDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const authorization = authorizationOf(request.headers.authorization, singleHeader(request.headers['x-api-key']));
+  const { headers } = await admit(deps, authorization, 'models');
+  void reply.headers(headers);
+}
+
+function anthropicModel(model: CatalogModel) {
+  const created_at = new Date(model.created * 1000).toISOString().replace('.000Z', 'Z');
+  return { type: 'model', id: model.id, display_name: model.id, created_at };
 }

@@ -6,6 +6,7 @@ import { HttpClient } from '../http-client.js';
 import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';
 import { isObject } from '../translate.js';
 import type { ChatCompletion, ChatCompletionChunk } from '../types.js';
+import { createMessageAnthropic, streamMessageAnthropic } from './messages.js';
 import { toAnthropicRequest } from './request.js';
 import { StreamTranslator, anthropicError, fromAnthropicMessage } from './response.js';
 
@@ -61,6 +62,8 @@ export function createAnthropicProvider(options: AnthropicOptions): AnthropicPro
     id,
     complete,
     stream,
+    createMessage: (call) => createMessageAnthropic(http, id, call),
+    streamMessage: (call) => streamMessageAnthropic(http, id, call),
     probe: (signal) => http.probe('/models?limit=1', signal, 10_000),
     failsAfterOpening: true,
     close: () => http.close(),

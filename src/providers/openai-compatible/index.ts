@@ -2,12 +2,16 @@
  * The OpenAI-compatible adapter: chat requests passed through to `POST {base}/chat/completions` (OpenAI, Mistral,
  * Groq, local servers, ...), answers and stream chunks checked and returned unchanged.
  */
+import { KNOWN_PROVIDERS } from '../../config/index.js';
 import { inBandError } from '../errors.js';
 import { HttpClient } from '../http-client.js';
 import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';
+import type { ResponsesCall } from '../responses.js';
 import type { ChatCompletion, ChatCompletionChunk } from '../types.js';
+import { completeTextOpenAI, streamTextOpenAI } from './completions.js';
 import { embedOpenAI } from './embeddings.js';
-import { parseStreamEvent } from './stream-event.js';
+import { respondOpenAI, streamResponseOpenAI } from './responses.js';
+import { openAiStream, parseStreamEvent } from './stream-event.js';
 
 export interface OpenAICompatibleOptions {
   id: string;
@@ -28,6 +32,8 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
   const chatPath = `/chat/completions${search}`;
   const modelsPath = `/models${search}`;
   const embeddingsPath = `/embeddings${search}`;
+  const responsesPath = `/responses${search}`;
+  const completionsPath = `/completions${search}`;
   const headers: Record<string, string> = { ...options.headers, 'content-type': 'application/json' };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   const http = new HttpClient({ id, baseUrl: options.baseUrl, headers, connections: options.connections });
@@ -41,35 +47,26 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     return json;
   }
 
-  async function* stream(call: ProviderCall): AsyncGenerator<ChatCompletionChunk> {
-    // Usage is always asked for: the gateway meters with it (and hides it from clients that did not ask).
-    const streamOptions = { ...call.body.stream_options, include_usage: true };
-    const res = await http.openStream(call, chatPath, { ...call.body, stream: true, stream_options: streamOptions });
-    let finished = false;
-    let ended = false;
-    for await (const event of http.events(
-      res,
-      call.signal,
-      () => finished,
-      () => ended,
-    )) {
-      const chunk = parseStreamEvent(id, event);
-      if (chunk === 'skip') continue;
-      if (chunk === 'done') {
-        ended = true;
-        return;
-      }
-      if (chunk.usage || chunk.choices.some((choice) => choice.finish_reason)) finished = true;
-      yield chunk;
-    }
-    if (!finished) throw new UpstreamError(id, 'protocol', `${id} stream ended early`);
+  function stream(call: ProviderCall): AsyncGenerator<ChatCompletionChunk> {
+    return openAiStream(http, chatPath, call, call.body, parseStreamEvent);
   }
+
+  // Only OpenAI itself serves the Responses API; other servers get Responses requests translated through chat.
+  const responses = KNOWN_PROVIDERS.some((known) => known.id === id && known.responses)
+    ? {
+        respond: (call: ResponsesCall) => respondOpenAI(http, responsesPath, call),
+        streamResponse: (call: ResponsesCall) => streamResponseOpenAI(http, responsesPath, call),
+      }
+    : {};
 
   return {
     id,
     complete,
     stream,
+    ...responses,
     embed: (call) => embedOpenAI(http, embeddingsPath, call),
+    completeText: (call) => completeTextOpenAI(http, completionsPath, call),
+    streamText: (call) => streamTextOpenAI(http, completionsPath, call),
     // GET /models answers 2xx when the server is up and the key is accepted.
     probe: (signal) => http.probe(modelsPath, signal, 10_000),
     close: () => http.close(),

@@ -5,6 +5,7 @@
 import type { Provider, ProviderCall } from '../provider.js';
 import type { ChatCompletion } from '../types.js';
 import { buildAnswer } from './answer.js';
+import { completeSandboxText, streamSandboxText } from './complete-text.js';
 import { sandboxEmbeddings } from './embed.js';
 import { streamAnswer } from './stream.js';
 
@@ -38,6 +39,8 @@ export function createSandboxProvider(): Provider {
       yield* streamAnswer(call, answer, { ...head(call), object: 'chat.completion.chunk' });
     },
     embed: async (call) => sandboxEmbeddings(call),
+    completeText: async (call) => completeSandboxText(call),
+    streamText: streamSandboxText,
   };
 }
 

@@ -8,6 +8,7 @@ import { webhookFairClaim } from './006_webhook_fair_claim.js';
 import { creditPurchases } from './007_credit_purchases.js';
 import { cardRecharges } from './008_card_recharges.js';
 import { paymentReversals } from './009_payment_reversals.js';
+import { responses } from './010_responses.js';
 
 /** Every migration by name, compiled in so `dist/` needs no migration folder at run time. */
 export const MIGRATIONS: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '007_credit_purchases': creditPurchases,
   '008_card_recharges': cardRecharges,
   '009_payment_reversals': paymentReversals,
+  '010_responses': responses,
 };

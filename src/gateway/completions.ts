@@ -1,0 +1,249 @@
+/**
+ * The request path of POST /v1/completions (OpenAI's legacy text completions), in chat's steps:
+ *   authenticate -> idempotency -> route -> admit (rate limits, credit hold) -> call and relay -> settle -> record
+ * Every prompt gets `n` choices (`best_of` generated), each bounded by `max_tokens`, 16 when unset as at OpenAI:
+ * the bound always goes upstream, so no server's own default can exceed the hold.
+ */
+import { requireModelAllowed } from '../auth/index.js';
+import { usdNumber } from '../billing/index.js';
+import type { CatalogModel } from '../catalog/index.js';
+import { GatewayError } from '../errors/index.js';
+import {
+  completionPrompts,
+  promptTokensOf,
+  type CompletionPrompt,
+  type Provider,
+  type TextCompletion,
+  type TextCompletionCall,
+} from '../providers/index.js';
+import type { AttemptCall, Deployment } from '../routing/index.js';
+import { countTextTokens } from '../tokens/index.js';
+import { CompletionRequestSchema, type CompletionRequest } from '../wire/index.js';
+import { accountOf, admitRate, authenticate } from './admit.js';
+import {
+  generatedTokens,
+  relayCompletionStream,
+  type CompletionContext,
+  type TextStreamStart,
+} from './completion-relay.js';
+import type { GatewayDeps } from './deps.js';
+import { failed, type RequestInput } from './fail.js';
+import { openAiProtocol, type Answer } from './idempotency.js';
+import { finish } from './record.js';
+import { compiledValidator } from './schema.js';
+import { settleOrFail, upstreamCount } from './settle.js';
+
+/** OpenAI's completion bound when a request sets no `max_tokens`. */
+const DEFAULT_COMPLETION_MAX_TOKENS = 16;
+/** Tokens a server may add to a prompt of its own (BOS and EOS markers): room in the settlement's ceiling. */
+const SERVER_ADDED_TOKENS = 1_024;
+/** Fields counted apart, or scalars that carry no prompt. */
+const NO_PROMPT_FIELDS = new Set([
+  'model',
+  'prompt',
+  'suffix',
+  'max_tokens',
+  'temperature',
+  'top_p',
+  'n',
+  'best_of',
+  'stream',
+  'logprobs',
+  'echo',
+  'presence_penalty',
+  'frequency_penalty',
+  'seed',
+]);
+
+const validate = compiledValidator(CompletionRequestSchema);
+
+export type CompletionResult = Answer<TextCompletion>;
+
+export async function createCompletion(input: RequestInput, deps: GatewayDeps): Promise<CompletionResult> {
+  const started = performance.now();
+
+  // 1. Authenticate: the key, the body, and a model that completes text and the key may use.
+  const key = await authenticate(deps, input.authorization, 'chat');
+  const body = validate(input.body);
+  const model = deps.catalog.resolve(body.model);
+  requireModelAllowed(key, [body.model, model.id, ...model.aliases]);
+  if (!model.capabilities.completion)
+    throw new GatewayError('invalid_request', {
+      message: `The model '${body.model}' does not serve text completions; list those that do with GET /v1/models?capability=completion`,
+      param: 'model',
+    });
+  const n = body.n ?? 1;
+  if (body.best_of != null && body.best_of < n)
+    throw new GatewayError('invalid_request', {
+      message: `best_of must be greater than or equal to n (${body.best_of} < ${n}).`,
+      param: 'best_of',
+    });
+  const prompts = completionPrompts(body.prompt);
+  const maxTokens = body.max_tokens ?? DEFAULT_COMPLETION_MAX_TOKENS;
+  const size = measureCompletionPrompt(body, prompts, maxTokens, model);
+
+  // 2. Idempotency: a retry gets the first answer back, without running or charging.
+  return deps.idempotency.run<TextCompletion>(
+    key,
+    input.idempotencyKey,
+    input.body,
+    input.requestId,
+    async () => {
+      // 3. Route: who may answer (503 before any hold) and the price to hold.
+      const account = await accountOf(deps, key);
+      const route = deps.router.route(model, key.environment);
+
+      // 4. Admit: rate limits, then a hold for every prompt's `best_of` (or `n`) choices at the completion bound.
+      // Each prompt's context was checked on its own above.
+      const promptTokens = size.tokens;
+      const headers = await admitRate(deps, account, promptTokens, route.providerId);
+      const reservation = await deps.wallet.reserve({
+        requestId: input.requestId,
+        account,
+        key,
+        price: route.price,
+        promptTokens,
+        promptCeiling: size.ceiling,
+        requestedMaxTokens: maxTokens,
+        choices: prompts.length * Math.max(n, body.best_of ?? 1),
+        modelMaxTokens: model.maxTokens,
+        contextLength: Number.MAX_SAFE_INTEGER,
+      });
+      const upstreamBody: CompletionRequest = { ...body, max_tokens: reservation.maxTokens };
+      if (reservation.admission.lowered) headers['x-tollgate-max-tokens-lowered'] = String(reservation.maxTokens);
+
+      // 5. Call and relay: retries and fallbacks inside the router; a failure releases the hold.
+      const call: AttemptCall = { signal: input.signal, requestId: input.requestId, timeoutMs: deps.upstreamTimeoutMs };
+      const contextOf = (routed: { model: CatalogModel; providerId: string }): CompletionContext => ({
+        requestId: input.requestId,
+        model: routed.model,
+        providerId: routed.providerId,
+        promptTokens,
+        reservation,
+        started,
+        deps,
+        body,
+        prompts,
+        userId: body.user,
+        stream: body.stream === true,
+        promptText: () => prompts.map((prompt) => (typeof prompt === 'string' ? prompt : '')).join('\n'),
+        log: input.log,
+      });
+      if (body.stream) {
+        const routed = await deps.router.run(route, call, {
+          streaming: true,
+          attempt: (deployment, attempt) =>
+            openTextStream(completer(deployment), textCall(upstreamBody, deployment, attempt)),
+        });
+        const context = contextOf(routed);
+        if (!routed.ok) throw failed(context, routed.error, input.signal);
+        headers['x-tollgate-provider'] = routed.providerId;
+        return { kind: 'stream', headers, events: relayCompletionStream(context, routed.result, input.signal) };
+      }
+      const routed = await deps.router.run(route, call, {
+        streaming: false,
+        attempt: (deployment, attempt) =>
+          completer(deployment).completeText(textCall(upstreamBody, deployment, attempt)),
+      });
+      const context = contextOf(routed);
+      if (!routed.ok) throw failed(context, routed.error, input.signal);
+      headers['x-tollgate-provider'] = routed.providerId;
+      const completion = routed.result;
+
+      // 6. Settle at the upstream's usage (or our count), durable before the answer leaves; 7. record off the path.
+      const usedPrompt = upstreamCount(completion.usage?.prompt_tokens) ?? promptTokens;
+      const usedCompletion =
+        upstreamCount(completion.usage?.completion_tokens) ?? generatedTokens(context, completion.choices);
+      const billed = await settleOrFail(context, usedPrompt, usedCompletion, {
+        text: () => completion.choices[0]?.text ?? '',
+      });
+      completion.model = context.model.id;
+      completion.usage = {
+        ...completion.usage,
+        prompt_tokens: billed.promptTokens,
+        completion_tokens: billed.completionTokens,
+        total_tokens: billed.promptTokens + billed.completionTokens,
+        cost: usdNumber(billed.chargedNano),
+      };
+      finish(context, {
+        ok: true,
+        promptTokens: billed.promptTokens,
+        completionTokens: billed.completionTokens,
+        chargedNano: billed.chargedNano,
+        generationMs: 0,
+      });
+      return { kind: 'json', headers, body: completion };
+    },
+    openAiProtocol('completions'),
+  );
+}
+
+type TextCompleter = Provider & Required<Pick<Provider, 'completeText' | 'streamText'>>;
+
+/** The deployment's provider, when it serves text completions; a 400 otherwise (it is never asked). */
+function completer(deployment: Deployment): TextCompleter {
+  const { provider } = deployment;
+  if (servesText(provider)) return provider;
+  throw new GatewayError('invalid_request', {
+    message: `The model '${deployment.model.id}' is served by '${deployment.providerId}', which does not serve text completions`,
+    param: 'model',
+  });
+}
+
+function servesText(provider: Provider): provider is TextCompleter {
+  return provider.completeText !== undefined && provider.streamText !== undefined;
+}
+
+/** A stream opened up to its first chunk: a failure before it is still retried, nothing after it. */
+async function openTextStream(provider: TextCompleter, call: TextCompletionCall): Promise<TextStreamStart> {
+  const chunks = provider.streamText(call)[Symbol.asyncIterator]();
+  return { first: await chunks.next(), chunks };
+}
+
+/** One deployment's call: its own model name. */
+function textCall(body: CompletionRequest, deployment: Deployment, attempt: AttemptCall): TextCompletionCall {
+  return { ...attempt, body: { ...body, model: deployment.upstreamModel } };
+}
+
+/**
+ * The prompt's tokens (every prompt with the suffix, plus any other field that goes upstream with text in it) and
+ * the most any tokenizer can report for it. Each prompt must fit the context with its completion bound, on its own.
+ */
+function measureCompletionPrompt(
+  body: CompletionRequest,
+  prompts: CompletionPrompt[],
+  maxTokens: number,
+  model: CatalogModel,
+): { tokens: number; ceiling: number } {
+  const suffixTokens = body.suffix ? countTextTokens(body.suffix) : 0;
+  const suffixBytes = body.suffix ? Buffer.byteLength(body.suffix) : 0;
+  let tokens = 0;
+  let ceiling = SERVER_ADDED_TOKENS;
+  for (const [index, prompt] of prompts.entries()) {
+    const own = promptTokensOf(prompt) + suffixTokens;
+    if (own + maxTokens > model.contextLength)
+      throw new GatewayError('context_length_exceeded', {
+        message:
+          `This model's maximum context length is ${model.contextLength} tokens, however you requested ` +
+          `${own + maxTokens} tokens (${own} in prompt ${index}; ${maxTokens} for the completion). ` +
+          'Please reduce your prompt; or completion length.',
+        param: 'prompt',
+      });
+    tokens += own;
+    ceiling += (typeof prompt === 'string' ? Buffer.byteLength(prompt) : prompt.length) + suffixBytes;
+  }
+  for (const name in body) {
+    const value = body[name];
+    if (NO_PROMPT_FIELDS.has(name) || value == null || isUsageOption(name, value)) continue;
+    const text = typeof value === 'string' ? value : JSON.stringify(value);
+    tokens += 1 + countTextTokens(text);
+    ceiling += Buffer.byteLength(name) + Buffer.byteLength(text);
+  }
+  return { tokens, ceiling };
+}
+
+/** `stream_options` holding only `include_usage`: a switch, no prompt. */
+function isUsageOption(name: string, value: unknown): boolean {
+  if (name !== 'stream_options' || typeof value !== 'object' || value === null) return false;
+  return Object.entries(value).every(([field, option]) => field === 'include_usage' && typeof option === 'boolean');
+}

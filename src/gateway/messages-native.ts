@@ -1,0 +1,122 @@
+/**
+ * POST /v1/messages to a provider that speaks Messages natively (Anthropic): the client's body goes upstream
+ * as it is, and the answer or its events come back unchanged but for `model` (the catalog's id) and the cost.
+ * Metered from Anthropic's usage: input, cache-write and cache-read tokens are all prompt tokens at the prompt
+ * price (the Anthropic adapter's policy for chat too), output tokens the completion.
+ */
+import { usdString } from '../billing/index.js';
+import { GatewayError } from '../errors/index.js';
+import type { MessagesEvent, MessagesJson, ProviderCall } from '../providers/index.js';
+import type { Deployment, Route, Routed } from '../routing/index.js';
+import { countTextTokens } from '../tokens/index.js';
+import type { Admitted } from './chat.js';
+import type { ChatContext, GatewayDeps } from './deps.js';
+import { failed } from './fail.js';
+import type { Answer } from './idempotency.js';
+import { contentText, isObject, promptTokensOf, relayNative, type NativeStart } from './messages-relay.js';
+import { finish } from './record.js';
+import { settleOrFail, upstreamCount } from './settle.js';
+
+export interface NativeRequest {
+  deps: GatewayDeps;
+  route: Route;
+  call: ProviderCall;
+  contextOf: Admitted['contextOf'];
+  headers: Record<string, string>;
+  /** The client's Messages body (with any lowered max_tokens). */
+  body: MessagesJson;
+  signal: AbortSignal;
+  /** The client's `anthropic-beta` (its beta features and their body fields), forwarded as it is. */
+  forwardHeaders: Readonly<Record<string, string>> | undefined;
+}
+
+export async function answerNatively(request: NativeRequest): Promise<Answer<MessagesJson>> {
+  const { deps, route, call, contextOf, headers, signal } = request;
+  const upstream = (deployment: Deployment, attempt: Omit<ProviderCall, 'body'>) => {
+    const { createMessage, streamMessage } = deployment.provider;
+    if (!createMessage || !streamMessage) throw new GatewayError('internal_error');
+    const body = { ...request.body, model: deployment.upstreamModel };
+    const messagesCall = { ...attempt, body, headers: request.forwardHeaders };
+    return { create: () => createMessage(messagesCall), stream: () => streamMessage(messagesCall) };
+  };
+  const answered = <T>(routed: Routed<T>): { context: ChatContext; result: T } => {
+    const context = contextOf(routed);
+    if (!routed.ok) throw failed(context, routed.error, signal);
+    headers['x-tollgate-provider'] = routed.providerId;
+    return { context, result: routed.result };
+  };
+
+  if (request.body.stream === true) {
+    const routed = await deps.router.run(route, call, {
+      streaming: true,
+      attempt: (deployment, attempt) => openNative(upstream(deployment, attempt).stream()),
+    });
+    const { context, result } = answered(routed);
+    return { kind: 'stream', headers, events: relayNative(context, result, signal) };
+  }
+  const routed = await deps.router.run(route, call, {
+    streaming: false,
+    attempt: (deployment, attempt) => upstream(deployment, attempt).create(),
+  });
+  const { context, result: message } = answered(routed);
+  let used: { prompt: number; completion: number };
+  try {
+    const usage = isObject(message.usage) ? message.usage : {};
+    used = {
+      prompt: promptTokensOf(usage) ?? context.promptTokens,
+      completion: upstreamCount(usage.output_tokens) ?? countTextTokens(contentText(message.content)),
+    };
+  } catch (error) {
+    throw failed(context, error, signal);
+  }
+  const billed = await settleOrFail(context, used.prompt, used.completion, {
+    text: () => contentText(message.content),
+  });
+  const { promptTokens, completionTokens, chargedNano } = billed;
+  finish(context, { ok: true, promptTokens, completionTokens, chargedNano, generationMs: 0 });
+  headers['x-tollgate-cost'] = usdString(chargedNano);
+  return { kind: 'json', headers, body: { ...message, model: context.model.id } };
+}
+
+/** How long a stream's opening events may be held back waiting for its first event with substance (as for chat). */
+const PREAMBLE_HOLD_MS = 2_000;
+
+/**
+ * Reads a stream up to its first event with substance, for at most PREAMBLE_HOLD_MS: a failure before then
+ * (Anthropic's overloaded_error right after message_start) is still retried, since nothing has reached the client.
+ */
+async function openNative(events: AsyncIterable<MessagesEvent>): Promise<NativeStart> {
+  const rest = events[Symbol.asyncIterator]();
+  const held: MessagesEvent[] = [];
+  const until = Date.now() + PREAMBLE_HOLD_MS;
+  for (;;) {
+    const read = rest.next();
+    const next = held.length === 0 ? await read : await beforeDeadline(read, until);
+    if (next === 'late') {
+      read.catch(() => undefined); // awaited by the relay, or dropped when the client goes away
+      return { held, pending: read, rest };
+    }
+    if (next.done) break;
+    held.push(next.value);
+    if (!isPreamble(next.value)) break;
+  }
+  return { held, rest };
+}
+
+async function beforeDeadline<T>(read: Promise<T>, until: number): Promise<T | 'late'> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, Math.max(0, until - Date.now()), 'late')));
+  try {
+    return await Promise.race([read, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** An event that carries nothing of the answer yet: message_start, ping, the start of an empty text or thinking block. */
+function isPreamble({ event, data }: MessagesEvent): boolean {
+  if (event === 'message_start' || event === 'ping') return true;
+  if (event !== 'content_block_start' || !isObject(data.content_block)) return false;
+  const block = data.content_block;
+  return (block.type === 'text' && !block.text) || (block.type === 'thinking' && !block.thinking);
+}

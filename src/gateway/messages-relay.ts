@@ -1,0 +1,206 @@
+/**
+ * Relays Anthropic's Messages events as they come (`messages-native.ts` opened the stream), metering what was
+ * delivered: settled at message_delta, before message_stop leaves, with the cost on message_delta's usage; an
+ * error after the first byte is one `error` event; a client that goes away is charged for what it was sent.
+ */
+import { usdNumber } from '../billing/index.js';
+import { GatewayError } from '../errors/index.js';
+import { llmEvent } from '../events/index.js';
+import { anthropicErrorBody, sseEvent } from '../protocols/anthropic-messages/index.js';
+import { MAX_ANSWER_BYTES, tooLarge, type MessagesEvent } from '../providers/index.js';
+import { fromUpstream } from '../routing/index.js';
+import { countTextTokens } from '../tokens/index.js';
+import type { ChatContext } from './deps.js';
+import { requestData } from './events.js';
+import { finish } from './record.js';
+import { settleOrFail, upstreamCount } from './settle.js';
+
+/** A native stream up to its first event with substance: the events read so far and the rest. */
+export interface NativeStart {
+  held: MessagesEvent[];
+  /** A read still under way when the hold ran out. */
+  pending?: Promise<IteratorResult<MessagesEvent>>;
+  rest: AsyncIterator<MessagesEvent>;
+}
+
+const sse = ({ event, data }: MessagesEvent) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/** Relays Anthropic's events as they come, metering what was delivered and settling before message_stop. */
+export async function* relayNative(
+  context: ChatContext,
+  start: NativeStart,
+  signal: AbortSignal,
+): AsyncGenerator<string, void, undefined> {
+  const { rest } = start;
+  const usage: Record<string, unknown> = {};
+  const delivered: string[] = [];
+  let deliveredChars = 0;
+  let firstTokenAt = 0;
+  let settled = false;
+  let stopped = false;
+  const { events } = context.deps;
+  const { account, key } = context.reservation;
+  const streamId = context.requestId;
+  const chunkEvents = events?.wants('llm.streaming.chunk', account.id) === true;
+  let totalChunks = 0;
+  if (events?.wants('llm.streaming.start', account.id))
+    events.emit(llmEvent('llm.streaming.start', account.id, key.id, { ...requestData(context), streamId }));
+
+  const deliveredTokens = () => countTextTokens(delivered.join(''));
+  const settle = async (completionTokens: number, failure?: GatewayError) => {
+    settled = true;
+    const error = failure && { code: failure.code, message: failure.message };
+    const prompt = promptTokensOf(usage) ?? context.promptTokens;
+    const settlement = await settleOrFail(
+      context,
+      prompt,
+      completionTokens,
+      error ? { error } : { text: () => delivered.join('') },
+    );
+    const generationMs = firstTokenAt ? performance.now() - firstTokenAt : 0;
+    const { promptTokens, chargedNano } = settlement;
+    const outcome = { promptTokens, completionTokens: settlement.completionTokens, chargedNano, generationMs };
+    finish(context, { ok: !failure, ...(failure ? { status: failure.status, error } : {}), ...outcome });
+    return settlement;
+  };
+
+  // The answer is whole (message_delta said why it stopped): the charge is made durable before message_stop leaves.
+  const settleWhole = async (): Promise<bigint | GatewayError> => {
+    try {
+      return (await settle(upstreamCount(usage.output_tokens) ?? deliveredTokens())).chargedNano;
+    } catch (error) {
+      return fromUpstream(error);
+    }
+  };
+
+  try {
+    try {
+      const next = nextOf(start);
+      for (let item = await next(); !item.done; item = await next()) {
+        const { event, data } = item.value;
+        if (event === 'message_start' && isObject(data.message)) {
+          Object.assign(usage, withoutNulls(data.message.usage));
+          data.message = { ...data.message, model: context.model.id };
+        } else if (event === 'content_block_start' || event === 'content_block_delta') {
+          const piece = deliveredText(event === 'content_block_start' ? data.content_block : data.delta);
+          if (piece) {
+            delivered.push(piece);
+            deliveredChars += piece.length;
+            if (deliveredChars > MAX_ANSWER_BYTES) throw tooLarge(context.providerId);
+            firstTokenAt ||= performance.now();
+            if (chunkEvents)
+              events!.emit(
+                llmEvent('llm.streaming.chunk', account.id, key.id, {
+                  requestId: context.requestId,
+                  streamId,
+                  chunkIndex: totalChunks,
+                  content: piece,
+                }),
+              );
+            totalChunks++;
+          }
+        } else if ((event === 'message_delta' || event === 'message_stop') && !settled) {
+          if (event === 'message_delta') Object.assign(usage, withoutNulls(data.usage));
+          const charged = await settleWhole();
+          if (charged instanceof GatewayError) return void (yield errorEvent(charged));
+          if (event === 'message_delta')
+            data.usage = { ...(isObject(data.usage) ? data.usage : {}), cost: usdNumber(charged) };
+        }
+        if (event === 'message_stop') stopped = true;
+        yield sse(item.value);
+      }
+    } catch (error) {
+      if (signal.aborted) return;
+      // After the first byte an error is one `error` event, and no message_stop.
+      const failure = fromUpstream(error);
+      await settle(deliveredTokens(), failure);
+      yield errorEvent(failure);
+      return;
+    }
+    if (signal.aborted) return;
+    // The upstream said why it stopped but closed before message_stop: the stream still ends as Anthropic's do.
+    if (!stopped) {
+      const charged = settled ? 0n : await settleWhole();
+      if (charged instanceof GatewayError) return void (yield errorEvent(charged));
+      yield sse({ event: 'message_stop', data: { type: 'message_stop' } });
+    }
+    if (events?.wants('llm.streaming.end', account.id)) {
+      const { userId, model } = requestData(context);
+      events.emit(
+        llmEvent('llm.streaming.end', account.id, key.id, {
+          requestId: context.requestId,
+          streamId,
+          totalChunks,
+          model,
+          userId,
+        }),
+      );
+    }
+  } finally {
+    // The client went away (or a settle failed): charge what was delivered, close the upstream.
+    if (!settled) await settle(deliveredTokens()).catch(() => undefined);
+    void rest.return?.().catch(() => undefined);
+  }
+}
+
+function errorEvent(failure: GatewayError): string {
+  return sseEvent('error', { error: anthropicErrorBody(failure.status, failure.message).error });
+}
+
+/** The held events first, then the read under way, then the rest of the stream. */
+function nextOf(start: NativeStart): () => Promise<IteratorResult<MessagesEvent>> {
+  let { pending } = start;
+  return () => {
+    const held = start.held.shift();
+    if (held) return Promise.resolve({ done: false, value: held });
+    if (pending) {
+      const read = pending;
+      pending = undefined;
+      return read;
+    }
+    return start.rest.next();
+  };
+}
+
+/**
+ * Anthropic's prompt tokens: input plus cache writes plus cache reads, all billed at the prompt price; undefined
+ * unless input_tokens is a whole number.
+ */
+export function promptTokensOf(usage: Record<string, unknown>): number | undefined {
+  const input = upstreamCount(usage.input_tokens);
+  if (input === undefined) return undefined;
+  return (
+    input +
+    (upstreamCount(usage.cache_creation_input_tokens) ?? 0) +
+    (upstreamCount(usage.cache_read_input_tokens) ?? 0)
+  );
+}
+
+/** The text a block or delta delivers: text, thinking, a tool's name or its input's JSON. */
+function deliveredText(part: unknown): string {
+  if (!isObject(part)) return '';
+  for (const field of ['text', 'thinking', 'partial_json', 'name'])
+    if (typeof part[field] === 'string') return part[field];
+  return '';
+}
+
+export function contentText(content: unknown): string {
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((block: unknown) =>
+      isObject(block)
+        ? deliveredText(block) + (block.type === 'tool_use' ? JSON.stringify(block.input ?? {}) : '')
+        : '',
+    )
+    .join('');
+}
+
+function withoutNulls(value: unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (isObject(value)) for (const [key, v] of Object.entries(value)) if (v != null) out[key] = v;
+  return out;
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,26 @@
+/** What a Responses request carries along its two paths (native and through chat), and the ids it answers with. */
+import { randomBytes } from 'node:crypto';
+import type { CatalogModel } from '../catalog/index.js';
+import type { ResponseRequest } from '../protocols/openai-responses/index.js';
+import type { KeyRecord, ResponseStore } from '../storage/index.js';
+import type { RequestInput } from './fail.js';
+import type { Answer } from './idempotency.js';
+
+/** A Response as JSON (OpenAI's own, or tollgate's translation), or its stream of typed events. */
+export type ResponseResult = Answer<Record<string, unknown>>;
+
+/** An authenticated Responses request. */
+export interface ResponseRequestState {
+  input: RequestInput;
+  key: KeyRecord;
+  body: ResponseRequest;
+  model: CatalogModel;
+  started: number;
+  /** Where the response ids are bound to their account. */
+  store: ResponseStore;
+}
+
+/** A fresh id of OpenAI's shape: `resp_…`, `msg_…`, `fc_…`. */
+export function newResponseId(prefix: string): string {
+  return `${prefix}_${randomBytes(24).toString('hex')}`;
+}

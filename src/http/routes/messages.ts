@@ -1,0 +1,57 @@
+/**
+ * Anthropic's Messages API: POST /v1/messages and /v1/messages/count_tokens. The key comes in `x-api-key` (as
+ * Anthropic's SDKs and Claude Code send it) or `Authorization`; errors use Anthropic's envelope with the gateway's
+ * status and headers, so Anthropic's SDKs raise their own error classes.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { authorizationOf, countMessageTokens, createMessage, type RequestInput } from '../../gateway/index.js';
+import { accessLogger } from '../../observability/index.js';
+import { anthropicErrorBody } from '../../protocols/anthropic-messages/index.js';
+import { clientSignalOf, singleHeader, type ClientSignal } from '../client-signal.js';
+import type { HttpDeps } from '../deps.js';
+import { errorAnswer } from '../edge.js';
+import { sendAnswer } from '../stream-reply.js';
+
+export function messagesRoutes(server: FastifyInstance, deps: HttpDeps): void {
+  void server.register(async (scope) => {
+    const access = accessLogger(scope.log);
+    scope.setErrorHandler((error, request, reply) => {
+      const { status, headers, body } = errorAnswer(error, () => request.log);
+      return reply.code(status).headers(headers).send(anthropicErrorBody(status, body.error.message));
+    });
+    // Anthropic's SDKs read the request id from `request-id`.
+    scope.addHook('onRequest', (request, reply, done) => {
+      void reply.header('request-id', request.id);
+      done();
+    });
+    scope.post('/v1/messages', async (request, reply) => {
+      const client = clientSignalOf(reply.raw);
+      const answer = await createMessage(inputOf(request, client, access), deps);
+      return sendAnswer(request, reply, answer, client);
+    });
+    scope.post('/v1/messages/count_tokens', async (request, reply) => {
+      const result = await countMessageTokens(inputOf(request, clientSignalOf(reply.raw), access), deps);
+      void reply.headers(result.headers);
+      return result.body;
+    });
+  });
+}
+
+function inputOf(request: FastifyRequest, client: ClientSignal, access: FastifyInstance['log']): RequestInput {
+  return {
+    authorization: authorizationOf(request.headers.authorization, singleHeader(request.headers['x-api-key'])),
+    body: request.body,
+    idempotencyKey: singleHeader(request.headers['idempotency-key']),
+    requestId: request.id,
+    signal: client,
+    forwardHeaders: betaOf(request),
+    log: (fields) => access.info({ reqId: request.id, ...fields }, 'messages'),
+  };
+}
+
+/** Claude Code and the SDKs' beta features are named in `anthropic-beta`; Anthropic needs it with their fields. */
+function betaOf(request: FastifyRequest): Record<string, string> | undefined {
+  const beta = request.headers['anthropic-beta'];
+  if (beta === undefined) return undefined;
+  return { 'anthropic-beta': Array.isArray(beta) ? beta.join(',') : beta };
+}

@@ -1,0 +1,174 @@
+/**
+ * Chat stream chunks as the Responses API's typed events, in OpenAI's order: `response.created` and
+ * `response.in_progress`; per output item `output_item.added`, its text (`content_part.added`,
+ * `output_text.delta`..., `output_text.done`, `content_part.done`) or its arguments
+ * (`function_call_arguments.delta`..., `.done`), `output_item.done`; then `response.completed` with usage (or
+ * `response.incomplete`). Each event carries its `sequence_number`. A custom tool's call is told once its chat
+ * arguments are whole (its free text is inside their JSON): `custom_tool_call_input.delta` with all of it, `.done`.
+ */
+import type { ChatCompletionChunk, Usage } from '../../providers/index.js';
+import { callItem, finished, messageItem, responseShell, type ResponseMeta } from './from-chat.js';
+import type { ResponseRequest } from './schema.js';
+import { chatTools, customInput, type ChatTools } from './tools.js';
+import type {
+  CustomToolCallOutput,
+  FunctionCallOutput,
+  MessageOutput,
+  OutputItem,
+  ResponseEvent,
+  ResponseObject,
+} from './types.js';
+
+type FinishReason = ChatCompletionChunk['choices'][number]['finish_reason'];
+
+export class ChatStreamTranslator {
+  private readonly shell: ResponseObject;
+  private readonly output: OutputItem[] = [];
+  private sequence = 0;
+  /** The item being written: the message, or the call of a chat tool-call index (with its chat arguments so far). */
+  private open:
+    | { item: MessageOutput }
+    | { item: FunctionCallOutput | CustomToolCallOutput; index: number; args: string }
+    | undefined;
+  private readonly tools: ChatTools;
+  private finishReason: FinishReason | undefined;
+
+  constructor(
+    request: ResponseRequest,
+    private readonly meta: ResponseMeta,
+  ) {
+    this.shell = responseShell(request, meta);
+    this.tools = chatTools(request);
+  }
+
+  /** The Response's id. */
+  get id(): string {
+    return this.meta.id;
+  }
+
+  start(): ResponseEvent[] {
+    return [
+      this.event('response.created', { response: this.shell }),
+      this.event('response.in_progress', { response: this.shell }),
+    ];
+  }
+
+  chunk(chunk: ChatCompletionChunk): ResponseEvent[] {
+    const events: ResponseEvent[] = [];
+    const choice = chunk.choices[0];
+    if (!choice) return events;
+    const { content, tool_calls: calls } = choice.delta;
+    if (typeof content === 'string' && content) {
+      const item = this.open && this.open.item.type === 'message' ? this.open.item : this.openMessage(events);
+      item.content[0]!.text += content;
+      events.push(
+        this.event('response.output_text.delta', {
+          ...this.place(item),
+          content_index: 0,
+          delta: content,
+          logprobs: [],
+        }),
+      );
+    }
+    for (const call of calls ?? []) {
+      let open = this.open;
+      if (!open || !('index' in open) || open.index !== call.index) {
+        this.close(events);
+        const id = this.meta.newId('fc');
+        const item = callItem(this.tools, id, call.id ?? id, call.function?.name ?? '', '', 'in_progress');
+        open = { item, index: call.index, args: '' };
+        this.open = open;
+        this.output.push(item);
+        events.push(
+          this.event('response.output_item.added', { output_index: this.output.length - 1, item: { ...item } }),
+        );
+      }
+      const delta = call.function?.arguments;
+      if (!delta || !('args' in open)) continue;
+      open.args += delta;
+      if (open.item.type === 'function_call') {
+        open.item.arguments += delta;
+        events.push(this.event('response.function_call_arguments.delta', { ...this.place(open.item), delta }));
+      }
+    }
+    if (choice.finish_reason) this.finishReason = choice.finish_reason;
+    return events;
+  }
+
+  /** The end of the answer, with its billed usage: the open item closed, then the Response complete. */
+  finish(usage: Usage | null | undefined): ResponseEvent[] {
+    const events: ResponseEvent[] = [];
+    this.close(events);
+    const response = finished(this.shell, this.output, this.finishReason, usage);
+    events.push(this.event(`response.${response.status}`, { response }));
+    return events;
+  }
+
+  /** A failure after the stream began: `response.failed` with the error the client would otherwise have got. */
+  fail(error: { code: string; message: string }): ResponseEvent[] {
+    const response = { ...this.shell, status: 'failed', error, output: this.output };
+    return [this.event('response.failed', { response })];
+  }
+
+  private openMessage(events: ResponseEvent[]): MessageOutput {
+    this.close(events);
+    const item = messageItem(this.meta.newId('msg'), '', 'in_progress');
+    this.open = { item };
+    this.output.push(item);
+    events.push(
+      this.event('response.output_item.added', {
+        output_index: this.output.length - 1,
+        item: { ...item, content: [] },
+      }),
+    );
+    const part = { type: 'output_text', text: '', annotations: [] };
+    events.push(this.event('response.content_part.added', { ...this.place(item), content_index: 0, part }));
+    return item;
+  }
+
+  private close(events: ResponseEvent[]): void {
+    const open = this.open;
+    if (!open) return;
+    this.open = undefined;
+    const { item } = open;
+    item.status = 'completed';
+    if (item.type === 'message') {
+      const part = item.content[0]!;
+      events.push(
+        this.event('response.output_text.done', {
+          ...this.place(item),
+          content_index: 0,
+          text: part.text,
+          logprobs: [],
+        }),
+      );
+      events.push(
+        this.event('response.content_part.done', { ...this.place(item), content_index: 0, part: { ...part } }),
+      );
+    } else if (item.type === 'function_call') {
+      events.push(
+        this.event('response.function_call_arguments.done', {
+          ...this.place(item),
+          name: item.name,
+          arguments: item.arguments,
+        }),
+      );
+    } else if ('args' in open) {
+      item.input = customInput(open.args);
+      if (item.input)
+        events.push(this.event('response.custom_tool_call_input.delta', { ...this.place(item), delta: item.input }));
+      events.push(this.event('response.custom_tool_call_input.done', { ...this.place(item), input: item.input }));
+    }
+    events.push(
+      this.event('response.output_item.done', { output_index: this.output.indexOf(item), item: structuredClone(item) }),
+    );
+  }
+
+  private place(item: OutputItem): { item_id: string; output_index: number } {
+    return { item_id: item.id, output_index: this.output.indexOf(item) };
+  }
+
+  private event(type: string, fields: Record<string, unknown>): ResponseEvent {
+    return { type, sequence_number: this.sequence++, ...fields };
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * Reading OpenAI's own Responses (the native path) for metering: the usage it reports, the text it delivered
+ * (counted when it reports none), and the Response as the client gets it (the catalog's model id, the billed
+ * usage with its cost).
+ */
+import type { ResponseRequest } from './schema.js';
+
+type Json = Record<string, unknown>;
+
+const isJson = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The usage of a Response: input tokens (cached ones included) are prompt, output tokens (reasoning included) completion. */
+export function nativeUsage(response: unknown): { input: unknown; output: unknown } | undefined {
+  if (!isJson(response) || !isJson(response.usage)) return undefined;
+  return { input: response.usage.input_tokens, output: response.usage.output_tokens };
+}
+
+/** The text a stream event delivers: output text, function-call arguments and custom tools' input. */
+export function deliveredText(event: Json): string {
+  const { type, delta } = event;
+  if (
+    type === 'response.output_text.delta' ||
+    type === 'response.function_call_arguments.delta' ||
+    type === 'response.custom_tool_call_input.delta'
+  )
+    return typeof delta === 'string' ? delta : '';
+  return '';
+}
+
+/**
+ * The text of a Response's output: its messages' text, its refusals, its function calls (name and arguments) and
+ * its custom tool calls (name and input).
+ */
+export function outputText(response: Json): string {
+  const output = Array.isArray(response.output) ? response.output : [];
+  const texts: string[] = [];
+  for (const item of output) {
+    if (!isJson(item)) continue;
+    if (item.type === 'function_call') texts.push(String(item.name ?? '') + String(item.arguments ?? ''));
+    if (item.type === 'custom_tool_call') texts.push(String(item.name ?? '') + String(item.input ?? ''));
+    if (!Array.isArray(item.content)) continue;
+    for (const part of item.content) {
+      if (isJson(part) && typeof part.text === 'string') texts.push(part.text);
+      else if (isJson(part) && typeof part.refusal === 'string') texts.push(part.refusal);
+    }
+  }
+  return texts.join('');
+}
+
+/** The Response as the client gets it: the catalog's model id, and the billed tokens with their cost. */
+export function billedResponse(
+  response: Json,
+  model: string,
+  billed: { promptTokens: number; completionTokens: number; cost: number },
+): Json {
+  const usage = isJson(response.usage) ? response.usage : {};
+  return {
+    ...response,
+    model,
+    usage: {
+      ...usage,
+      input_tokens: billed.promptTokens,
+      output_tokens: billed.completionTokens,
+      total_tokens: billed.promptTokens + billed.completionTokens,
+      cost: billed.cost,
+    },
+  };
+}
+
+/** A stream event as the client gets it: a Response it carries names the catalog's model. */
+export function withModel(event: Json, model: string): Json {
+  return isJson(event.response) ? { ...event, response: { ...event.response, model } } : event;
+}
+
+/** The prompt's text (llm.* events): the instructions and every text of the input. */
+export function inputText(request: ResponseRequest): string {
+  const texts: string[] = request.instructions ? [request.instructions] : [];
+  if (typeof request.input === 'string') texts.push(request.input);
+  else
+    for (const item of request.input) {
+      const content: unknown = item.content ?? item.output;
+      if (typeof content === 'string') texts.push(content);
+      else if (Array.isArray(content))
+        for (const part of content) if (isJson(part) && typeof part.text === 'string') texts.push(part.text);
+    }
+  return texts.join('\n');
+}
+
+/** The response id a Response (or the event carrying it) names. */
+export function responseId(json: Json): string | undefined {
+  const response = isJson(json.response) ? json.response : json;
+  return typeof response.id === 'string' ? response.id : undefined;
+}

@@ -1,0 +1,61 @@
+/**
+ * `POST {base}/responses` on OpenAI itself: the client's body passed through, the Response (or each stream event)
+ * checked to be a JSON object and returned unchanged. An `error` event is an in-band failure.
+ */
+import { inBandError } from '../errors.js';
+import type { HttpClient } from '../http-client.js';
+import { UpstreamError } from '../provider.js';
+import { RESPONSE_END_EVENTS, type ResponsesCall, type ResponsesJson } from '../responses.js';
+import type { SseEvent } from '../sse.js';
+import { isObject } from '../translate.js';
+
+export async function respondOpenAI(http: HttpClient, path: string, call: ResponsesCall): Promise<ResponsesJson> {
+  const { id } = http;
+  const json = await http.json(call, path, { ...call.body, stream: false });
+  if (isObject(json) && isObject(json.error) && !Array.isArray(json.output)) throw inBandError(id, json);
+  if (!isObject(json) || json.object !== 'response' || !Array.isArray(json.output))
+    throw new UpstreamError(id, 'protocol', `${id} answered with JSON that is not a Response`);
+  return json;
+}
+
+export async function* streamResponseOpenAI(
+  http: HttpClient,
+  path: string,
+  call: ResponsesCall,
+): AsyncGenerator<ResponsesJson> {
+  const { id } = http;
+  const res = await http.openStream(call, path, { ...call.body, stream: true });
+  let finished = false;
+  for await (const event of http.events(
+    res,
+    call.signal,
+    () => finished,
+    () => finished,
+  )) {
+    const json = parseResponseEvent(id, event);
+    if (json === undefined) continue;
+    yield json;
+    if (typeof json.type === 'string' && RESPONSE_END_EVENTS.has(json.type)) {
+      finished = true;
+      return;
+    }
+  }
+  if (!finished) throw new UpstreamError(id, 'protocol', `${id} stream ended early`);
+}
+
+function parseResponseEvent(provider: string, event: SseEvent): ResponsesJson | undefined {
+  const data = event.data.trim();
+  if (data === '' || data === '[DONE]') return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(data);
+  } catch (cause) {
+    throw new UpstreamError(provider, 'protocol', `${provider} sent a malformed stream event: ${data.slice(0, 200)}`, {
+      cause,
+    });
+  }
+  if (!isObject(json) || typeof json.type !== 'string')
+    throw new UpstreamError(provider, 'protocol', `${provider} sent a stream event without a type`);
+  if (json.type === 'error' || event.event === 'error') throw inBandError(provider, json);
+  return json;
+}
