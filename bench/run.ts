@@ -335,20 +335,6 @@ async function runConfiguration(
     });
   }
 
-  // The same for a metered endpoint other than chat.
-  const embeddings = embeddingsBody(account.embeddingModel);
-  await measureEmbeddings(
-    result,
-    settings,
-    options.tool,
-    {
-      direct: { url: `${mock.url}/v1/embeddings`, body: embeddings },
-      baseline: { url: `${baseline.url}/v1/embeddings`, body: embeddings },
-      tollgate: { url: `${tollgate.url}/v1/embeddings`, body: embeddings, auth: account.apiKey },
-    },
-    (text) => process.stdout.write(text),
-  );
-
   // Streaming, one stream at a time: time to first chunk and total time.
   await post(`${mock.url}/bench/config`, { chunks: settings.streamChunks, delay_ms: settings.streamDelayMs });
   for (const target of order) {
@@ -384,6 +370,20 @@ async function runConfiguration(
     chunks: settings.concurrentChunks,
     delayMs: settings.concurrentDelayMs,
   };
+
+  // The same for a metered endpoint other than chat, after chat's figures (its bigger answers raise peak RSS).
+  const embeddings = embeddingsBody(account.embeddingModel);
+  await measureEmbeddings(
+    result,
+    settings,
+    options.tool,
+    {
+      direct: { url: `${mock.url}/v1/embeddings`, body: embeddings },
+      baseline: { url: `${baseline.url}/v1/embeddings`, body: embeddings },
+      tollgate: { url: `${tollgate.url}/v1/embeddings`, body: embeddings, auth: account.apiKey },
+    },
+    (text) => process.stdout.write(text),
+  );
 
   result.ratios = ratios(result);
   result.checks = checks(result, CONCURRENT_TARGET, settings.streamChunks);
