@@ -1,8 +1,20 @@
 /** Server-sent events read from an upstream's answer while its bytes arrive. */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { MAX_ANSWER_BYTES, tooLarge } from './body.js';
+import { UpstreamError } from './provider.js';
 
 export type SseEvent = EventSourceMessage;
+
+/** An event's data as JSON; data that is not JSON is a `protocol` UpstreamError naming the provider. */
+export function eventDataJson(provider: string, data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch (cause) {
+    throw new UpstreamError(provider, 'protocol', `${provider} sent a malformed stream event: ${data.slice(0, 200)}`, {
+      cause,
+    });
+  }
+}
 
 /**
  * Splits bytes into events; comments and a partial trailing event are dropped. More than MAX_ANSWER_BYTES without

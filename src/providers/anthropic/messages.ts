@@ -6,6 +6,7 @@
 import type { HttpClient } from '../http-client.js';
 import type { MessagesCall, MessagesEvent, MessagesJson } from '../messages.js';
 import { UpstreamError } from '../provider.js';
+import { eventDataJson } from '../sse.js';
 import { isObject } from '../translate.js';
 import { anthropicError } from './response.js';
 
@@ -32,12 +33,7 @@ export async function* streamMessageAnthropic(
     () => finished,
     () => ended,
   )) {
-    let json: unknown;
-    try {
-      json = JSON.parse(data);
-    } catch (cause) {
-      throw new UpstreamError(id, 'protocol', `${id} sent a malformed stream event: ${data.slice(0, 200)}`, { cause });
-    }
+    const json = eventDataJson(id, data);
     if (!isObject(json)) throw new UpstreamError(id, 'protocol', `${id} sent a stream event that is not an object`);
     const type = typeof json.type === 'string' ? json.type : (event ?? '');
     if (type === 'error') throw anthropicError(id, json);

@@ -1,5 +1,6 @@
 /** Anthropic Messages answers -> OpenAI chat completions: the JSON message, the stream events and the errors. */
 import { UpstreamError } from '../provider.js';
+import { eventDataJson } from '../sse.js';
 import { isObject } from '../translate.js';
 import type { ChatCompletion, ChatCompletionChunk, FinishReason, ToolCall, Usage } from '../types.js';
 import { JSON_TOOL } from './request.js';
@@ -169,17 +170,7 @@ export class StreamTranslator {
   ) {}
 
   translate(type: string, data: string): ChatCompletionChunk | null {
-    let event: unknown;
-    try {
-      event = JSON.parse(data);
-    } catch (cause) {
-      throw new UpstreamError(
-        this.provider,
-        'protocol',
-        `${this.provider} sent a malformed stream event: ${data.slice(0, 200)}`,
-        { cause },
-      );
-    }
+    const event = eventDataJson(this.provider, data);
     if (!isObject(event)) throw this.malformed(data);
     return this.translateEvent(type, event as StreamEvent, data);
   }

@@ -1,5 +1,6 @@
 /** Gemini GenerateContentResponse (one JSON body, or one per SSE event) -> OpenAI completions and chunks. */
 import { UpstreamError } from '../provider.js';
+import { eventDataJson } from '../sse.js';
 import { isObject } from '../translate.js';
 import type {
   ChatCompletion,
@@ -167,18 +168,7 @@ export class StreamTranslator {
   ) {}
 
   translate(data: string): ChatCompletionChunk | null {
-    let json: unknown;
-    try {
-      json = JSON.parse(data);
-    } catch (cause) {
-      throw new UpstreamError(
-        this.provider,
-        'protocol',
-        `${this.provider} sent a malformed stream event: ${data.slice(0, 200)}`,
-        { cause },
-      );
-    }
-    const response = read(this.provider, json);
+    const response = read(this.provider, eventDataJson(this.provider, data));
     if (response.error !== undefined) throw geminiError(this.provider, 502, response);
     this.id ||= response.responseId ? `chatcmpl-${response.responseId}` : `chatcmpl-gemini-${Date.now()}`;
     this.usage = toUsage(response.usageMetadata) ?? this.usage;

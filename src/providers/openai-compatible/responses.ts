@@ -6,7 +6,7 @@ import { inBandError } from '../errors.js';
 import type { HttpClient } from '../http-client.js';
 import { UpstreamError } from '../provider.js';
 import { RESPONSE_END_EVENTS, type ResponsesCall, type ResponsesJson } from '../responses.js';
-import type { SseEvent } from '../sse.js';
+import { eventDataJson, type SseEvent } from '../sse.js';
 import { isObject } from '../translate.js';
 
 export async function respondOpenAI(http: HttpClient, path: string, call: ResponsesCall): Promise<ResponsesJson> {
@@ -46,14 +46,7 @@ export async function* streamResponseOpenAI(
 function parseResponseEvent(provider: string, event: SseEvent): ResponsesJson | undefined {
   const data = event.data.trim();
   if (data === '' || data === '[DONE]') return undefined;
-  let json: unknown;
-  try {
-    json = JSON.parse(data);
-  } catch (cause) {
-    throw new UpstreamError(provider, 'protocol', `${provider} sent a malformed stream event: ${data.slice(0, 200)}`, {
-      cause,
-    });
-  }
+  const json = eventDataJson(provider, data);
   if (!isObject(json) || typeof json.type !== 'string')
     throw new UpstreamError(provider, 'protocol', `${provider} sent a stream event without a type`);
   if (json.type === 'error' || event.event === 'error') throw inBandError(provider, json);

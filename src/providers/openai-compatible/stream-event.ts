@@ -1,7 +1,7 @@
 import { inBandError } from '../errors.js';
 import type { HttpClient, RequestCall } from '../http-client.js';
 import { UpstreamError } from '../provider.js';
-import type { SseEvent } from '../sse.js';
+import { eventDataJson, type SseEvent } from '../sse.js';
 import { isObject } from '../translate.js';
 import type { ChatCompletionChunk } from '../types.js';
 
@@ -58,14 +58,7 @@ export function eventJson(
   const data = event.data.trim();
   if (data === '[DONE]') return 'done';
   if (data === '') return 'skip';
-  let json: unknown;
-  try {
-    json = JSON.parse(data);
-  } catch (cause) {
-    throw new UpstreamError(provider, 'protocol', `${provider} sent a malformed stream event: ${data.slice(0, 200)}`, {
-      cause,
-    });
-  }
+  const json = eventDataJson(provider, data);
   if (!isObject(json))
     throw new UpstreamError(provider, 'protocol', `${provider} sent a stream event that is not an object`);
   if (json.error !== undefined || event.event === 'error') throw inBandError(provider, json);
