@@ -4,22 +4,14 @@
  * it settles for what was delivered.
  */
 import { usdNumber, type Settlement } from '../billing/index.js';
-import { errorEnvelope, type GatewayError } from '../errors/index.js';
-import { llmEvent } from '../events/index.js';
-import {
-  MAX_ANSWER_BYTES,
-  tooLarge,
-  type CompletionPrompt,
-  type TextCompletion,
-  type Usage,
-} from '../providers/index.js';
+import { errorEnvelope } from '../errors/index.js';
+import type { CompletionPrompt, TextCompletion, Usage } from '../providers/index.js';
 import { fromUpstream } from '../routing/index.js';
 import type { CompletionRequest } from '../wire/index.js';
 import { countTextTokens } from '../tokens/index.js';
 import type { RequestContext } from './deps.js';
-import { requestData } from './events.js';
-import { finish } from './record.js';
-import { settleOrFail, upstreamCount } from './settle.js';
+import { upstreamCount } from './settle.js';
+import { StreamMeter } from './stream-meter.js';
 
 /** One admitted text-completion request, with its validated body and its prompts listed. */
 export interface CompletionContext extends RequestContext {
@@ -39,49 +31,13 @@ export async function* relayCompletionStream(
   signal: AbortSignal,
 ): AsyncGenerator<string, void, undefined> {
   const includeUsage = context.body.stream_options?.include_usage === true;
-  // The text delivered per choice index: what is counted when the upstream reports no usage.
-  const delivered = new Map<number, string[]>();
-  let deliveredChars = 0;
   let upstreamUsage: Usage | undefined;
   let id = `cmpl-${context.requestId}`;
   let created = Math.floor(Date.now() / 1000);
-  let firstTokenAt = 0;
-  let settled = false;
-  // llm.streaming.* for the account's webhooks: one check per stream, nothing built when nobody listens.
-  const { events } = context.deps;
-  const { account, key } = context.reservation;
-  const streamId = (!first.done && first.value.id) || id;
-  const chunkEvents = events?.wants('llm.streaming.chunk', account.id) === true;
-  let totalChunks = 0;
-  if (events?.wants('llm.streaming.start', account.id)) {
-    events.emit(llmEvent('llm.streaming.start', account.id, key.id, { ...requestData(context), streamId }));
-  }
-
-  const textOf = (index: number) => delivered.get(index)?.join('') ?? '';
-  const deliveredTokens = () =>
-    generatedTokens(
-      context,
-      [...delivered.keys()].map((index) => ({ index, text: textOf(index) })),
-    );
-  const settle = async (promptTokens: number, completionTokens: number, failed?: GatewayError) => {
-    settled = true;
-    const error = failed && { code: failed.code, message: failed.message };
-    const settlement = await settleOrFail(
-      context,
-      promptTokens,
-      completionTokens,
-      error ? { error } : { text: () => textOf(0) },
-    );
-    const generationMs = firstTokenAt ? performance.now() - firstTokenAt : 0;
-    const failure = failed ? { status: failed.status, error } : {};
-    const billed = {
-      promptTokens: settlement.promptTokens,
-      completionTokens: settlement.completionTokens,
-      chargedNano: settlement.chargedNano,
-    };
-    finish(context, { ok: !failed, ...failure, ...billed, generationMs });
-    return settlement;
-  };
+  // Each choice's text is kept apart: what is counted when the upstream reports no usage, without `echo`'s prompt.
+  const meter = new StreamMeter(context, (!first.done && first.value.id) || id);
+  const deliveredTokens = () => generatedTokens(context, meter.choices());
+  const firstChoiceText = () => meter.text(0);
 
   try {
     try {
@@ -98,35 +54,14 @@ export async function* relayCompletionStream(
           if (!includeUsage) delete chunk.usage;
         }
         chunk.model = context.model.id;
-        // An endless answer would grow `delivered` without bound: past MAX_ANSWER_BYTES of text it is cut here.
-        for (const choice of chunk.choices) deliveredChars += choice.text.length;
-        if (deliveredChars > MAX_ANSWER_BYTES) throw tooLarge(context.providerId);
-        for (const choice of chunk.choices) {
-          if (!choice.text) continue;
-          const { index } = choice;
-          const pieces = delivered.get(index);
-          if (pieces) pieces.push(choice.text);
-          else delivered.set(index, [choice.text]);
-          if (chunkEvents) {
-            events!.emit(
-              llmEvent('llm.streaming.chunk', account.id, key.id, {
-                requestId: context.requestId,
-                streamId,
-                chunkIndex: totalChunks,
-                content: choice.text,
-              }),
-            );
-          }
-          totalChunks++;
-        }
-        if (!firstTokenAt && delivered.size) firstTokenAt = performance.now();
+        for (const choice of chunk.choices) meter.deliver(choice.text, { index: choice.index });
         yield `data: ${JSON.stringify(chunk)}\n\n`;
       }
     } catch (error) {
       if (signal.aborted) return;
       // After the first byte an error is one event with the envelope, and no [DONE].
       const failure = fromUpstream(error);
-      await settle(context.promptTokens, deliveredTokens(), failure);
+      await meter.settle(context.promptTokens, deliveredTokens(), failure);
       yield `data: ${JSON.stringify(errorEnvelope(failure))}\n\n`;
       return;
     }
@@ -135,23 +70,13 @@ export async function* relayCompletionStream(
     let settlement: Settlement;
     try {
       const promptTokens = upstreamCount(upstreamUsage?.prompt_tokens) ?? context.promptTokens;
-      settlement = await settle(promptTokens, upstreamCount(upstreamUsage?.completion_tokens) ?? deliveredTokens());
+      const completionTokens = upstreamCount(upstreamUsage?.completion_tokens) ?? deliveredTokens();
+      settlement = await meter.settle(promptTokens, completionTokens, undefined, firstChoiceText);
     } catch (error) {
       yield `data: ${JSON.stringify(errorEnvelope(fromUpstream(error)))}\n\n`;
       return;
     }
-    if (events?.wants('llm.streaming.end', account.id)) {
-      const { userId, model } = requestData(context);
-      events.emit(
-        llmEvent('llm.streaming.end', account.id, key.id, {
-          requestId: context.requestId,
-          streamId,
-          totalChunks,
-          model,
-          userId,
-        }),
-      );
-    }
+    meter.end();
     if (includeUsage) {
       const { promptTokens, completionTokens, chargedNano } = settlement;
       const usage = {
@@ -167,7 +92,8 @@ export async function* relayCompletionStream(
     yield 'data: [DONE]\n\n';
   } finally {
     // The client went away (or a settle failed): charge what was delivered, close the upstream.
-    if (!settled) await settle(context.promptTokens, deliveredTokens()).catch(() => undefined);
+    if (!meter.settled)
+      await meter.settle(context.promptTokens, deliveredTokens(), undefined, firstChoiceText).catch(() => undefined);
     void chunks.return?.().catch(() => undefined);
   }
 }

@@ -5,15 +5,12 @@
  */
 import { usdNumber } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
-import { llmEvent } from '../events/index.js';
 import { anthropicErrorBody, sseEvent } from '../protocols/anthropic-messages/index.js';
-import { MAX_ANSWER_BYTES, tooLarge, type MessagesEvent } from '../providers/index.js';
+import type { MessagesEvent } from '../providers/index.js';
 import { fromUpstream } from '../routing/index.js';
-import { countTextTokens } from '../tokens/index.js';
 import type { ChatContext } from './deps.js';
-import { requestData } from './events.js';
-import { finish } from './record.js';
-import { settleOrFail, upstreamCount } from './settle.js';
+import { upstreamCount } from './settle.js';
+import { StreamMeter } from './stream-meter.js';
 
 /** A native stream up to its first event with substance: the events read so far and the rest. */
 export interface NativeStart {
@@ -33,41 +30,16 @@ export async function* relayNative(
 ): AsyncGenerator<string, void, undefined> {
   const { rest } = start;
   const usage: Record<string, unknown> = {};
-  const delivered: string[] = [];
-  let deliveredChars = 0;
-  let firstTokenAt = 0;
-  let settled = false;
   let stopped = false;
-  const { events } = context.deps;
-  const { account, key } = context.reservation;
-  const streamId = context.requestId;
-  const chunkEvents = events?.wants('llm.streaming.chunk', account.id) === true;
-  let totalChunks = 0;
-  if (events?.wants('llm.streaming.start', account.id))
-    events.emit(llmEvent('llm.streaming.start', account.id, key.id, { ...requestData(context), streamId }));
-
-  const deliveredTokens = () => countTextTokens(delivered.join(''));
-  const settle = async (completionTokens: number, failure?: GatewayError) => {
-    settled = true;
-    const error = failure && { code: failure.code, message: failure.message };
-    const prompt = promptTokensOf(usage) ?? context.promptTokens;
-    const settlement = await settleOrFail(
-      context,
-      prompt,
-      completionTokens,
-      error ? { error } : { text: () => delivered.join('') },
-    );
-    const generationMs = firstTokenAt ? performance.now() - firstTokenAt : 0;
-    const { promptTokens, chargedNano } = settlement;
-    const outcome = { promptTokens, completionTokens: settlement.completionTokens, chargedNano, generationMs };
-    finish(context, { ok: !failure, ...(failure ? { status: failure.status, error } : {}), ...outcome });
-    return settlement;
-  };
+  const meter = new StreamMeter(context, messageId(start) ?? context.requestId);
+  // The prompt as Anthropic counts it once message_start has said, else ours.
+  const settle = (completionTokens: number, failure?: GatewayError) =>
+    meter.settle(promptTokensOf(usage) ?? context.promptTokens, completionTokens, failure);
 
   // The answer is whole (message_delta said why it stopped): the charge is made durable before message_stop leaves.
   const settleWhole = async (): Promise<bigint | GatewayError> => {
     try {
-      return (await settle(upstreamCount(usage.output_tokens) ?? deliveredTokens())).chargedNano;
+      return (await settle(upstreamCount(usage.output_tokens) ?? meter.tokens())).chargedNano;
     } catch (error) {
       return fromUpstream(error);
     }
@@ -82,24 +54,8 @@ export async function* relayNative(
           Object.assign(usage, withoutNulls(data.message.usage));
           data.message = { ...data.message, model: context.model.id };
         } else if (event === 'content_block_start' || event === 'content_block_delta') {
-          const piece = deliveredText(event === 'content_block_start' ? data.content_block : data.delta);
-          if (piece) {
-            delivered.push(piece);
-            deliveredChars += piece.length;
-            if (deliveredChars > MAX_ANSWER_BYTES) throw tooLarge(context.providerId);
-            firstTokenAt ||= performance.now();
-            if (chunkEvents)
-              events!.emit(
-                llmEvent('llm.streaming.chunk', account.id, key.id, {
-                  requestId: context.requestId,
-                  streamId,
-                  chunkIndex: totalChunks,
-                  content: piece,
-                }),
-              );
-            totalChunks++;
-          }
-        } else if ((event === 'message_delta' || event === 'message_stop') && !settled) {
+          meter.deliver(deliveredText(event === 'content_block_start' ? data.content_block : data.delta));
+        } else if ((event === 'message_delta' || event === 'message_stop') && !meter.settled) {
           if (event === 'message_delta') Object.assign(usage, withoutNulls(data.usage));
           const charged = await settleWhole();
           if (charged instanceof GatewayError) return void (yield errorEvent(charged));
@@ -113,34 +69,29 @@ export async function* relayNative(
       if (signal.aborted) return;
       // After the first byte an error is one `error` event, and no message_stop.
       const failure = fromUpstream(error);
-      await settle(deliveredTokens(), failure);
+      await settle(meter.tokens(), failure);
       yield errorEvent(failure);
       return;
     }
     if (signal.aborted) return;
     // The upstream said why it stopped but closed before message_stop: the stream still ends as Anthropic's do.
     if (!stopped) {
-      const charged = settled ? 0n : await settleWhole();
+      const charged = meter.settled ? 0n : await settleWhole();
       if (charged instanceof GatewayError) return void (yield errorEvent(charged));
       yield sse({ event: 'message_stop', data: { type: 'message_stop' } });
     }
-    if (events?.wants('llm.streaming.end', account.id)) {
-      const { userId, model } = requestData(context);
-      events.emit(
-        llmEvent('llm.streaming.end', account.id, key.id, {
-          requestId: context.requestId,
-          streamId,
-          totalChunks,
-          model,
-          userId,
-        }),
-      );
-    }
+    meter.end();
   } finally {
     // The client went away (or a settle failed): charge what was delivered, close the upstream.
-    if (!settled) await settle(deliveredTokens()).catch(() => undefined);
+    if (!meter.settled) await settle(meter.tokens()).catch(() => undefined);
     void rest.return?.().catch(() => undefined);
   }
+}
+
+/** The id message_start gave the message, when it came first. */
+function messageId({ held }: NativeStart): string | undefined {
+  const message = held[0]?.event === 'message_start' ? held[0].data.message : undefined;
+  return isObject(message) && typeof message.id === 'string' ? message.id : undefined;
 }
 
 function errorEvent(failure: GatewayError): string {

@@ -13,18 +13,11 @@ import {
   sseOf,
   withModel,
 } from '../protocols/openai-responses/index.js';
-import {
-  MAX_ANSWER_BYTES,
-  RESPONSE_END_EVENTS,
-  tooLarge,
-  type ResponsesCall,
-  type ResponsesJson,
-} from '../providers/index.js';
+import { RESPONSE_END_EVENTS, type ResponsesCall, type ResponsesJson } from '../providers/index.js';
 import { fromUpstream, type Deployment } from '../routing/index.js';
-import { countTextTokens } from '../tokens/index.js';
 import type { ChatContext } from './deps.js';
-import { finish } from './record.js';
-import { settleOrFail, upstreamCount } from './settle.js';
+import { upstreamCount } from './settle.js';
+import { StreamMeter } from './stream-meter.js';
 
 export interface ResponseStreamStart {
   first: IteratorResult<ResponsesJson>;
@@ -44,27 +37,8 @@ export async function* relayResponseStream(
   signal: AbortSignal,
   keep: (id: string | undefined) => Promise<unknown>,
 ): AsyncGenerator<string, void, undefined> {
-  const delivered: string[] = [];
-  let deliveredChars = 0;
   let sequence = 0;
-  let firstTokenAt = 0;
-  let settled = false;
-
-  const settle = async (promptTokens: number, completionTokens: number, failed?: { code: string; message: string }) => {
-    settled = true;
-    const answered = failed ? { error: failed } : { text: () => delivered.join('') };
-    const settlement = await settleOrFail(context, promptTokens, completionTokens, answered);
-    const generationMs = firstTokenAt ? performance.now() - firstTokenAt : 0;
-    const { chargedNano } = settlement;
-    const billed = {
-      promptTokens: settlement.promptTokens,
-      completionTokens: settlement.completionTokens,
-      chargedNano,
-    };
-    finish(context, { ok: !failed, ...(failed ? { error: failed } : {}), ...billed, generationMs });
-    return settlement;
-  };
-  const deliveredTokens = () => countTextTokens(delivered.join(''));
+  const meter = new StreamMeter(context, (!first.done && responseId(first.value)) || `resp_${context.requestId}`);
   const errorEvent = (failure: GatewayError) =>
     sseOf({
       type: 'error',
@@ -84,21 +58,14 @@ export async function* relayResponseStream(
           end = event;
           break;
         }
-        const text = deliveredText(event);
-        if (text) {
-          delivered.push(text);
-          deliveredChars += text.length;
-          // An endless answer would grow `delivered` without bound: past MAX_ANSWER_BYTES of text it is cut here.
-          if (deliveredChars > MAX_ANSWER_BYTES) throw tooLarge(context.providerId);
-          if (!firstTokenAt) firstTokenAt = performance.now();
-        }
+        meter.deliver(deliveredText(event));
         yield sseOf(withModel(event, context.model.id));
       }
     } catch (error) {
       if (signal.aborted) return;
       // After the first byte a failure is OpenAI's `error` event, and the stream ends.
       const failure = fromUpstream(error);
-      await settle(context.promptTokens, deliveredTokens(), failure);
+      await meter.settle(context.promptTokens, meter.tokens(), failure);
       yield errorEvent(failure);
       return;
     }
@@ -109,9 +76,9 @@ export async function* relayResponseStream(
     try {
       const usage = nativeUsage(response);
       const promptTokens = upstreamCount(usage?.input) ?? context.promptTokens;
-      const completionTokens = upstreamCount(usage?.output) ?? deliveredTokens();
+      const completionTokens = upstreamCount(usage?.output) ?? meter.tokens();
       const failed = end.type === 'response.failed' ? failureOf(response) : undefined;
-      const settlement = await settle(promptTokens, completionTokens, failed);
+      const settlement = await meter.settle(promptTokens, completionTokens, failed);
       const cost = usdNumber(settlement.chargedNano);
       const billed = { promptTokens: settlement.promptTokens, completionTokens: settlement.completionTokens, cost };
       billedEnd = { ...end, response: billedResponse({ ...response }, context.model.id, billed) };
@@ -119,11 +86,14 @@ export async function* relayResponseStream(
       yield errorEvent(fromUpstream(error));
       return;
     }
-    if (end.type !== 'response.failed') await keep(responseId(end));
+    if (end.type !== 'response.failed') {
+      await keep(responseId(end));
+      meter.end();
+    }
     yield sseOf(billedEnd);
   } finally {
     // The client went away (or a settle failed): charge what was delivered, close the upstream.
-    if (!settled) await settle(context.promptTokens, deliveredTokens()).catch(() => undefined);
+    if (!meter.settled) await meter.settle(context.promptTokens, meter.tokens()).catch(() => undefined);
     void events.return?.().catch(() => undefined);
   }
 }
