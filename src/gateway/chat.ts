@@ -3,16 +3,15 @@
  *   authenticate -> idempotency -> route -> admit (rate limits, credit hold) -> call and relay -> settle -> record
  * HTTP concerns (parsing, writing bytes) stay in `http/`; money, limits and providers stay behind their modules.
  */
-import { requireModelAllowed } from '../auth/index.js';
 import { usdNumber } from '../billing/index.js';
 import type { CatalogModel } from '../catalog/index.js';
-import { GatewayError } from '../errors/index.js';
 import { promptText } from '../events/index.js';
 import type { ChatCompletion, ChatRequest, ProviderCall } from '../providers/index.js';
 import type { Route } from '../routing/index.js';
 import type { KeyRecord } from '../storage/index.js';
 import { countTextTokens, measurePrompt, type PromptSize } from '../tokens/index.js';
 import { accountOf, admitRate, authenticate } from './admit.js';
+import { authorizedModel, fallbackModels } from './authorize.js';
 import type { ChatContext, GatewayDeps } from './deps.js';
 import { failed, type RequestInput } from './fail.js';
 import { finish } from './record.js';
@@ -33,9 +32,8 @@ export async function createChatCompletion(input: ChatInput, deps: GatewayDeps):
   // then the body and the models it asks for.
   const key = await authenticate(deps, input.authorization, 'chat');
   const body = validateChatRequest(input.body);
-  const model = deps.catalog.resolve(body.model);
-  requireModelAllowed(key, [body.model, model.id, ...model.aliases]);
-  const fallbacks = body.models?.map((name) => allowedModel(deps, key, name));
+  const model = authorizedModel(deps, key, body.model);
+  const fallbacks = fallbackModels(deps, key, body.models);
 
   // 2. Idempotency: a retry with the same Idempotency-Key gets the first answer back, without running or charging.
   const request: Authenticated = { input, key, body, model, fallbacks, started };
@@ -202,15 +200,6 @@ function requestedCompletionBound(body: ChatRequest): number | undefined {
     (bound): bound is number => typeof bound === 'number',
   );
   return bounds.length ? Math.max(...bounds) : undefined;
-}
-
-/** A fallback model of the request's `models`: known, and allowed to the key. */
-function allowedModel(deps: GatewayDeps, key: KeyRecord, name: string): CatalogModel {
-  const model = deps.catalog.find(name);
-  if (!model)
-    throw new GatewayError('model_not_found', { message: `The model '${name}' does not exist`, param: 'models' });
-  requireModelAllowed(key, [name, model.id, ...model.aliases]);
-  return model;
 }
 
 const textOf = (value: unknown): string => (typeof value === 'string' ? value : '');

@@ -4,7 +4,6 @@
  * Every prompt gets `n` choices (`best_of` generated), each bounded by `max_tokens`, 16 when unset as at OpenAI:
  * the bound always goes upstream, so no server's own default can exceed the hold.
  */
-import { requireModelAllowed } from '../auth/index.js';
 import { usdNumber } from '../billing/index.js';
 import type { CatalogModel } from '../catalog/index.js';
 import { GatewayError } from '../errors/index.js';
@@ -20,6 +19,7 @@ import type { AttemptCall, Deployment } from '../routing/index.js';
 import { countTextTokens } from '../tokens/index.js';
 import { CompletionRequestSchema, type CompletionRequest } from '../wire/index.js';
 import { accountOf, admitRate, authenticate } from './admit.js';
+import { TEXT_COMPLETIONS, authorizedModel, fallbackModels } from './authorize.js';
 import {
   generatedTokens,
   relayCompletionStream,
@@ -37,9 +37,11 @@ import { settleOrFail, upstreamCount } from './settle.js';
 const DEFAULT_COMPLETION_MAX_TOKENS = 16;
 /** Tokens a server may add to a prompt of its own (BOS and EOS markers): room in the settlement's ceiling. */
 const SERVER_ADDED_TOKENS = 1_024;
-/** Fields counted apart, or scalars that carry no prompt. */
+/** Fields counted apart, never sent upstream, or scalars that carry no prompt. */
 const NO_PROMPT_FIELDS = new Set([
   'model',
+  'models',
+  'timeout_ms',
   'prompt',
   'suffix',
   'max_tokens',
@@ -62,16 +64,11 @@ export type CompletionResult = Answer<TextCompletion>;
 export async function createCompletion(input: RequestInput, deps: GatewayDeps): Promise<CompletionResult> {
   const started = performance.now();
 
-  // 1. Authenticate: the key, the body, and a model that completes text and the key may use.
+  // 1. Authenticate: the key, the body, and models that complete text and the key may use (the fallbacks too).
   const key = await authenticate(deps, input.authorization, 'chat');
   const body = validate(input.body);
-  const model = deps.catalog.resolve(body.model);
-  requireModelAllowed(key, [body.model, model.id, ...model.aliases]);
-  if (!model.capabilities.completion)
-    throw new GatewayError('invalid_request', {
-      message: `The model '${body.model}' does not serve text completions; list those that do with GET /v1/models?capability=completion`,
-      param: 'model',
-    });
+  const model = authorizedModel(deps, key, body.model, TEXT_COMPLETIONS);
+  const fallbacks = fallbackModels(deps, key, body.models, TEXT_COMPLETIONS);
   const n = body.n ?? 1;
   if (body.best_of != null && body.best_of < n)
     throw new GatewayError('invalid_request', {
@@ -89,9 +86,9 @@ export async function createCompletion(input: RequestInput, deps: GatewayDeps): 
     input.body,
     input.requestId,
     async () => {
-      // 3. Route: who may answer (503 before any hold) and the price to hold.
+      // 3. Route: who may answer (503 before any hold) and the price to hold (the dearest model's).
       const account = await accountOf(deps, key);
-      const route = deps.router.route(model, key.environment);
+      const route = deps.router.route(model, key.environment, { fallbacks, timeoutMs: body.timeout_ms });
 
       // 4. Admit: rate limits, then a hold for every prompt's `best_of` (or `n`) choices at the completion bound.
       // Each prompt's context was checked on its own above.
@@ -109,7 +106,8 @@ export async function createCompletion(input: RequestInput, deps: GatewayDeps): 
         modelMaxTokens: model.maxTokens,
         contextLength: Number.MAX_SAFE_INTEGER,
       });
-      const upstreamBody: CompletionRequest = { ...body, max_tokens: reservation.maxTokens };
+      const { models: _models, timeout_ms: _timeout, ...forwarded } = body;
+      const upstreamBody: CompletionRequest = { ...forwarded, max_tokens: reservation.maxTokens };
       if (reservation.admission.lowered) headers['x-tollgate-max-tokens-lowered'] = String(reservation.maxTokens);
 
       // 5. Call and relay: retries and fallbacks inside the router; a failure releases the hold.

@@ -3,13 +3,13 @@
  *   authenticate -> idempotency -> route -> admit (rate limits, credit hold) -> call -> settle -> record
  * The whole input is prompt; there is no completion, so the hold is the input's price and nothing is lowered.
  */
-import { requireModelAllowed } from '../auth/index.js';
 import { usdNumber } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
 import { embeddingInputs, type EmbeddingInput } from '../providers/index.js';
 import { countTextTokens } from '../tokens/index.js';
 import { EmbeddingRequestSchema, type EmbeddingList } from '../wire/index.js';
 import { accountOf, admitRate, authenticate } from './admit.js';
+import { EMBEDDINGS, authorizedModel, fallbackModels } from './authorize.js';
 import type { GatewayDeps, RequestContext } from './deps.js';
 import { failed, type RequestInput } from './fail.js';
 import { openAiProtocol } from './idempotency.js';
@@ -25,16 +25,11 @@ export async function createEmbeddings(
 ): Promise<{ headers: Record<string, string>; body: EmbeddingList }> {
   const started = performance.now();
 
-  // 1. Authenticate: the key, the body, and a model that embeds and the key may use.
+  // 1. Authenticate: the key, the body, and models that embed and the key may use (the fallbacks too).
   const key = await authenticate(deps, input.authorization, 'chat');
   const body = validate(input.body);
-  const model = deps.catalog.resolve(body.model);
-  requireModelAllowed(key, [body.model, model.id, ...model.aliases]);
-  if (!model.capabilities.embeddings)
-    throw new GatewayError('invalid_request', {
-      message: `The model '${body.model}' does not create embeddings; list those that do with GET /v1/models?capability=embedding`,
-      param: 'model',
-    });
+  const model = authorizedModel(deps, key, body.model, EMBEDDINGS);
+  const fallbacks = fallbackModels(deps, key, body.models, EMBEDDINGS);
   const inputs = embeddingInputs(body.input);
   const promptTokens = tokensOf(inputs, model.contextLength);
 
@@ -45,9 +40,9 @@ export async function createEmbeddings(
     input.body,
     input.requestId,
     async () => {
-      // 3. Route: who may answer (503 before any hold) and the price to hold.
+      // 3. Route: who may answer (503 before any hold) and the price to hold (the dearest model's).
       const account = await accountOf(deps, key);
-      const route = deps.router.route(model, key.environment);
+      const route = deps.router.route(model, key.environment, { fallbacks, timeoutMs: body.timeout_ms });
 
       // 4. Admit: rate limits, then a hold of the input's price (the whole cost: there is no completion).
       const headers = await admitRate(deps, account, promptTokens, route.providerId);
@@ -64,8 +59,8 @@ export async function createEmbeddings(
         contextLength: Number.MAX_SAFE_INTEGER,
       });
 
-      // 5. Call: retries and fallbacks inside the router; a failure releases the hold.
-      const { encoding_format: encoding, ...upstream } = body;
+      // 5. Call: retries and fallbacks inside the router; a failure releases the hold. The routing fields stay here.
+      const { encoding_format: encoding, models: _models, timeout_ms: _timeout, ...upstream } = body;
       const routed = await deps.router.embed(route, {
         body: upstream,
         signal: input.signal,

@@ -4,7 +4,6 @@
  * The request is translated to chat for admission and for every provider that speaks chat; a route whose every
  * deployment speaks Messages natively (Anthropic) gets the client's body as it is (`messages-native.ts`).
  */
-import { requireModelAllowed } from '../auth/index.js';
 import { usdString } from '../billing/index.js';
 import { ERROR_CATALOGUE, type ErrorEnvelope } from '../errors/index.js';
 import {
@@ -21,6 +20,7 @@ import type { ChatCompletionChunk, MessagesJson } from '../providers/index.js';
 import type { Route } from '../routing/index.js';
 import { measurePrompt, type PromptSize } from '../tokens/index.js';
 import { accountOf, admitRate, authenticate } from './admit.js';
+import { authorizedModel } from './authorize.js';
 import { admitChat, settleCompletionCharged, type Authenticated } from './chat.js';
 import type { GatewayDeps } from './deps.js';
 import { failed, type RequestInput } from './fail.js';
@@ -51,8 +51,7 @@ export async function createMessage(input: RequestInput, deps: GatewayDeps): Pro
   // 1. Authenticate: the key and its permission, then the body and the model the key may use.
   const key = await authenticate(deps, input.authorization, 'chat');
   const body = validateMessages(input.body);
-  const model = deps.catalog.resolve(body.model);
-  requireModelAllowed(key, [body.model, model.id, ...model.aliases]);
+  const model = authorizedModel(deps, key, body.model);
   const request: Authenticated = { input, key, body: toChatRequest(body), model, fallbacks: undefined, started };
 
   // 2. Idempotency: a retry gets the first answer back (a stream's events up to message_stop), without charging.
@@ -112,8 +111,7 @@ export async function countMessageTokens(
 ): Promise<{ headers: Record<string, string>; body: { input_tokens: number } }> {
   const key = await authenticate(deps, input.authorization, 'chat');
   const body = validateCountTokens(input.body);
-  const model = deps.catalog.resolve(body.model);
-  requireModelAllowed(key, [body.model, model.id, ...model.aliases]);
+  authorizedModel(deps, key, body.model);
   const account = await accountOf(deps, key);
   const headers = await admitRate(deps, account, 0);
   return { headers, body: { input_tokens: measurePrompt(toChatRequest(body)).tokens } };

@@ -18,10 +18,11 @@ import { relayStream } from './relay.js';
 import { newResponseId, type ResponseRequestState, type ResponseResult } from './responses-request.js';
 
 export async function answerThroughChat(request: ResponseRequestState, deps: GatewayDeps): Promise<ResponseResult> {
-  const { input, key, body, model, started, store } = request;
+  const { input, key, body, model, fallbacks, started, store } = request;
   const chat = toChatRequest(body);
+  if (body.timeout_ms !== undefined) chat.timeout_ms = body.timeout_ms;
   const { headers, route, call, contextOf } = await admitChat(
-    { input, key, body: chat, model, fallbacks: undefined, started },
+    { input, key, body: chat, model, fallbacks, started },
     deps,
   );
   const meta = (modelId: string): ResponseMeta => ({

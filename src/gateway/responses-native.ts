@@ -30,18 +30,20 @@ export async function answerNatively(
   deps: GatewayDeps,
   route: Route,
 ): Promise<ResponseResult> {
-  const { input, key, body, model, started, store } = request;
+  const { input, key, body, model, fallbacks, started, store } = request;
   // Admission as chat's, of a chat request standing for this one: its completion bound and stream flag, and the
   // prompt text for llm.* events; the hold is sized by the native body's own measure.
   const standIn: ChatRequest = { model: body.model, messages: [{ role: 'user', content: inputText(body) }] };
   if (body.max_output_tokens != null) standIn.max_tokens = body.max_output_tokens;
   if (body.stream) standIn.stream = true;
   if (body.user !== undefined) standIn.user = body.user;
-  const admitted = { input, key, body: standIn, model, fallbacks: undefined, started };
+  const admitted = { input, key, body: standIn, model, fallbacks, started };
   const { headers, contextOf } = await admitChat(admitted, deps, measureNative(body));
   const { reservation } = contextOf(route);
-  let upstream: ResponsesJson = body;
-  if (reservation.admission.lowered) upstream = { ...body, max_output_tokens: reservation.maxTokens };
+  // The routing fields stay here (OpenAI refuses unknown fields).
+  const { models: _models, timeout_ms: _timeout, ...forwarded } = body;
+  let upstream: ResponsesJson = forwarded;
+  if (reservation.admission.lowered) upstream = { ...forwarded, max_output_tokens: reservation.maxTokens };
   // Kept (unless `store: false`) with the provider that holds it: a later `previous_response_id` goes back there.
   const remember = async (id: string | undefined, providerId: string) => {
     if (body.store === false || id === undefined) return;

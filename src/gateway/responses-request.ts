@@ -15,6 +15,8 @@ export interface ResponseRequestState {
   key: KeyRecord;
   body: ResponseRequest;
   model: CatalogModel;
+  /** The request's `models`, tried after `model`. */
+  fallbacks: CatalogModel[] | undefined;
   started: number;
   /** Where the response ids are bound to their account. */
   store: ResponseStore;

@@ -5,12 +5,12 @@
  * (`responses-native.ts`); any other is translated through chat (`responses-chat.ts`). A response id is bound to
  * the account it was answered to: `previous_response_id` is looked up for that account only.
  */
-import { requireModelAllowed } from '../auth/index.js';
 import { GatewayError } from '../errors/index.js';
 import { FINAL_EVENTS, ResponseRequestSchema } from '../protocols/openai-responses/index.js';
 import type { Route } from '../routing/index.js';
 import type { KeyRecord, ResponseStore, StoredResponse } from '../storage/index.js';
 import { authenticate } from './admit.js';
+import { authorizedModel, fallbackModels } from './authorize.js';
 import type { GatewayDeps } from './deps.js';
 import type { RequestInput } from './fail.js';
 import type { StreamProtocol } from './idempotency.js';
@@ -36,11 +36,11 @@ export async function createResponse(
 ): Promise<ResponseResult> {
   const started = performance.now();
 
-  // 1. Authenticate: the key, the body, the model the key may use, and the previous response if one is named.
+  // 1. Authenticate: the key, the body, the models the key may use, and the previous response if one is named.
   const key = await authenticate(deps, input.authorization, 'chat');
   const body = validate(input.body);
-  const model = deps.catalog.resolve(body.model);
-  requireModelAllowed(key, [body.model, model.id, ...model.aliases]);
+  const model = authorizedModel(deps, key, body.model);
+  const fallbacks = fallbackModels(deps, key, body.models);
   if (body.background === true)
     throw new GatewayError('invalid_request', {
       message: 'Background responses are not supported; send the request without background',
@@ -49,7 +49,7 @@ export async function createResponse(
   const previous = body.previous_response_id ? await heldResponse(store, key, body.previous_response_id) : undefined;
 
   // 2. Idempotency: a retry with the same Idempotency-Key gets the first answer back, without running or charging.
-  const request: ResponseRequestState = { input, key, body, model, started, store };
+  const request: ResponseRequestState = { input, key, body, model, fallbacks, started, store };
   return deps.idempotency.run(
     key,
     input.idempotencyKey,
@@ -58,7 +58,7 @@ export async function createResponse(
     () => {
       // 3. Route: natively when every deployment that may answer serves the Responses API (the one that holds the
       // previous response, when there is one); otherwise through chat.
-      const route = deps.router.route(model, key.environment);
+      const route = deps.router.route(model, key.environment, { fallbacks, timeoutMs: body.timeout_ms });
       const native = nativeRoute(route, previous);
       if (native) return answerNatively(request, deps, native);
       if (previous)

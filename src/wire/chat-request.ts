@@ -62,6 +62,24 @@ export const ToolChoiceSchema = Type.Union([
   Type.Object({ type: Type.Literal('function'), function: Type.Object({ name: Type.String() }) }),
 ]);
 
+/** tollgate's routing fields, taken by chat, completions, embeddings and responses alike. Never sent upstream. */
+export const routingFields = {
+  models: Type.Optional(
+    Type.Array(Type.String({ minLength: 1 }), {
+      maxItems: 8,
+      description: "Fallback models, tried in order after `model` fails (OpenRouter's field). Never sent upstream",
+    }),
+  ),
+  timeout_ms: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 600_000,
+      description:
+        'Milliseconds the upstreams may take to start answering, over all retries and fallbacks (then 504). Never sent upstream',
+    }),
+  ),
+};
+
 export const ChatRequestSchema = Open({
   model: Type.String({ minLength: 1 }),
   messages: Type.Array(MessageSchema, { minItems: 1 }),
@@ -89,10 +107,7 @@ export const ChatRequestSchema = Open({
       json_schema: Type.Optional(Open({})),
     }),
   ),
-  /** Fallback models, tried in order after `model` fails (OpenRouter's field). Never sent upstream. */
-  models: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 8 })),
-  /** Milliseconds the upstreams may take to start answering, over all retries and fallbacks. Never sent upstream. */
-  timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 600_000 })),
+  ...routingFields,
 });
 
 export type ChatRequest = Static<typeof ChatRequestSchema>;

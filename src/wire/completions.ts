@@ -6,6 +6,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Nullable, Open, OptionalNullable, UnixSeconds } from './schema-kit.js';
 import { UpstreamUsageSchema, UsageSchema } from './chat-completion.js';
+import { routingFields } from './chat-request.js';
 
 /** The most prompts one request may carry (OpenAI's bound for batched inputs). */
 export const MAX_COMPLETION_PROMPTS = 2048;
@@ -43,6 +44,7 @@ export const CompletionRequestSchema = Open(
     logit_bias: OptionalNullable(Type.Record(Type.String(), Type.Number({ minimum: -100, maximum: 100 }))),
     seed: OptionalNullable(Type.Integer()),
     user: Type.Optional(Type.String()),
+    ...routingFields,
   },
   { $id: 'CompletionRequest' },
 );

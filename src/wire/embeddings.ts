@@ -3,6 +3,7 @@
  * `input` is one text, several texts, one token array or several token arrays.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { routingFields } from './chat-request.js';
 import { Open, Usd } from './schema-kit.js';
 
 /** OpenAI's bounds: 2,048 inputs per request. */
@@ -26,6 +27,7 @@ export const EmbeddingRequestSchema = Open(
     dimensions: Type.Optional(Type.Integer({ minimum: 1 })),
     encoding_format: Type.Optional(Type.Union([Type.Literal('float'), Type.Literal('base64')])),
     user: Type.Optional(Type.String()),
+    ...routingFields,
   },
   { $id: 'EmbeddingRequest' },
 );

@@ -1,9 +1,10 @@
 /**
  * Legacy text completions through the official `openai` package (`client.completions.create`), pointed at a
  * running gateway with only the base URL and key changed: JSON and streamed answers from the sandbox models,
- * billed exactly at their usage; a model without text completions and a key limited to other models refused.
+ * billed exactly at their usage; a model without text completions, a fallback in `models` that is unknown or
+ * without them, and a key limited to other models refused.
  */
-import OpenAI, { BadRequestError, PermissionDeniedError } from 'openai';
+import OpenAI, { BadRequestError, NotFoundError, PermissionDeniedError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { clientGatewayPerFile, credits, nano, type ClientGateway } from './support.js';
 
@@ -117,6 +118,31 @@ describe('text completions', () => {
     expect(refused).toBeInstanceOf(BadRequestError);
     expect((refused as BadRequestError).param).toBe('model');
     expect((refused as BadRequestError).message).toContain('capability=completion');
+  });
+
+  it('`models` and `timeout_ms` are taken; an unknown fallback is a NotFoundError, one without text completions a BadRequestError', async () => {
+    const openai = client(account.key);
+    type WithRouting = OpenAI.CompletionCreateParamsNonStreaming & { models: string[]; timeout_ms?: number };
+    const request = (models: string[], timeout_ms?: number): WithRouting => ({
+      model: 'sandbox/echo',
+      prompt: 'Once upon a time',
+      max_tokens: 3,
+      models,
+      ...(timeout_ms ? { timeout_ms } : {}),
+    });
+    const completion = await openai.completions.create(request(['sandbox/lorem'], 10_000));
+    expect(completion.model).toBe('sandbox/echo');
+    expect(completion.choices[0]!.text).toBe('Once upon a');
+    const refused = (models: string[]) => openai.completions.create(request(models)).catch((e: unknown) => e);
+    const unknown = await refused(['no-such-model']);
+    expect(unknown).toBeInstanceOf(NotFoundError);
+    expect((unknown as NotFoundError).param).toBe('models');
+    const incapable = await refused(['sandbox/lorem', 'sandbox/embed']);
+    expect(incapable).toBeInstanceOf(BadRequestError);
+    expect((incapable as BadRequestError).param).toBe('models');
+    expect((incapable as BadRequestError).message).toContain(
+      "The model 'sandbox/embed' does not serve text completions; list those that do with GET /v1/models?capability=completion",
+    );
   });
 
   it('bad input is a BadRequestError naming the field: logprobs above 5, best_of below n, a prompt past the context', async () => {

@@ -2,9 +2,11 @@
  * POST /v1/completions end to end with live keys, served by a local server speaking OpenAI's documented
  * `/completions` format (what vLLM, Ollama and Together serve): the body passed through natively with the
  * upstream model name, JSON and streams metered at the upstream's usage, upstream errors in the contract's
- * envelope, a bound lowered to what the balance pays, and the money invariants under 100 concurrent requests.
+ * envelope, a bound lowered to what the balance pays, fallback `models` and `timeout_ms`, and the money invariants
+ * under 100 concurrent requests.
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultConfig } from '../../src/config/index.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
@@ -15,6 +17,9 @@ const nano = (usd: number) => Math.round(usd * 1e9);
 /** qwen-text's price in nano-USD per token. */
 const PROMPT_NANO = 1_000;
 const COMPLETION_NANO = 2_000;
+/** qwen-backup's, on another server. */
+const BACKUP_PROMPT_NANO = 500;
+const BACKUP_COMPLETION_NANO = 1_000;
 const TEXT = {
   chat: true,
   completion: true,
@@ -26,9 +31,11 @@ const TEXT = {
 
 let gateway: TestGateway;
 let vllm: MockOpenAI;
+let backup: MockOpenAI;
 
 beforeAll(async () => {
   vllm = await startMockOpenAI();
+  backup = await startMockOpenAI();
   const defaults = defaultConfig();
   const model = {
     pricing: { prompt: 0.001, completion: 0.002 },
@@ -42,13 +49,31 @@ beforeAll(async () => {
     env: { VLLM_BASE_URL: vllm.url },
     overrides: {
       routing: { ...defaults.routing, backoff_ms: 5, retries: 0, breaker_failures: 1_000 },
-      models: [{ id: 'qwen-text', provider: 'vllm', upstream_model: 'Qwen/Qwen3-8B', ...model }],
+      providers: { backup: { base_url: backup.url } },
+      models: [
+        { id: 'qwen-text', provider: 'vllm', upstream_model: 'Qwen/Qwen3-8B', ...model },
+        {
+          id: 'qwen-backup',
+          provider: 'backup',
+          upstream_model: 'Qwen/Qwen3-4B',
+          ...model,
+          pricing: { prompt: 0.0005, completion: 0.001 },
+        },
+        {
+          id: 'qwen-dear',
+          provider: 'backup',
+          upstream_model: 'Qwen/Qwen3-32B',
+          ...model,
+          pricing: { prompt: 0.01, completion: 0.02 },
+        },
+      ],
     },
   });
 });
 afterAll(async () => {
   await gateway?.close();
   await vllm?.close();
+  await backup?.close();
 });
 
 function post(key: string, body: unknown, headers: Record<string, string> = {}) {
@@ -219,6 +244,115 @@ describe('text completions through an OpenAI-compatible server', () => {
     expect(chatOnly.status).toBe(400);
     expect(chatOnly.body.error).toMatchObject({ code: 'invalid_request', param: 'model' });
     expect(chatOnly.body.error.message).toContain('capability=completion');
+  });
+
+  it('`models`: a fallback answers when the model fails, is named and billed at its price; neither field goes upstream', async () => {
+    const account = await gateway.account();
+    const before = await balance(account.id);
+    vllm.enqueue({ kind: 'error', status: 500, message: 'engine crashed' });
+    const request: OpenAI.CompletionCreateParamsNonStreaming & { models: string[]; timeout_ms: number } = {
+      model: 'qwen-text',
+      prompt: 'The capital of France is',
+      models: ['qwen-backup'],
+      timeout_ms: 5_000,
+    };
+    const { data, response } = await gateway.client(account.key).completions.create(request).withResponse();
+    expect(response.headers.get('x-tollgate-provider')).toBe('backup');
+    expect(data.model).toBe('qwen-backup');
+    expect(data.choices[0]!.text).toBe('Hello from the mock upstream.');
+    const cost = 5 * BACKUP_PROMPT_NANO + 5 * BACKUP_COMPLETION_NANO;
+    expect(nano((data.usage as OpenAI.CompletionUsage & { cost: number }).cost)).toBe(cost);
+    expect(before - (await balance(account.id))).toBe(cost);
+    const { body: ledger } = await gateway.admin('GET', `/admin/accounts/${account.id}/ledger?limit=5`);
+    expect(ledger.data.filter((entry: any) => entry.kind === 'debit')).toMatchObject([{ model: 'qwen-backup' }]);
+    for (const sent of [vllm.requests.at(-1)!, backup.requests.at(-1)!]) {
+      expect(sent.path).toBe('/v1/completions');
+      expect(sent.body).not.toHaveProperty('models');
+      expect(sent.body).not.toHaveProperty('timeout_ms');
+    }
+    expect(backup.requests.at(-1)!.body.model).toBe('Qwen/Qwen3-4B');
+  });
+
+  it('a streamed request falls back the same way', async () => {
+    const account = await gateway.account();
+    vllm.enqueue({ kind: 'error', status: 503, message: 'overloaded' });
+    const response = await post(account.key, {
+      model: 'qwen-text',
+      prompt: 'hi',
+      stream: true,
+      stream_options: { include_usage: true },
+      models: ['qwen-backup'],
+    });
+    expect(response.headers.get('x-tollgate-provider')).toBe('backup');
+    const all = await events(response);
+    expect(all.at(-1)).toBe('[DONE]');
+    expect(all.at(-2).model).toBe('qwen-backup');
+    expect(backup.requests.at(-1)!.body).not.toHaveProperty('models');
+  });
+
+  it('`timeout_ms`: an upstream that does not start answering in time is a 504 after about that long, charged nothing', async () => {
+    const account = await gateway.account();
+    const before = await balance(account.id);
+    vllm.enqueue({ kind: 'hang' });
+    const started = Date.now();
+    const { status, body } = await complete(account.key, { model: 'qwen-text', prompt: 'x', timeout_ms: 300 });
+    const elapsed = Date.now() - started;
+    expect([status, body.error.code]).toEqual([504, 'upstream_timeout']);
+    expect(elapsed).toBeGreaterThanOrEqual(290);
+    expect(elapsed).toBeLessThan(1_500);
+    expect(vllm.requests.at(-1)!.body).not.toHaveProperty('timeout_ms');
+    expect(await balance(account.id)).toBe(before);
+  });
+
+  it('each fallback must exist (404), be allowed to the key (403) and serve text completions (400); nothing is sent', async () => {
+    const account = await gateway.account();
+    const limited = await gateway.key(account.id, { permissions: 'project', models: ['qwen-text'] });
+    const sent = vllm.requests.length + backup.requests.length;
+    const error = async (key: string, body: Record<string, unknown>) => {
+      const { status, body: answer } = await complete(key, { model: 'qwen-text', prompt: 'x', ...body });
+      return { status, ...answer.error };
+    };
+    expect(await error(account.key, { models: ['no-such-model'] })).toMatchObject({
+      status: 404,
+      code: 'model_not_found',
+      param: 'models',
+      message: "The model 'no-such-model' does not exist",
+    });
+    expect(await error(limited.key, { models: ['qwen-backup'] })).toMatchObject({
+      status: 403,
+      code: 'permission_denied',
+    });
+    expect(await error(account.key, { models: ['qwen-backup', 'gpt-6-luna'] })).toMatchObject({
+      status: 400,
+      code: 'invalid_request',
+      param: 'models',
+      message:
+        "The model 'gpt-6-luna' does not serve text completions; list those that do with GET /v1/models?capability=completion",
+    });
+    expect(await error(account.key, { timeout_ms: 0 })).toMatchObject({ status: 400, param: 'timeout_ms' });
+    expect(await error(account.key, { models: Array(9).fill('qwen-backup') })).toMatchObject({
+      status: 400,
+      param: 'models',
+    });
+    expect(vllm.requests.length + backup.requests.length).toBe(sent);
+  });
+
+  it("the hold is the dearest candidate's: a fallback dearer than the model lowers the bound the balance pays", async () => {
+    const account = await gateway.account();
+    const request = { model: 'qwen-text', prompt: 'The capital of France is', max_tokens: 100 };
+    // 0.0005 USD pays 100 tokens of qwen-text (205,000 nano-USD held), not of qwen-dear (2,050,000).
+    await gateway.setBalance(account.id, 0.0005);
+    const alone = await post(account.key, request);
+    expect(alone.status).toBe(200);
+    expect(alone.headers.get('x-tollgate-max-tokens-lowered')).toBeNull();
+    expect(vllm.requests.at(-1)!.body.max_tokens).toBe(100);
+    await gateway.setBalance(account.id, 0.0005);
+    const withDear = await post(account.key, { ...request, models: ['qwen-dear'] });
+    expect(withDear.status).toBe(200);
+    expect(withDear.headers.get('x-tollgate-provider')).toBe('vllm');
+    // (500,000 - 5 prompt tokens at 10,000) / 20,000 per completion token.
+    expect(withDear.headers.get('x-tollgate-max-tokens-lowered')).toBe('22');
+    expect(vllm.requests.at(-1)!.body.max_tokens).toBe(22);
   });
 
   it('a balance that pays fewer tokens than max_tokens lowers the bound sent upstream, and says so', async () => {

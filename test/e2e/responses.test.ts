@@ -1,8 +1,9 @@
 /**
  * POST /v1/responses end to end, on both stores: a model served by OpenAI passes through natively to a local
  * server speaking OpenAI's Responses format (JSON and typed SSE events), metered from its usage; a model served
- * elsewhere is translated through chat. `previous_response_id` is bound to the account that got the id. Money
- * under 100 concurrent requests at an account that can pay for about 20.
+ * elsewhere is translated through chat. `previous_response_id` is bound to the account that got the id. Fallback
+ * `models` and `timeout_ms` on both paths, never sent upstream. Money under 100 concurrent requests at an account
+ * that can pay for about 20.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEach } from '../support/backends.js';
@@ -180,6 +181,64 @@ describeEach(DIALECTS)('POST /v1/responses on %s', (dialect) => {
     mistral.enqueue({ kind: 'stream-error', afterChunks: 2, message: 'overloaded' });
     const { events } = await respond(account.key, { model: 'mistral-small-2603', input: 'x', stream: true });
     expect(events.at(-1)).toMatchObject({ event: 'response.failed', data: { response: { status: 'failed' } } });
+  });
+
+  it('`models` and `timeout_ms` are taken on the native path and never sent to OpenAI', async () => {
+    const account = await gateway.account();
+    const { status, headers } = await respond(account.key, {
+      model: 'gpt-6-luna',
+      input: 'x',
+      models: ['gpt-6.1-terra'],
+      timeout_ms: 5_000,
+    });
+    expect(status).toBe(200);
+    expect(headers.get('x-tollgate-provider')).toBe('openai');
+    const sent = openai.requests.at(-1)!;
+    expect(sent.path).toBe('/v1/responses');
+    expect(sent.body).toMatchObject({ model: 'gpt-6-luna', input: 'x' });
+    expect(sent.body).not.toHaveProperty('models');
+    expect(sent.body).not.toHaveProperty('timeout_ms');
+  });
+
+  it('a fallback in `models` answers when the model fails (translated through chat), named and billed at its price', async () => {
+    const account = await gateway.account();
+    const before = await balance(account.id);
+    // Mistral fails on both attempts (retries: 1); a route that mixes providers is translated for all.
+    mistral.enqueue({ kind: 'error', status: 503 }, { kind: 'error', status: 503 });
+    const { status, headers, body } = await respond(account.key, {
+      model: 'mistral-small-2603',
+      input: 'Hi',
+      models: ['gpt-6-luna'],
+      timeout_ms: 5_000,
+    });
+    expect(status).toBe(200);
+    expect(headers.get('x-tollgate-provider')).toBe('openai');
+    expect(body.model).toBe('gpt-6-luna');
+    const { input_tokens: input, output_tokens: output } = body.usage;
+    expect(nano(body.usage.cost)).toBe(lunaCost(input, output));
+    expect(before - (await balance(account.id))).toBe(lunaCost(input, output));
+    for (const sent of [mistral.requests.at(-1)!, openai.requests.at(-1)!]) {
+      expect(sent.path).toBe('/v1/chat/completions');
+      expect(sent.body).not.toHaveProperty('models');
+      expect(sent.body).not.toHaveProperty('timeout_ms');
+    }
+  });
+
+  it('`timeout_ms` bounds a translated request (504); an unknown fallback is 404 naming `models`', async () => {
+    const account = await gateway.account();
+    const before = await balance(account.id);
+    mistral.enqueue({ kind: 'hang' });
+    const started = Date.now();
+    const slow = await respond(account.key, { model: 'mistral-small-2603', input: 'x', timeout_ms: 300 });
+    expect([slow.status, slow.body.error.code]).toEqual([504, 'upstream_timeout']);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(await balance(account.id)).toBe(before);
+    const unknown = await respond(account.key, { model: 'gpt-6-luna', input: 'x', models: ['no-such-model'] });
+    expect([unknown.status, unknown.body.error.code, unknown.body.error.param]).toEqual([
+      404,
+      'model_not_found',
+      'models',
+    ]);
   });
 
   it('an Idempotency-Key replays a completed stream, charged once', async () => {

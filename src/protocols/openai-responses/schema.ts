@@ -3,7 +3,7 @@
  * native path forwards them to OpenAI; the translated path keeps only what chat can say.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { Open, OptionalNullable } from '../../wire/index.js';
+import { Open, OptionalNullable, routingFields } from '../../wire/index.js';
 
 const InputTextSchema = Type.Object({ type: Type.Literal('input_text'), text: Type.String() });
 const OutputTextSchema = Open({ type: Type.Literal('output_text'), text: Type.String() });
@@ -150,6 +150,7 @@ export const ResponseRequestSchema = Open({
   metadata: OptionalNullable(Type.Record(Type.String(), Type.String())),
   user: Type.Optional(Type.String()),
   stream: OptionalNullable(Type.Boolean()),
+  ...routingFields,
 });
 
 export type ResponseRequest = Static<typeof ResponseRequestSchema>;
