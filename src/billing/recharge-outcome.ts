@@ -62,7 +62,8 @@ async function resetRechargeFailures(storage: Storage, accountId: string): Promi
 
 /**
  * Counts the failure on the account (turning auto-recharge off at the limit) and writes its event for the
- * account's webhooks. Returns the updated account.
+ * account's webhooks. Returns the updated account. `beforeEvent` runs between the two, so that whoever hears of
+ * the failure finds the account as it now is.
  */
 export async function recordRechargeFailure(
   storage: Storage,
@@ -70,6 +71,7 @@ export async function recordRechargeFailure(
   accountId: string,
   amountNano: Nano,
   failure: RechargeFailure,
+  beforeEvent?: (account: AccountRecord | undefined) => Promise<void>,
 ): Promise<AccountRecord | undefined> {
   const account = await storage.accounts.get(accountId);
   if (!account) return undefined;
@@ -82,6 +84,7 @@ export async function recordRechargeFailure(
     autoRecharge.disabledReason = `Turned off after ${failures} failed recharges in a row; the last: ${failure.message}. Update your payment method, then turn it on again.`;
   }
   const updated = await storage.accounts.update(accountId, { settings: { ...account.settings, autoRecharge } });
+  await beforeEvent?.(updated);
   if (events?.wants('credit.recharge_failed', accountId)) {
     const rows = durableRows(events, {
       type: 'credit.recharge_failed',

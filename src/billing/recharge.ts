@@ -217,9 +217,12 @@ export class AutoRecharger {
 
   private async failed(accountId: string, amountNano: Nano, failure: RechargeFailure): Promise<void> {
     this.options.onFailed?.(accountId, failure);
-    const account = await recordRechargeFailure(this.storage, this.options.events, accountId, amountNano, failure);
-    if (account) this.accounts.applyRecord(account);
-    await this.options.onAccountChanged?.(accountId);
+    // The account is reloaded everywhere before the event goes out: a debit by a client that heard of the failure
+    // may recharge again (the event is this run's last write; the run is over once it is in).
+    await recordRechargeFailure(this.storage, this.options.events, accountId, amountNano, failure, async (account) => {
+      if (account) this.accounts.applyRecord(account);
+      await this.options.onAccountChanged?.(accountId);
+    });
   }
 
   /** Which limit a recharge of `amountNano` now would pass, if any. */

@@ -200,6 +200,20 @@ describeEach(DIALECTS)('POST /v1/responses on %s', (dialect) => {
     expect(sent.body).not.toHaveProperty('timeout_ms');
   });
 
+  it('`timeout_ms` bounds a request passed through to OpenAI: 504 after about that long, charged nothing', async () => {
+    const account = await gateway.account();
+    const before = await balance(account.id);
+    openai.enqueue({ kind: 'hang' });
+    const started = Date.now();
+    const { status, body } = await respond(account.key, { model: 'gpt-6-luna', input: 'x', timeout_ms: 300 });
+    const elapsed = Date.now() - started;
+    expect([status, body.error.code]).toEqual([504, 'upstream_timeout']);
+    expect(openai.requests.at(-1)!.path).toBe('/v1/responses');
+    expect(elapsed).toBeGreaterThanOrEqual(290);
+    expect(elapsed).toBeLessThan(1_500);
+    expect(await balance(account.id)).toBe(before);
+  });
+
   it('a fallback in `models` answers when the model fails (translated through chat), named and billed at its price', async () => {
     const account = await gateway.account();
     const before = await balance(account.id);

@@ -41,6 +41,7 @@ export async function serveResponses(
       param: 'previous_response_id',
       code: 'previous_response_not_found',
     });
+  if (behavior.kind === 'hang') return;
   if (behavior.kind === 'error') return sendError(res, { status: behavior.status ?? 500, message: behavior.message });
   const id = `resp_mock${++counter}`;
   if (request.store !== false) stored.add(id);
