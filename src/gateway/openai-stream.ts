@@ -1,0 +1,115 @@
+/**
+ * Relays a stream in OpenAI's SSE format (chat completions, text completions) chunk by chunk. It meters what it
+ * delivers, settles before the last event (the charge is durable before `[DONE]`), and when the client goes away
+ * it settles for what was delivered. Each endpoint says how its chunks deliver text (`OpenAiStreamFormat`).
+ */
+import { usdNumber, type Settlement } from '../billing/index.js';
+import { errorEnvelope } from '../errors/index.js';
+import type { Usage } from '../providers/index.js';
+import { fromUpstream } from '../routing/index.js';
+import type { RequestContext } from './deps.js';
+import { upstreamCount } from './settle.js';
+import { StreamMeter, type StreamFailure } from './stream-meter.js';
+
+/** What every OpenAI stream chunk has: its id and time, the model, its choices, and maybe the usage. */
+export interface OpenAiChunk {
+  id: string;
+  created: number;
+  model: string;
+  choices: unknown[];
+  usage?: Usage | null | undefined;
+}
+
+/** An upstream stream opened up to its first chunk: after that nothing is retried. */
+export interface OpenAiStreamStart<C extends OpenAiChunk> {
+  first: IteratorResult<C>;
+  chunks: AsyncIterator<C>;
+}
+
+/** How one endpoint's chunks are metered and its stream is closed. */
+export interface OpenAiStreamFormat<C extends OpenAiChunk> {
+  /** The `object` of the usage chunk sent last when the client asked for it. */
+  object: string;
+  /** The stream's id when the upstream gives none. */
+  fallbackId: string;
+  includeUsage: boolean;
+  /** Puts a chunk's text on the meter (which throws past the answer-size bound). */
+  deliver(meter: StreamMeter, chunk: C): void;
+  /** Completion tokens of what was delivered, when the upstream reports none. */
+  deliveredTokens(meter: StreamMeter): number;
+  /** The text of llm.completion (all that was delivered unless given). */
+  answer?: (meter: StreamMeter) => string;
+}
+
+export async function* relayOpenAiStream<C extends OpenAiChunk>(
+  context: RequestContext,
+  { first, chunks }: OpenAiStreamStart<C>,
+  signal: AbortSignal,
+  format: OpenAiStreamFormat<C>,
+): AsyncGenerator<string, void, undefined> {
+  const { includeUsage } = format;
+  let upstreamUsage: Usage | undefined;
+  let id = format.fallbackId;
+  let created = Math.floor(Date.now() / 1000);
+  const meter = new StreamMeter(context, (!first.done && first.value.id) || id);
+  const answer = format.answer && (() => format.answer!(meter));
+  const settle = (promptTokens: number, completionTokens: number, failure?: StreamFailure) =>
+    meter.settle(promptTokens, completionTokens, failure, answer);
+
+  try {
+    try {
+      for (let next = first; !next.done; next = await chunks.next()) {
+        const chunk = next.value;
+        id = chunk.id || id;
+        created = chunk.created || created;
+        if (chunk.usage !== undefined) {
+          // Upstreams asked for usage put it (or `usage: null`) on chunks; clients that did not ask never see it.
+          if (chunk.usage) {
+            upstreamUsage = chunk.usage;
+            if (chunk.choices.length === 0) continue;
+          }
+          if (!includeUsage) delete chunk.usage;
+        }
+        chunk.model = context.model.id;
+        format.deliver(meter, chunk);
+        yield `data: ${JSON.stringify(chunk)}\n\n`;
+      }
+    } catch (error) {
+      if (signal.aborted) return;
+      // After the first byte an error is one event with the envelope, and no [DONE].
+      const failure = fromUpstream(error);
+      await settle(context.promptTokens, format.deliveredTokens(meter), failure);
+      yield `data: ${JSON.stringify(errorEnvelope(failure))}\n\n`;
+      return;
+    }
+    if (signal.aborted) return;
+
+    let settlement: Settlement;
+    try {
+      const promptTokens = upstreamCount(upstreamUsage?.prompt_tokens) ?? context.promptTokens;
+      const completionTokens = upstreamCount(upstreamUsage?.completion_tokens) ?? format.deliveredTokens(meter);
+      settlement = await settle(promptTokens, completionTokens);
+    } catch (error) {
+      yield `data: ${JSON.stringify(errorEnvelope(fromUpstream(error)))}\n\n`;
+      return;
+    }
+    meter.end();
+    if (includeUsage) {
+      const { promptTokens, completionTokens, chargedNano } = settlement;
+      const usage = {
+        ...upstreamUsage,
+        prompt_tokens: promptTokens,
+        completion_tokens: completionTokens,
+        total_tokens: promptTokens + completionTokens,
+        cost: usdNumber(chargedNano),
+      };
+      const last = { id, object: format.object, created, model: context.model.id, choices: [], usage };
+      yield `data: ${JSON.stringify(last)}\n\n`;
+    }
+    yield 'data: [DONE]\n\n';
+  } finally {
+    // The client went away (or a settle failed): charge what was delivered, close the upstream.
+    if (!meter.settled) await settle(context.promptTokens, format.deliveredTokens(meter)).catch(() => undefined);
+    void chunks.return?.().catch(() => undefined);
+  }
+}
