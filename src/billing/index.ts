@@ -27,4 +27,4 @@ export {
   recordRechargeFailure,
   type RechargeCredit,
 } from './recharge-outcome.js';
-export { Reservation, Wallet, type Settlement, type WalletOptions } from './wallet.js';
+export { Reservation, Wallet, type ReserveRequest, type Settlement, type WalletOptions } from './wallet.js';

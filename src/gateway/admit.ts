@@ -1,11 +1,14 @@
 /**
  * Admission, shared by every endpoint that takes an API key: the key and its permission, the key's account, and
- * the account's rate limits. The requests-per-minute limit covers every request of the account (spec 8), chat or
- * not; a chat request also counts its prompt tokens and then holds credit (`wallet.reserve`, in chat.ts).
+ * the account's rate limits. The requests-per-minute limit covers every request of the account (spec 8), metered
+ * or not; a metered request (chat, completions, embeddings, and those translated to chat) also counts its prompt
+ * tokens and then holds credit (`routeAndReserve`).
  */
 import { requirePermission, type Operation } from '../auth/index.js';
-import type { AccountState } from '../billing/index.js';
+import type { AccountState, Reservation, ReserveRequest } from '../billing/index.js';
+import type { CatalogModel } from '../catalog/index.js';
 import { GatewayError } from '../errors/index.js';
+import type { Route } from '../routing/index.js';
 import type { KeyRecord } from '../storage/index.js';
 import type { GatewayDeps } from './deps.js';
 import { rateLimitHeaders } from './headers.js';
@@ -58,4 +61,35 @@ export async function admit(
   const key = await authenticate(deps, authorization, operation);
   const account = await accountOf(deps, key);
   return { key, headers: await admitRate(deps, account, 0) };
+}
+
+/** What a metered request holds credit for, besides what routing decides (the price). */
+export type Hold = Omit<ReserveRequest, 'account' | 'key' | 'requestId' | 'price'>;
+
+/** A metered request's key and the models that may answer it (`model`, then the request's `models`). */
+export interface Routable {
+  requestId: string;
+  key: KeyRecord;
+  model: CatalogModel;
+  fallbacks?: readonly CatalogModel[] | undefined;
+  /** The request's `timeout_ms`. */
+  timeoutMs?: number | undefined;
+}
+
+/**
+ * Steps 3 and 4 of every metered endpoint. Route: who may answer (503 when nobody can, before any credit is held)
+ * and the price to hold, the dearest candidate's; an endpoint that chose its route itself passes it. Admit: the
+ * rate limits first (they count requests), then the credit hold.
+ */
+export async function routeAndReserve(
+  deps: GatewayDeps,
+  { requestId, key, model, fallbacks, timeoutMs }: Routable,
+  hold: Hold,
+  chosen?: Route,
+): Promise<{ route: Route; headers: Record<string, string>; reservation: Reservation }> {
+  const account = await accountOf(deps, key);
+  const route = chosen ?? deps.router.route(model, key.environment, { fallbacks, timeoutMs });
+  const headers = await admitRate(deps, account, hold.promptTokens, route.providerId);
+  const reservation = await deps.wallet.reserve({ requestId, account, key, price: route.price, ...hold });
+  return { route, headers, reservation };
 }

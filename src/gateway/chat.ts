@@ -10,7 +10,7 @@ import type { ChatCompletion, ChatRequest, ProviderCall } from '../providers/ind
 import type { Route } from '../routing/index.js';
 import type { KeyRecord } from '../storage/index.js';
 import { countTextTokens, measurePrompt, type PromptSize } from '../tokens/index.js';
-import { accountOf, admitRate, authenticate } from './admit.js';
+import { authenticate, routeAndReserve } from './admit.js';
 import { authorizedModel, fallbackModels } from './authorize.js';
 import type { ChatContext, GatewayDeps } from './deps.js';
 import { failed, type RequestInput } from './fail.js';
@@ -81,33 +81,28 @@ async function answer(request: Authenticated, deps: GatewayDeps): Promise<ChatRe
 
 /**
  * Steps 3 and 4 of a chat request (also of the endpoints translated to chat): route, then admit (rate limits,
- * credit hold). `prompt` is the request's measure when the caller forwards more than `body` (a native body).
+ * credit hold). `prompt` is the request's measure when the caller forwards more than `body` (a native body);
+ * `chosen`, the route when the caller chose it.
  */
 export async function admitChat(
   { input, key, body, model, fallbacks, started }: Authenticated,
   deps: GatewayDeps,
   prompt: PromptSize = measurePrompt(body),
+  chosen?: Route,
 ): Promise<Admitted> {
-  // 3. Route: who may answer (503 when nobody can, before any credit is held) and the price to hold.
-  const account = await accountOf(deps, key);
-  const route = deps.router.route(model, key.environment, { fallbacks, timeoutMs: body.timeout_ms });
-
-  // 4. Admit: rate limits first (they count requests), then the credit hold. Every field that goes upstream counts
-  // toward the prompt, so no field is a free channel past the token limits or the hold.
+  // 3-4. Route, then the rate limits and the credit hold. Every field that goes upstream counts toward the prompt,
+  // so no field is a free channel past the token limits or the hold.
   const promptTokens = prompt.tokens;
-  const headers = await admitRate(deps, account, promptTokens, route.providerId);
-  const reservation = await deps.wallet.reserve({
-    requestId: input.requestId,
-    account,
-    key,
-    price: route.price,
+  const routable = { requestId: input.requestId, key, model, fallbacks, timeoutMs: body.timeout_ms };
+  const hold = {
     promptTokens,
     promptCeiling: prompt.ceiling,
     requestedMaxTokens: requestedCompletionBound(body),
     choices: body.n ?? 1,
     modelMaxTokens: model.maxTokens,
     contextLength: model.contextLength,
-  });
+  };
+  const { route, headers, reservation } = await routeAndReserve(deps, routable, hold, chosen);
   // A lower completion bound when the budget demands it (in both fields when both are sent, so the provider
   // honours it whichever it reads).
   let upstreamBody = body;

@@ -17,8 +17,8 @@ import {
 } from '../providers/index.js';
 import type { AttemptCall, Deployment } from '../routing/index.js';
 import { countTextTokens } from '../tokens/index.js';
-import { CompletionRequestSchema, type CompletionRequest } from '../wire/index.js';
-import { accountOf, admitRate, authenticate } from './admit.js';
+import { CompletionRequestSchema, withoutRoutingFields, type CompletionRequest } from '../wire/index.js';
+import { authenticate, routeAndReserve } from './admit.js';
 import { TEXT_COMPLETIONS, authorizedModel, fallbackModels } from './authorize.js';
 import {
   generatedTokens,
@@ -86,19 +86,11 @@ export async function createCompletion(input: RequestInput, deps: GatewayDeps): 
     input.body,
     input.requestId,
     async () => {
-      // 3. Route: who may answer (503 before any hold) and the price to hold (the dearest model's).
-      const account = await accountOf(deps, key);
-      const route = deps.router.route(model, key.environment, { fallbacks, timeoutMs: body.timeout_ms });
-
-      // 4. Admit: rate limits, then a hold for every prompt's `best_of` (or `n`) choices at the completion bound.
-      // Each prompt's context was checked on its own above.
+      // 3-4. Route (503 before any hold; the dearest candidate's price), the rate limits, then a hold for every
+      // prompt's `best_of` (or `n`) choices at the completion bound. Each prompt's context was checked above.
       const promptTokens = size.tokens;
-      const headers = await admitRate(deps, account, promptTokens, route.providerId);
-      const reservation = await deps.wallet.reserve({
-        requestId: input.requestId,
-        account,
-        key,
-        price: route.price,
+      const routable = { requestId: input.requestId, key, model, fallbacks, timeoutMs: body.timeout_ms };
+      const { route, headers, reservation } = await routeAndReserve(deps, routable, {
         promptTokens,
         promptCeiling: size.ceiling,
         requestedMaxTokens: maxTokens,
@@ -106,8 +98,7 @@ export async function createCompletion(input: RequestInput, deps: GatewayDeps): 
         modelMaxTokens: model.maxTokens,
         contextLength: Number.MAX_SAFE_INTEGER,
       });
-      const { models: _models, timeout_ms: _timeout, ...forwarded } = body;
-      const upstreamBody: CompletionRequest = { ...forwarded, max_tokens: reservation.maxTokens };
+      const upstreamBody: CompletionRequest = { ...withoutRoutingFields(body), max_tokens: reservation.maxTokens };
       if (reservation.admission.lowered) headers['x-tollgate-max-tokens-lowered'] = String(reservation.maxTokens);
 
       // 5. Call and relay: retries and fallbacks inside the router; a failure releases the hold.

@@ -7,8 +7,8 @@ import { usdNumber } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
 import { embeddingInputs, type EmbeddingInput } from '../providers/index.js';
 import { countTextTokens } from '../tokens/index.js';
-import { EmbeddingRequestSchema, type EmbeddingList } from '../wire/index.js';
-import { accountOf, admitRate, authenticate } from './admit.js';
+import { EmbeddingRequestSchema, withoutRoutingFields, type EmbeddingList } from '../wire/index.js';
+import { authenticate, routeAndReserve } from './admit.js';
 import { EMBEDDINGS, authorizedModel, fallbackModels } from './authorize.js';
 import type { GatewayDeps, RequestContext } from './deps.js';
 import { failed, type RequestInput } from './fail.js';
@@ -40,17 +40,10 @@ export async function createEmbeddings(
     input.body,
     input.requestId,
     async () => {
-      // 3. Route: who may answer (503 before any hold) and the price to hold (the dearest model's).
-      const account = await accountOf(deps, key);
-      const route = deps.router.route(model, key.environment, { fallbacks, timeoutMs: body.timeout_ms });
-
-      // 4. Admit: rate limits, then a hold of the input's price (the whole cost: there is no completion).
-      const headers = await admitRate(deps, account, promptTokens, route.providerId);
-      const reservation = await deps.wallet.reserve({
-        requestId: input.requestId,
-        account,
-        key,
-        price: route.price,
+      // 3-4. Route (503 before any hold; the dearest candidate's price), the rate limits, then a hold of the input's
+      // price (the whole cost: there is no completion).
+      const routable = { requestId: input.requestId, key, model, fallbacks, timeoutMs: body.timeout_ms };
+      const { route, headers, reservation } = await routeAndReserve(deps, routable, {
         promptTokens,
         promptCeiling: promptTokens,
         requestedMaxTokens: 0,
@@ -60,7 +53,7 @@ export async function createEmbeddings(
       });
 
       // 5. Call: retries and fallbacks inside the router; a failure releases the hold. The routing fields stay here.
-      const { encoding_format: encoding, models: _models, timeout_ms: _timeout, ...upstream } = body;
+      const { encoding_format: encoding, ...upstream } = withoutRoutingFields(body);
       const routed = await deps.router.embed(route, {
         body: upstream,
         signal: input.signal,

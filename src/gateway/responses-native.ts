@@ -17,6 +17,7 @@ import {
 import type { ChatRequest, ResponsesCall, ResponsesJson } from '../providers/index.js';
 import type { AttemptCall, Deployment, Route } from '../routing/index.js';
 import { countTextTokens, measurePrompt, type PromptSize } from '../tokens/index.js';
+import { withoutRoutingFields } from '../wire/index.js';
 import { admitChat } from './chat.js';
 import type { GatewayDeps } from './deps.js';
 import { failed } from './fail.js';
@@ -38,10 +39,9 @@ export async function answerNatively(
   if (body.stream) standIn.stream = true;
   if (body.user !== undefined) standIn.user = body.user;
   const admitted = { input, key, body: standIn, model, fallbacks, started };
-  const { headers, contextOf } = await admitChat(admitted, deps, measureNative(body));
+  const { headers, contextOf } = await admitChat(admitted, deps, measureNative(body), route);
   const { reservation } = contextOf(route);
-  // The routing fields stay here (OpenAI refuses unknown fields).
-  const { models: _models, timeout_ms: _timeout, ...forwarded } = body;
+  const forwarded = withoutRoutingFields(body);
   let upstream: ResponsesJson = forwarded;
   if (reservation.admission.lowered) upstream = { ...forwarded, max_output_tokens: reservation.maxTokens };
   // Kept (unless `store: false`) with the provider that holds it: a later `previous_response_id` goes back there.

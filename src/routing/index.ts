@@ -24,6 +24,7 @@ import { Breaker } from './breaker.js';
 import { Health, type Deployment } from './health.js';
 import { openStream, type StreamStart } from './open-stream.js';
 import { reasonOf, verdict } from './upstream-errors.js';
+import { withoutRoutingFields } from '../wire/index.js';
 
 export { Breaker, type BreakerState } from './breaker.js';
 export type { Deployment } from './health.js';
@@ -272,9 +273,7 @@ function chatCall(call: ProviderCall, deployment: Deployment, attempt: AttemptCa
 
 /** The body one deployment gets: its own model name, without the routing fields (`models`, `timeout_ms`) upstreams would reject. */
 function upstreamBody(body: ChatRequest, model: string): ChatRequest {
-  if (body.models === undefined && body.timeout_ms === undefined) return { ...body, model };
-  const { models: _models, timeout_ms: _timeout, ...rest } = body;
-  return { ...rest, model };
+  return { ...withoutRoutingFields(body), model };
 }
 
 /** The price to reserve when any of several models may answer: the dearest of each side. */

@@ -80,6 +80,15 @@ export const routingFields = {
   ),
 };
 
+/** A request's body as an upstream gets it: without tollgate's routing fields (upstreams refuse unknown fields). */
+export function withoutRoutingFields<T extends { models?: unknown; timeout_ms?: unknown }>(body: T): T {
+  if (body.models === undefined && body.timeout_ms === undefined) return body;
+  const rest = { ...body };
+  delete rest.models;
+  delete rest.timeout_ms;
+  return rest;
+}
+
 export const ChatRequestSchema = Open({
   model: Type.String({ minLength: 1 }),
   messages: Type.Array(MessageSchema, { minItems: 1 }),
