@@ -3,7 +3,6 @@
  *   authenticate -> idempotency -> route -> admit (rate limits, credit hold) -> call and relay -> settle -> record
  * HTTP concerns (parsing, writing bytes) stay in `http/`; money, limits and providers stay behind their modules.
  */
-import { usdNumber } from '../billing/index.js';
 import type { CatalogModel } from '../catalog/index.js';
 import { promptText } from '../events/index.js';
 import type { ChatCompletion, ChatRequest, ProviderCall } from '../providers/index.js';
@@ -14,10 +13,9 @@ import { authenticate, routeAndReserve } from './admit.js';
 import { authorizedModel, fallbackModels } from './authorize.js';
 import type { ChatContext, GatewayDeps } from './deps.js';
 import { failed, type RequestInput } from './fail.js';
-import { finish } from './record.js';
 import { relayStream } from './relay.js';
 import { validateChatRequest } from './schema.js';
-import { settleOrFail, upstreamCount } from './settle.js';
+import { billedUsage, settleAnswer, upstreamCount } from './settle.js';
 
 export type ChatInput = RequestInput;
 
@@ -156,37 +154,18 @@ export async function settleCompletionCharged(
   completion: ChatCompletion,
   signal: AbortSignal,
 ): Promise<{ completion: ChatCompletion; chargedNano: bigint }> {
-  let usedPrompt: number;
-  let usedCompletion: number;
-  try {
-    // Whatever fails before the settlement releases the hold (a 502, not a hold left open).
-    usedPrompt = upstreamCount(completion.usage?.prompt_tokens) ?? context.promptTokens;
-    usedCompletion = upstreamCount(completion.usage?.completion_tokens) ?? completionTokensOf(completion);
-  } catch (error) {
-    throw failed(context, error, signal);
-  }
-  const answered = { text: () => completionText(completion) };
-  const {
-    promptTokens: billedPrompt,
-    completionTokens: billedCompletion,
-    chargedNano,
-  } = await settleOrFail(context, usedPrompt, usedCompletion, answered);
+  const billed = await settleAnswer(
+    context,
+    signal,
+    () => ({
+      prompt: upstreamCount(completion.usage?.prompt_tokens) ?? context.promptTokens,
+      completion: upstreamCount(completion.usage?.completion_tokens) ?? completionTokensOf(completion),
+    }),
+    () => completionText(completion),
+  );
   completion.model = context.model.id;
-  completion.usage = {
-    ...completion.usage,
-    prompt_tokens: billedPrompt,
-    completion_tokens: billedCompletion,
-    total_tokens: billedPrompt + billedCompletion,
-    cost: usdNumber(chargedNano),
-  };
-  finish(context, {
-    ok: true,
-    promptTokens: billedPrompt,
-    completionTokens: billedCompletion,
-    chargedNano,
-    generationMs: 0,
-  });
-  return { completion, chargedNano };
+  completion.usage = billedUsage(completion.usage, billed);
+  return { completion, chargedNano: billed.chargedNano };
 }
 
 /** The completion bound the provider will honour: the larger of `max_tokens` and `max_completion_tokens` when both are sent. */

@@ -4,7 +4,6 @@
  * Every prompt gets `n` choices (`best_of` generated), each bounded by `max_tokens`, 16 when unset as at OpenAI:
  * the bound always goes upstream, so no server's own default can exceed the hold.
  */
-import { usdNumber } from '../billing/index.js';
 import type { CatalogModel } from '../catalog/index.js';
 import { GatewayError } from '../errors/index.js';
 import {
@@ -29,9 +28,8 @@ import {
 import type { GatewayDeps } from './deps.js';
 import { failed, type RequestInput } from './fail.js';
 import { openAiProtocol, type Answer } from './idempotency.js';
-import { finish } from './record.js';
 import { compiledValidator } from './schema.js';
-import { settleOrFail, upstreamCount } from './settle.js';
+import { billedUsage, settleAnswer, upstreamCount } from './settle.js';
 
 /** OpenAI's completion bound when a request sets no `max_tokens`. */
 const DEFAULT_COMPLETION_MAX_TOKENS = 16;
@@ -140,27 +138,18 @@ export async function createCompletion(input: RequestInput, deps: GatewayDeps): 
       const completion = routed.result;
 
       // 6. Settle at the upstream's usage (or our count), durable before the answer leaves; 7. record off the path.
-      const usedPrompt = upstreamCount(completion.usage?.prompt_tokens) ?? promptTokens;
-      const usedCompletion =
-        upstreamCount(completion.usage?.completion_tokens) ?? generatedTokens(context, completion.choices);
-      const billed = await settleOrFail(context, usedPrompt, usedCompletion, {
-        text: () => completion.choices[0]?.text ?? '',
-      });
+      const billed = await settleAnswer(
+        context,
+        input.signal,
+        () => ({
+          prompt: upstreamCount(completion.usage?.prompt_tokens) ?? promptTokens,
+          completion:
+            upstreamCount(completion.usage?.completion_tokens) ?? generatedTokens(context, completion.choices),
+        }),
+        () => completion.choices[0]?.text ?? '',
+      );
       completion.model = context.model.id;
-      completion.usage = {
-        ...completion.usage,
-        prompt_tokens: billed.promptTokens,
-        completion_tokens: billed.completionTokens,
-        total_tokens: billed.promptTokens + billed.completionTokens,
-        cost: usdNumber(billed.chargedNano),
-      };
-      finish(context, {
-        ok: true,
-        promptTokens: billed.promptTokens,
-        completionTokens: billed.completionTokens,
-        chargedNano: billed.chargedNano,
-        generationMs: 0,
-      });
+      completion.usage = billedUsage(completion.usage, billed);
       return { kind: 'json', headers, body: completion };
     },
     openAiProtocol('completions'),

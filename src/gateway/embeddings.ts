@@ -13,9 +13,8 @@ import { EMBEDDINGS, authorizedModel, fallbackModels } from './authorize.js';
 import type { GatewayDeps, RequestContext } from './deps.js';
 import { failed, type RequestInput } from './fail.js';
 import { openAiProtocol } from './idempotency.js';
-import { finish } from './record.js';
 import { compiledValidator } from './schema.js';
-import { settleOrFail, upstreamCount } from './settle.js';
+import { settleAnswer, upstreamCount } from './settle.js';
 
 const validate = compiledValidator(EmbeddingRequestSchema);
 
@@ -77,15 +76,8 @@ export async function createEmbeddings(
       headers['x-tollgate-provider'] = routed.providerId;
 
       // 6. Settle at the upstream's count (or ours), durable before the answer leaves; 7. record off the path.
-      const used = upstreamCount(routed.result.promptTokens) ?? promptTokens;
-      const billed = await settleOrFail(context, used, 0, { text: () => '' });
-      finish(context, {
-        ok: true,
-        promptTokens: billed.promptTokens,
-        completionTokens: 0,
-        chargedNano: billed.chargedNano,
-        generationMs: 0,
-      });
+      const used = () => ({ prompt: upstreamCount(routed.result.promptTokens) ?? promptTokens, completion: 0 });
+      const billed = await settleAnswer(context, input.signal, used, () => '');
       const list: EmbeddingList = {
         object: 'list',
         data: routed.result.vectors.map((vector, index) => ({

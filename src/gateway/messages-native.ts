@@ -14,8 +14,7 @@ import type { ChatContext, GatewayDeps } from './deps.js';
 import { failed } from './fail.js';
 import type { Answer } from './idempotency.js';
 import { contentText, isObject, promptTokensOf, relayNative, type NativeStart } from './messages-relay.js';
-import { finish } from './record.js';
-import { settleOrFail, upstreamCount } from './settle.js';
+import { settleAnswer, upstreamCount } from './settle.js';
 
 export interface NativeRequest {
   deps: GatewayDeps;
@@ -59,22 +58,13 @@ export async function answerNatively(request: NativeRequest): Promise<Answer<Mes
     attempt: (deployment, attempt) => upstream(deployment, attempt).create(),
   });
   const { context, result: message } = answered(routed);
-  let used: { prompt: number; completion: number };
-  try {
-    const usage = isObject(message.usage) ? message.usage : {};
-    used = {
-      prompt: promptTokensOf(usage) ?? context.promptTokens,
-      completion: upstreamCount(usage.output_tokens) ?? countTextTokens(contentText(message.content)),
-    };
-  } catch (error) {
-    throw failed(context, error, signal);
-  }
-  const billed = await settleOrFail(context, used.prompt, used.completion, {
-    text: () => contentText(message.content),
+  const usage = isObject(message.usage) ? message.usage : {};
+  const used = () => ({
+    prompt: promptTokensOf(usage) ?? context.promptTokens,
+    completion: upstreamCount(usage.output_tokens) ?? countTextTokens(contentText(message.content)),
   });
-  const { promptTokens, completionTokens, chargedNano } = billed;
-  finish(context, { ok: true, promptTokens, completionTokens, chargedNano, generationMs: 0 });
-  headers['x-tollgate-cost'] = usdString(chargedNano);
+  const billed = await settleAnswer(context, signal, used, () => contentText(message.content));
+  headers['x-tollgate-cost'] = usdString(billed.chargedNano);
   return { kind: 'json', headers, body: { ...message, model: context.model.id } };
 }
 

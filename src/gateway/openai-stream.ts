@@ -3,12 +3,12 @@
  * delivers, settles before the last event (the charge is durable before `[DONE]`), and when the client goes away
  * it settles for what was delivered. Each endpoint says how its chunks deliver text (`OpenAiStreamFormat`).
  */
-import { usdNumber, type Settlement } from '../billing/index.js';
+import type { Settlement } from '../billing/index.js';
 import { errorEnvelope } from '../errors/index.js';
 import type { Usage } from '../providers/index.js';
 import { fromUpstream } from '../routing/index.js';
 import type { RequestContext } from './deps.js';
-import { upstreamCount } from './settle.js';
+import { billedUsage, upstreamCount } from './settle.js';
 import { StreamMeter, type StreamFailure } from './stream-meter.js';
 
 /** What every OpenAI stream chunk has: its id and time, the model, its choices, and maybe the usage. */
@@ -95,14 +95,7 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
     }
     meter.end();
     if (includeUsage) {
-      const { promptTokens, completionTokens, chargedNano } = settlement;
-      const usage = {
-        ...upstreamUsage,
-        prompt_tokens: promptTokens,
-        completion_tokens: completionTokens,
-        total_tokens: promptTokens + completionTokens,
-        cost: usdNumber(chargedNano),
-      };
+      const usage = billedUsage(upstreamUsage, settlement);
       const last = { id, object: format.object, created, model: context.model.id, choices: [], usage };
       yield `data: ${JSON.stringify(last)}\n\n`;
     }

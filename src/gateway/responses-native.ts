@@ -21,10 +21,9 @@ import { withoutRoutingFields } from '../wire/index.js';
 import { admitChat } from './chat.js';
 import type { GatewayDeps } from './deps.js';
 import { failed } from './fail.js';
-import { finish } from './record.js';
 import type { ResponseRequestState, ResponseResult } from './responses-request.js';
 import { openResponseStream, relayResponseStream } from './responses-relay.js';
-import { settleOrFail, upstreamCount } from './settle.js';
+import { settleAnswer, upstreamCount } from './settle.js';
 
 export async function answerNatively(
   request: ResponseRequestState,
@@ -76,18 +75,15 @@ export async function answerNatively(
   const answer = routed.result;
 
   // Settle at the upstream's usage (or tollgate's count of the output), durable before the answer leaves.
-  let usedPrompt: number;
-  let usedCompletion: number;
-  try {
+  const used = () => {
     const usage = nativeUsage(answer);
-    usedPrompt = upstreamCount(usage?.input) ?? context.promptTokens;
-    usedCompletion = upstreamCount(usage?.output) ?? countTextTokens(outputText(answer));
-  } catch (error) {
-    throw failed(context, error, input.signal);
-  }
-  const billed = await settleOrFail(context, usedPrompt, usedCompletion, { text: () => outputText(answer) });
+    return {
+      prompt: upstreamCount(usage?.input) ?? context.promptTokens,
+      completion: upstreamCount(usage?.output) ?? countTextTokens(outputText(answer)),
+    };
+  };
+  const billed = await settleAnswer(context, input.signal, used, () => outputText(answer));
   const { promptTokens, completionTokens, chargedNano } = billed;
-  finish(context, { ok: true, promptTokens, completionTokens, chargedNano, generationMs: 0 });
   await remember(responseId(answer), routed.providerId).catch(() => undefined);
   const cost = usdNumber(chargedNano);
   return {

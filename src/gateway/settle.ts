@@ -1,9 +1,11 @@
 /** Settlement of an answered chat request: the debit at actual usage, durable before the answer ends. */
-import type { Settlement } from '../billing/index.js';
+import { usdNumber, type Settlement } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
 import { withSpan } from '../observability/index.js';
 import type { RequestContext } from './deps.js';
 import { outcomeEvent, type Answered } from './events.js';
+import { failed } from './fail.js';
+import { finish } from './record.js';
 
 /**
  * A token count from an upstream's usage, if it is one: a non-negative safe integer. Anything else (a fraction, a
@@ -46,4 +48,39 @@ export async function settleOrFail(
       cause: error,
     });
   }
+}
+
+/**
+ * Steps 6-7 of an answer that came whole: settles at the counts `used` gives (the upstream's usage, else tollgate's
+ * count), durable before the answer leaves, then records the request off the path. A count that throws (an answer
+ * that cannot be measured) fails the request and releases its hold: a 502, not a hold left open.
+ */
+export async function settleAnswer(
+  context: RequestContext,
+  signal: AbortSignal,
+  used: () => { prompt: number; completion: number },
+  text: () => string,
+): Promise<Settlement> {
+  let counts: { prompt: number; completion: number };
+  try {
+    counts = used();
+  } catch (error) {
+    throw failed(context, error, signal);
+  }
+  const billed = await settleOrFail(context, counts.prompt, counts.completion, { text });
+  const { promptTokens, completionTokens, chargedNano } = billed;
+  finish(context, { ok: true, promptTokens, completionTokens, chargedNano, generationMs: 0 });
+  return billed;
+}
+
+/** OpenAI's `usage` as billed: the upstream's other fields kept, the counts as charged, and the cost in USD. */
+export function billedUsage<U extends object>(upstream: U | null | undefined, billed: Settlement) {
+  const { promptTokens, completionTokens, chargedNano } = billed;
+  return {
+    ...upstream,
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+    cost: usdNumber(chargedNano),
+  };
 }
