@@ -10,6 +10,7 @@ import { anthropicErrorBody } from '../../protocols/anthropic-messages/index.js'
 import { clientSignalOf, singleHeader, type ClientSignal } from '../client-signal.js';
 import type { HttpDeps } from '../deps.js';
 import { errorAnswer } from '../edge.js';
+import { requestInput } from '../request-input.js';
 import { sendAnswer } from '../stream-reply.js';
 
 export function messagesRoutes(server: FastifyInstance, deps: HttpDeps): void {
@@ -37,15 +38,12 @@ export function messagesRoutes(server: FastifyInstance, deps: HttpDeps): void {
   });
 }
 
+/** As every route's, but the key may come in `x-api-key`, and the client's beta features go upstream. */
 function inputOf(request: FastifyRequest, client: ClientSignal, access: FastifyInstance['log']): RequestInput {
   return {
+    ...requestInput(request, client, access, 'messages'),
     authorization: authorizationOf(request.headers.authorization, singleHeader(request.headers['x-api-key'])),
-    body: request.body,
-    idempotencyKey: singleHeader(request.headers['idempotency-key']),
-    requestId: request.id,
-    signal: client,
     forwardHeaders: betaOf(request),
-    log: (fields) => access.info({ reqId: request.id, ...fields }, 'messages'),
   };
 }
 

@@ -2,22 +2,16 @@
 import type { FastifyInstance } from 'fastify';
 import { createResponse } from '../../gateway/index.js';
 import { accessLogger } from '../../observability/index.js';
-import { clientSignalOf, singleHeader } from '../client-signal.js';
+import { clientSignalOf } from '../client-signal.js';
 import type { HttpDeps } from '../deps.js';
+import { requestInput } from '../request-input.js';
 import { sendAnswer } from '../stream-reply.js';
 
 export function responseRoutes(server: FastifyInstance, deps: HttpDeps): void {
   const access = accessLogger(server.log);
   server.post('/v1/responses', async (request, reply) => {
     const client = clientSignalOf(reply.raw);
-    const input = {
-      authorization: request.headers.authorization,
-      body: request.body,
-      idempotencyKey: singleHeader(request.headers['idempotency-key']),
-      requestId: request.id,
-      signal: client,
-      log: (fields: Record<string, unknown>) => access.info({ reqId: request.id, ...fields }, 'responses'),
-    };
+    const input = requestInput(request, client, access, 'responses');
     const result = await createResponse(input, deps, deps.storage.responses);
     return sendAnswer(request, reply, result, client);
   });
