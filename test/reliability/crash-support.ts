@@ -5,7 +5,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { startChildGateway, type ChildGateway } from '../support/child-gateway.js';
 import type { TestDatabase } from '../support/databases.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
@@ -138,7 +137,9 @@ export async function crash(database: TestDatabase, env: Record<string, string> 
   const killedAt = Date.now();
   killed = true;
   await Promise.all([...slow, quick]);
-  if (database.databaseUrl) await untilSessionsEnd(database.databaseUrl);
+  // The ledger is read once the killed process's sessions are gone: a COMMIT it had sent may land a moment later.
+  const open = await database.untilSessionsEnd(10_000);
+  if (open > 0) throw new Error(`${open} sessions of the killed gateway still open 10 s after the kill`);
 
   return {
     gateway,
@@ -153,27 +154,4 @@ export async function crash(database: TestDatabase, env: Record<string, string> 
       await database.drop();
     },
   };
-}
-
-/**
- * The killed process's PostgreSQL sessions end on their own, and a COMMIT it had already sent still lands: the
- * ledger is read after they are gone (one finishing its commit a moment later would add a debit to a later read).
- */
-async function untilSessionsEnd(databaseUrl: string): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const { rows } = await client.query<{ open: number }>(
-        'SELECT count(*)::int AS open FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
-      );
-      if (rows[0]!.open === 0) return;
-      if (Date.now() > deadline)
-        throw new Error(`${rows[0]!.open} sessions of the killed gateway still open after 10 s`);
-      await sleep(50);
-    }
-  } finally {
-    await client.end();
-  }
 }

@@ -10,6 +10,12 @@ export interface TestDatabase {
   dialect: 'sqlite' | 'postgres';
   dataDir: string;
   databaseUrl: string | undefined;
+  /**
+   * Waits (at most `timeoutMs`) until no session is open on the database, and returns how many still are: sessions
+   * closing, or left by a killed process, end on their own, and a COMMIT they had sent still lands.
+   */
+  untilSessionsEnd(timeoutMs: number): Promise<number>;
+  /** Drops the database once its sessions have ended (or, after 2 s, ends them). */
   drop(): Promise<void>;
 }
 
@@ -24,6 +30,7 @@ export async function createTestDatabase(dialect: 'sqlite' | 'postgres'): Promis
       dialect,
       dataDir,
       databaseUrl: undefined,
+      untilSessionsEnd: async () => 0,
       drop: async () => rmSync(dataDir, { recursive: true, force: true }),
     };
   }
@@ -34,12 +41,32 @@ export async function createTestDatabase(dialect: 'sqlite' | 'postgres'): Promis
   await admin.end();
   const url = new URL(PG_ADMIN_URL);
   url.pathname = `/${name}`;
+  const untilSessionsEnd = async (timeoutMs: number): Promise<number> => {
+    const client = new pg.Client({ connectionString: PG_ADMIN_URL });
+    await client.connect();
+    try {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const { rows } = await client.query<{ open: number }>(
+          'SELECT count(*)::int AS open FROM pg_stat_activity WHERE datname = $1',
+          [name],
+        );
+        if (rows[0]!.open === 0 || Date.now() >= deadline) return rows[0]!.open;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    } finally {
+      await client.end();
+    }
+  };
   return {
     dialect,
     dataDir,
     databaseUrl: url.toString(),
+    untilSessionsEnd,
     drop: async () => {
       rmSync(dataDir, { recursive: true, force: true });
+      // A client still closing would get FATAL 57P01 from a forced drop, an error nobody listens for any more.
+      await untilSessionsEnd(2_000);
       const client = new pg.Client({ connectionString: PG_ADMIN_URL });
       await client.connect();
       await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
