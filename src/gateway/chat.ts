@@ -2,28 +2,25 @@
  * The request path of POST /v1/chat/completions, top to bottom:
  *   authenticate -> idempotency -> route -> admit (rate limits, credit hold) -> call and relay -> settle -> record
  * HTTP concerns (parsing, writing bytes) stay in `http/`; money, limits and providers stay behind their modules.
+ * The endpoints translated to chat (Messages, Responses) take steps 3-7 from here: `meteredChat`, `answerChat`.
  */
+import type { Reservation } from '../billing/index.js';
 import type { CatalogModel } from '../catalog/index.js';
 import { promptText } from '../events/index.js';
-import type { ChatCompletion, ChatRequest, ProviderCall } from '../providers/index.js';
-import type { Route } from '../routing/index.js';
+import { chatStreamWay, chatWay } from '../routing/index.js';
 import type { KeyRecord } from '../storage/index.js';
 import { countTextTokens, measurePrompt, type PromptSize } from '../tokens/index.js';
-import { authenticate, routeAndReserve } from './admit.js';
+import type { ChatCompletion, ChatRequest, UpstreamCompletion } from '../wire/index.js';
+import { authenticate } from './admit.js';
 import { authorizedModel, fallbackModels } from './authorize.js';
-import type { ChatContext, GatewayDeps } from './deps.js';
-import { failed, type RequestInput } from './fail.js';
-import { relayStream } from './relay.js';
+import type { RequestContext, GatewayDeps } from './deps.js';
+import { admitMetered, meteredCall, type Admitted, type MeteredRequest } from './metered.js';
+import { relayChatStream, type ChatStreamEvent } from './relay.js';
+import type { Answer, RequestInput } from './request.js';
 import { validateChatRequest } from './schema.js';
 import { billedUsage, settleAnswer, upstreamCount } from './settle.js';
 
-export type ChatInput = RequestInput;
-
-export type ChatResult =
-  | { kind: 'json'; headers: Record<string, string>; body: ChatCompletion }
-  | { kind: 'stream'; headers: Record<string, string>; events: AsyncGenerator<string, void, undefined> };
-
-export async function createChatCompletion(input: ChatInput, deps: GatewayDeps): Promise<ChatResult> {
+export async function createChatCompletion(input: RequestInput, deps: GatewayDeps): Promise<Answer<ChatCompletion>> {
   const started = performance.now();
 
   // 1. Authenticate: the key and its permission (before the body is looked at, so a keyless request gets 401),
@@ -32,128 +29,95 @@ export async function createChatCompletion(input: ChatInput, deps: GatewayDeps):
   const body = validateChatRequest(input.body);
   const model = authorizedModel(deps, key, body.model);
   const fallbacks = fallbackModels(deps, key, body.models);
+  const request = meteredChat({ input, key, model, fallbacks, started }, body);
 
   // 2. Idempotency: a retry with the same Idempotency-Key gets the first answer back, without running or charging.
-  const request: Authenticated = { input, key, body, model, fallbacks, started };
-  return deps.idempotency.run(key, input.idempotencyKey, input.body, input.requestId, () => answer(request, deps));
+  return deps.idempotency.run(key, input.idempotencyKey, input.body, input.requestId, async () => {
+    // 3-4. Route, the rate limits and the credit hold; 5-7. the call, its relay or settlement, the record.
+    return answerChat(await admitMetered(deps, request), body);
+  });
 }
 
-/** What authentication established about one request. */
+/** What authentication established about a request, before its body is measured. */
 export interface Authenticated {
-  input: ChatInput;
+  input: RequestInput;
   key: KeyRecord;
-  body: ChatRequest;
   model: CatalogModel;
-  fallbacks: CatalogModel[] | undefined;
+  fallbacks: readonly CatalogModel[] | undefined;
   started: number;
 }
 
-/** An admitted chat request: its headers so far, who may answer, the upstream call, and its context once routed. */
-export interface Admitted {
-  headers: Record<string, string>;
-  route: Route;
-  call: ProviderCall;
-  contextOf(routed: { model: CatalogModel; providerId: string }): ChatContext;
-}
-
-async function answer(request: Authenticated, deps: GatewayDeps): Promise<ChatResult> {
-  const { input } = request;
-  const { headers, route, call, contextOf } = await admitChat(request, deps);
-
-  // 5. Call and relay: retries and fallbacks happen inside the router, which names the deployment that answered
-  // (or failed last). A failure releases the hold without charging. A stream goes to HTTP via a generator that
-  // settles before its last event.
-  if (request.body.stream) {
-    const routed = await deps.router.stream(route, call);
-    const context = contextOf(routed);
-    if (!routed.ok) throw failed(context, routed.error, input.signal);
-    headers['x-tollgate-provider'] = routed.providerId;
-    return { kind: 'stream', headers, events: relayStream(context, routed.result, input.signal) };
-  }
-  const routed = await deps.router.complete(route, call);
-  const context = contextOf(routed);
-  if (!routed.ok) throw failed(context, routed.error, input.signal);
-  headers['x-tollgate-provider'] = routed.providerId;
-  return { kind: 'json', headers, body: await settleCompletion(context, routed.result, input.signal) };
-}
-
 /**
- * Steps 3 and 4 of a chat request (also of the endpoints translated to chat): route, then admit (rate limits,
- * credit hold). `prompt` is the request's measure when the caller forwards more than `body` (a native body);
- * `chosen`, the route when the caller chose it.
+ * A chat body's admission: its prompt (every field that goes upstream counts, so no field is a free channel past
+ * the token limits or the hold) and completion bound. `prompt` is the measure when more than `body` may go upstream
+ * (a native body).
  */
-export async function admitChat(
-  { input, key, body, model, fallbacks, started }: Authenticated,
-  deps: GatewayDeps,
+export function meteredChat(
+  authenticated: Authenticated,
+  body: ChatRequest,
   prompt: PromptSize = measurePrompt(body),
-  chosen?: Route,
-): Promise<Admitted> {
-  // 3-4. Route, then the rate limits and the credit hold. Every field that goes upstream counts toward the prompt,
-  // so no field is a free channel past the token limits or the hold.
-  const promptTokens = prompt.tokens;
-  const routable = { requestId: input.requestId, key, model, fallbacks, timeoutMs: body.timeout_ms };
-  const hold = {
-    promptTokens,
-    promptCeiling: prompt.ceiling,
-    requestedMaxTokens: requestedCompletionBound(body),
-    choices: body.n ?? 1,
-    modelMaxTokens: model.maxTokens,
-    contextLength: model.contextLength,
+): MeteredRequest {
+  const { model } = authenticated;
+  return {
+    ...authenticated,
+    timeoutMs: body.timeout_ms,
+    hold: {
+      promptTokens: prompt.tokens,
+      promptCeiling: prompt.ceiling,
+      requestedMaxTokens: requestedCompletionBound(body),
+      choices: body.n ?? 1,
+      modelMaxTokens: model.maxTokens,
+      contextLength: model.contextLength,
+    },
+    userId: body.user,
+    stream: body.stream === true,
+    promptText: () => promptText(body.messages),
   };
-  const { route, headers, reservation } = await routeAndReserve(deps, routable, hold, chosen);
-  // A lower completion bound when the budget demands it (in both fields when both are sent, so the provider
-  // honours it whichever it reads).
-  let upstreamBody = body;
-  if (reservation.admission.lowered) {
-    upstreamBody = { ...body };
-    if (body.max_completion_tokens != null) upstreamBody.max_completion_tokens = reservation.maxTokens;
-    if (body.max_tokens != null || body.max_completion_tokens == null) upstreamBody.max_tokens = reservation.maxTokens;
-    headers['x-tollgate-max-tokens-lowered'] = String(reservation.maxTokens);
+}
+
+/** A chat answer: settled (with its charge) or a relayed stream, with the context that metered it. */
+export type ChatAnswer = { headers: Record<string, string>; context: RequestContext } & (
+  | { kind: 'json'; body: ChatCompletion; chargedNano: bigint }
+  | { kind: 'stream'; events: AsyncGenerator<ChatStreamEvent, void, undefined> }
+);
+
+/**
+ * Steps 5-7 of an admitted chat body: the call (retries and fallbacks inside the router; a failure releases the
+ * hold), then a stream relayed (settled before its last event) or an answer settled before it leaves.
+ */
+export async function answerChat(admitted: Admitted, body: ChatRequest): Promise<ChatAnswer> {
+  const upstream = withLoweredBound(body, admitted.reservation);
+  const { signal } = admitted.request.input;
+  if (body.stream) {
+    const { context, result, headers } = await meteredCall(admitted, chatStreamWay(upstream));
+    const includeUsage = body.stream_options?.include_usage === true;
+    return { kind: 'stream', headers, context, events: relayChatStream(context, result, signal, includeUsage) };
   }
-  const call = {
-    body: upstreamBody,
-    signal: input.signal,
-    requestId: input.requestId,
-    timeoutMs: deps.upstreamTimeoutMs,
-  };
-  const contextOf = (routed: { model: CatalogModel; providerId: string }): ChatContext => {
-    const { requestId, log } = input;
-    return {
-      requestId,
-      model: routed.model,
-      providerId: routed.providerId,
-      promptTokens,
-      reservation,
-      started,
-      deps,
-      body,
-      userId: body.user,
-      stream: body.stream === true,
-      promptText: () => promptText(body.messages),
-      log,
-    };
-  };
-  return { headers, route, call, contextOf };
+  const { context, result, headers } = await meteredCall(admitted, chatWay(upstream));
+  return { kind: 'json', headers, context, ...(await settleCompletion(context, result, signal)) };
 }
 
 /**
- * 6. Settle an answered completion at the actual usage, durable before the response leaves; 7. record (metrics,
- * log) off the path. Returns the completion as the client gets it: the model's id, the billed usage and its cost.
+ * The body with the completion bound admission allowed, when the budget lowered it (in both fields when both are
+ * sent, so the provider honours it whichever it reads).
+ */
+function withLoweredBound(body: ChatRequest, reservation: Reservation): ChatRequest {
+  if (!reservation.admission.lowered) return body;
+  const lowered = { ...body };
+  if (body.max_completion_tokens != null) lowered.max_completion_tokens = reservation.maxTokens;
+  if (body.max_tokens != null || body.max_completion_tokens == null) lowered.max_tokens = reservation.maxTokens;
+  return lowered;
+}
+
+/**
+ * 6. Settles an answered completion at the actual usage, durable before the response leaves; 7. records it off the
+ * path. Returns the completion as the client gets it (the model's id, the billed usage and its cost) and the charge.
  */
 export async function settleCompletion(
-  context: ChatContext,
-  completion: ChatCompletion,
+  context: RequestContext,
+  completion: UpstreamCompletion,
   signal: AbortSignal,
-): Promise<ChatCompletion> {
-  return (await settleCompletionCharged(context, completion, signal)).completion;
-}
-
-/** `settleCompletion`, with the charge in nano-USD (for endpoints that tell the cost outside the body). */
-export async function settleCompletionCharged(
-  context: ChatContext,
-  completion: ChatCompletion,
-  signal: AbortSignal,
-): Promise<{ completion: ChatCompletion; chargedNano: bigint }> {
+): Promise<{ body: ChatCompletion; chargedNano: bigint }> {
   const billed = await settleAnswer(
     context,
     signal,
@@ -163,9 +127,8 @@ export async function settleCompletionCharged(
     }),
     () => completionText(completion),
   );
-  completion.model = context.model.id;
-  completion.usage = billedUsage(completion.usage, billed);
-  return { completion, chargedNano: billed.chargedNano };
+  const body = { ...completion, model: context.model.id, usage: billedUsage(completion.usage, billed) };
+  return { body, chargedNano: billed.chargedNano };
 }
 
 /** The completion bound the provider will honour: the larger of `max_tokens` and `max_completion_tokens` when both are sent. */
@@ -179,7 +142,7 @@ function requestedCompletionBound(body: ChatRequest): number | undefined {
 const textOf = (value: unknown): string => (typeof value === 'string' ? value : '');
 
 /** Completion tokens of an answer whose upstream reported no usage. */
-function completionTokensOf(completion: ChatCompletion): number {
+function completionTokensOf(completion: UpstreamCompletion): number {
   let tokens = 0;
   for (const choice of completion.choices) {
     if (typeof choice.message.content === 'string') tokens += countTextTokens(choice.message.content);
@@ -190,7 +153,7 @@ function completionTokensOf(completion: ChatCompletion): number {
 }
 
 /** The text of an answer's first choice (the `completion` of llm.completion). */
-function completionText(completion: ChatCompletion): string {
+function completionText(completion: UpstreamCompletion): string {
   const content = completion.choices[0]?.message.content;
   return typeof content === 'string' ? content : '';
 }

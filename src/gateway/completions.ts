@@ -11,23 +11,23 @@ import {
   promptTokensOf,
   type CompletionPrompt,
   type Provider,
-  type TextCompletion,
   type TextCompletionCall,
 } from '../providers/index.js';
-import type { AttemptCall, Deployment } from '../routing/index.js';
+import type { AttemptCall, Deployment, Way } from '../routing/index.js';
 import { countTextTokens } from '../tokens/index.js';
-import { CompletionRequestSchema, withoutRoutingFields, type CompletionRequest } from '../wire/index.js';
-import { authenticate, routeAndReserve } from './admit.js';
-import { TEXT_COMPLETIONS, authorizedModel, fallbackModels } from './authorize.js';
 import {
-  generatedTokens,
-  relayCompletionStream,
-  type CompletionContext,
-  type TextStreamStart,
-} from './completion-relay.js';
+  CompletionRequestSchema,
+  withoutRoutingFields,
+  type CompletionRequest,
+  type UpstreamTextCompletion,
+} from '../wire/index.js';
+import { authenticate } from './admit.js';
+import { TEXT_COMPLETIONS, authorizedModel, fallbackModels } from './authorize.js';
+import { generatedTokens, relayCompletionStream, type TextStreamStart } from './completion-relay.js';
 import type { GatewayDeps } from './deps.js';
-import { failed, type RequestInput } from './fail.js';
-import { openAiProtocol, type Answer } from './idempotency.js';
+import { openAiProtocol } from './idempotency.js';
+import { admitMetered, meteredCall, type MeteredRequest } from './metered.js';
+import type { Answer, RequestInput } from './request.js';
 import { compiledValidator } from './schema.js';
 import { billedUsage, settleAnswer, upstreamCount } from './settle.js';
 
@@ -57,9 +57,10 @@ const NO_PROMPT_FIELDS = new Set([
 
 const validate = compiledValidator(CompletionRequestSchema);
 
-export type CompletionResult = Answer<TextCompletion>;
-
-export async function createCompletion(input: RequestInput, deps: GatewayDeps): Promise<CompletionResult> {
+export async function createCompletion(
+  input: RequestInput,
+  deps: GatewayDeps,
+): Promise<Answer<UpstreamTextCompletion>> {
   const started = performance.now();
 
   // 1. Authenticate: the key, the body, and models that complete text and the key may use (the fallbacks too).
@@ -76,84 +77,79 @@ export async function createCompletion(input: RequestInput, deps: GatewayDeps): 
   const prompts = completionPrompts(body.prompt);
   const maxTokens = body.max_tokens ?? DEFAULT_COMPLETION_MAX_TOKENS;
   const size = measureCompletionPrompt(body, prompts, maxTokens, model);
+  // A hold for every prompt's `best_of` (or `n`) choices at the completion bound; each prompt's context was checked.
+  const request: MeteredRequest = {
+    input,
+    key,
+    model,
+    fallbacks,
+    timeoutMs: body.timeout_ms,
+    started,
+    hold: {
+      promptTokens: size.tokens,
+      promptCeiling: size.ceiling,
+      requestedMaxTokens: maxTokens,
+      choices: prompts.length * Math.max(n, body.best_of ?? 1),
+      modelMaxTokens: model.maxTokens,
+      contextLength: Number.MAX_SAFE_INTEGER,
+    },
+    userId: body.user,
+    stream: body.stream === true,
+    promptText: () => prompts.map((prompt) => (typeof prompt === 'string' ? prompt : '')).join('\n'),
+  };
+  const echoed = { echo: body.echo === true, n, prompts };
 
   // 2. Idempotency: a retry gets the first answer back, without running or charging.
-  return deps.idempotency.run<TextCompletion>(
+  return deps.idempotency.run<UpstreamTextCompletion>(
     key,
     input.idempotencyKey,
     input.body,
     input.requestId,
     async () => {
-      // 3-4. Route (503 before any hold; the dearest candidate's price), the rate limits, then a hold for every
-      // prompt's `best_of` (or `n`) choices at the completion bound. Each prompt's context was checked above.
-      const promptTokens = size.tokens;
-      const routable = { requestId: input.requestId, key, model, fallbacks, timeoutMs: body.timeout_ms };
-      const { route, headers, reservation } = await routeAndReserve(deps, routable, {
-        promptTokens,
-        promptCeiling: size.ceiling,
-        requestedMaxTokens: maxTokens,
-        choices: prompts.length * Math.max(n, body.best_of ?? 1),
-        modelMaxTokens: model.maxTokens,
-        contextLength: Number.MAX_SAFE_INTEGER,
-      });
-      const upstreamBody: CompletionRequest = { ...withoutRoutingFields(body), max_tokens: reservation.maxTokens };
-      if (reservation.admission.lowered) headers['x-tollgate-max-tokens-lowered'] = String(reservation.maxTokens);
+      // 3-4. Route, the rate limits, the hold; the bound admission allowed always goes upstream.
+      const admitted = await admitMetered(deps, request);
+      const upstreamBody = { ...withoutRoutingFields(body), max_tokens: admitted.reservation.maxTokens };
 
       // 5. Call and relay: retries and fallbacks inside the router; a failure releases the hold.
-      const call: AttemptCall = { signal: input.signal, requestId: input.requestId, timeoutMs: deps.upstreamTimeoutMs };
-      const contextOf = (routed: { model: CatalogModel; providerId: string }): CompletionContext => ({
-        requestId: input.requestId,
-        model: routed.model,
-        providerId: routed.providerId,
-        promptTokens,
-        reservation,
-        started,
-        deps,
-        body,
-        prompts,
-        userId: body.user,
-        stream: body.stream === true,
-        promptText: () => prompts.map((prompt) => (typeof prompt === 'string' ? prompt : '')).join('\n'),
-        log: input.log,
-      });
       if (body.stream) {
-        const routed = await deps.router.run(route, call, {
-          streaming: true,
-          attempt: (deployment, attempt) =>
-            openTextStream(completer(deployment), textCall(upstreamBody, deployment, attempt)),
-        });
-        const context = contextOf(routed);
-        if (!routed.ok) throw failed(context, routed.error, input.signal);
-        headers['x-tollgate-provider'] = routed.providerId;
-        return { kind: 'stream', headers, events: relayCompletionStream(context, routed.result, input.signal) };
+        const { context, result, headers } = await meteredCall(admitted, textStreamWay(upstreamBody));
+        const includeUsage = body.stream_options?.include_usage === true;
+        const events = relayCompletionStream(context, result, input.signal, { includeUsage, echoed });
+        return { kind: 'stream', headers, events };
       }
-      const routed = await deps.router.run(route, call, {
-        streaming: false,
-        attempt: (deployment, attempt) =>
-          completer(deployment).completeText(textCall(upstreamBody, deployment, attempt)),
-      });
-      const context = contextOf(routed);
-      if (!routed.ok) throw failed(context, routed.error, input.signal);
-      headers['x-tollgate-provider'] = routed.providerId;
-      const completion = routed.result;
+      const { context, result: completion, headers } = await meteredCall(admitted, textWay(upstreamBody));
 
       // 6. Settle at the upstream's usage (or our count), durable before the answer leaves; 7. record off the path.
       const billed = await settleAnswer(
         context,
         input.signal,
         () => ({
-          prompt: upstreamCount(completion.usage?.prompt_tokens) ?? promptTokens,
-          completion:
-            upstreamCount(completion.usage?.completion_tokens) ?? generatedTokens(context, completion.choices),
+          prompt: upstreamCount(completion.usage?.prompt_tokens) ?? size.tokens,
+          completion: upstreamCount(completion.usage?.completion_tokens) ?? generatedTokens(echoed, completion.choices),
         }),
         () => completion.choices[0]?.text ?? '',
       );
-      completion.model = context.model.id;
-      completion.usage = billedUsage(completion.usage, billed);
-      return { kind: 'json', headers, body: completion };
+      const billedBody = { ...completion, model: context.model.id, usage: billedUsage(completion.usage, billed) };
+      return { kind: 'json', headers, body: billedBody };
     },
     openAiProtocol('completions'),
   );
+}
+
+/** A text-completion request asked of each deployment for its whole answer. */
+function textWay(body: CompletionRequest): Way<UpstreamTextCompletion> {
+  return {
+    streaming: false,
+    attempt: (deployment, attempt) => completer(deployment).completeText(textCall(body, deployment, attempt)),
+  };
+}
+
+/** A text-completion request asked of each deployment as a stream, up to its first chunk. */
+function textStreamWay(body: CompletionRequest): Way<TextStreamStart> {
+  return {
+    streaming: true,
+    attempt: (deployment, attempt) => openTextStream(completer(deployment), textCall(body, deployment, attempt)),
+  };
 }
 
 type TextCompleter = Provider & Required<Pick<Provider, 'completeText' | 'streamText'>>;

@@ -5,7 +5,6 @@ import type { Catalog, CatalogModel, LiveFigures } from '../catalog/index.js';
 import type { EventSink } from '../events/index.js';
 import type { RateLimiter } from '../limits/index.js';
 import type { Metrics } from '../observability/index.js';
-import type { ChatRequest } from '../providers/index.js';
 import type { Router } from '../routing/index.js';
 import type { AccountSettings } from '../storage/index.js';
 import type { Idempotency } from './idempotency.js';
@@ -42,9 +41,4 @@ export interface RequestContext {
   /** The prompt's text for llm.* events, built only when an event is. */
   promptText(): string;
   log(fields: Record<string, unknown>): void;
-}
-
-/** One admitted chat request, with its validated body. */
-export interface ChatContext extends RequestContext {
-  readonly body: ChatRequest;
 }

@@ -8,11 +8,13 @@ import { GatewayError } from '../errors/index.js';
 import { embeddingInputs, type EmbeddingInput } from '../providers/index.js';
 import { countTextTokens } from '../tokens/index.js';
 import { EmbeddingRequestSchema, withoutRoutingFields, type EmbeddingList } from '../wire/index.js';
-import { authenticate, routeAndReserve } from './admit.js';
+import { embeddingsWay } from '../routing/index.js';
+import { authenticate } from './admit.js';
 import { EMBEDDINGS, authorizedModel, fallbackModels } from './authorize.js';
-import type { GatewayDeps, RequestContext } from './deps.js';
-import { failed, type RequestInput } from './fail.js';
+import type { GatewayDeps } from './deps.js';
 import { openAiProtocol } from './idempotency.js';
+import { admitMetered, meteredCall, type MeteredRequest } from './metered.js';
+import type { RequestInput } from './request.js';
 import { compiledValidator } from './schema.js';
 import { settleAnswer, upstreamCount } from './settle.js';
 
@@ -31,6 +33,26 @@ export async function createEmbeddings(
   const fallbacks = fallbackModels(deps, key, body.models, EMBEDDINGS);
   const inputs = embeddingInputs(body.input);
   const promptTokens = tokensOf(inputs, model.contextLength);
+  // The whole input is prompt; there is no completion, so the hold is the input's price and nothing is lowered.
+  const request: MeteredRequest = {
+    input,
+    key,
+    model,
+    fallbacks,
+    timeoutMs: body.timeout_ms,
+    started,
+    hold: {
+      promptTokens,
+      promptCeiling: promptTokens,
+      requestedMaxTokens: 0,
+      choices: 1,
+      modelMaxTokens: model.maxTokens,
+      contextLength: Number.MAX_SAFE_INTEGER,
+    },
+    userId: body.user,
+    stream: false,
+    promptText: () => inputs.map((item) => (typeof item === 'string' ? item : '')).join('\n'),
+  };
 
   // 2. Idempotency: a retry gets the first answer back, without running or charging.
   const answer = await deps.idempotency.run<EmbeddingList>(
@@ -39,48 +61,17 @@ export async function createEmbeddings(
     input.body,
     input.requestId,
     async () => {
-      // 3-4. Route (503 before any hold; the dearest candidate's price), the rate limits, then a hold of the input's
-      // price (the whole cost: there is no completion).
-      const routable = { requestId: input.requestId, key, model, fallbacks, timeoutMs: body.timeout_ms };
-      const { route, headers, reservation } = await routeAndReserve(deps, routable, {
-        promptTokens,
-        promptCeiling: promptTokens,
-        requestedMaxTokens: 0,
-        choices: 1,
-        modelMaxTokens: model.maxTokens,
-        contextLength: Number.MAX_SAFE_INTEGER,
-      });
-
-      // 5. Call: retries and fallbacks inside the router; a failure releases the hold. The routing fields stay here.
+      // 3-5. Route, the rate limits, the hold, then the call. The routing fields and the encoding stay here.
+      const admitted = await admitMetered(deps, request);
       const { encoding_format: encoding, ...upstream } = withoutRoutingFields(body);
-      const routed = await deps.router.embed(route, {
-        body: upstream,
-        signal: input.signal,
-        requestId: input.requestId,
-        timeoutMs: deps.upstreamTimeoutMs,
-      });
-      const context: RequestContext = {
-        requestId: input.requestId,
-        model: routed.model,
-        providerId: routed.providerId,
-        promptTokens,
-        reservation,
-        started,
-        deps,
-        userId: body.user,
-        stream: false,
-        promptText: () => inputs.map((item) => (typeof item === 'string' ? item : '')).join('\n'),
-        log: input.log,
-      };
-      if (!routed.ok) throw failed(context, routed.error, input.signal);
-      headers['x-tollgate-provider'] = routed.providerId;
+      const { context, result, headers } = await meteredCall(admitted, embeddingsWay(upstream));
 
       // 6. Settle at the upstream's count (or ours), durable before the answer leaves; 7. record off the path.
-      const used = () => ({ prompt: upstreamCount(routed.result.promptTokens) ?? promptTokens, completion: 0 });
+      const used = () => ({ prompt: upstreamCount(result.promptTokens) ?? promptTokens, completion: 0 });
       const billed = await settleAnswer(context, input.signal, used, () => '');
       const list: EmbeddingList = {
         object: 'list',
-        data: routed.result.vectors.map((vector, index) => ({
+        data: result.vectors.map((vector, index) => ({
           object: 'embedding',
           index,
           embedding: encoding === 'base64' ? base64Of(vector) : vector,

@@ -1,24 +1,9 @@
-/** What every metered endpoint gets from HTTP, and what happens to an admitted request that got no answer. */
+/** What happens to an admitted request that got no answer. */
 import { GatewayError } from '../errors/index.js';
 import { fromUpstream } from '../routing/index.js';
 import type { RequestContext } from './deps.js';
 import { emitUnsettledError } from './events.js';
 import { finish } from './record.js';
-
-export interface RequestInput {
-  authorization: string | undefined;
-  /** The parsed JSON body, not yet validated. */
-  body: unknown;
-  /** The `Idempotency-Key` header, if any. */
-  idempotencyKey?: string | undefined;
-  requestId: string;
-  /** Aborted when the client goes away. */
-  signal: AbortSignal;
-  /** Headers of the client's own protocol that a native pass-through sends upstream as they are (`anthropic-beta`). */
-  forwardHeaders?: Readonly<Record<string, string>> | undefined;
-  /** Receives the request's outcome for the access log (ids, model, provider, cost; never the key). */
-  log(fields: Record<string, unknown>): void;
-}
 
 /** An admitted request that got no answer: the hold is released, the failure recorded and told. */
 export function failed(context: RequestContext, error: unknown, signal: AbortSignal): GatewayError {

@@ -6,29 +6,26 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { GatewayError, invalidRequest } from '../errors/index.js';
-import type { ChatCompletion } from '../providers/index.js';
 import { storedJson, type IdempotencyStore, type KeyRecord } from '../storage/index.js';
+import { isDone, type ChatCompletion, type StreamEvent } from '../wire/index.js';
+import type { Answer } from './request.js';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
 const PURGE_EVERY_MS = 60_000;
 
-/** An endpoint's answer: a JSON body (a chat completion unless said otherwise) or a stream of SSE events. */
-export type Answer<B = ChatCompletion> =
-  | { kind: 'json'; headers: Record<string, string>; body: B }
-  | { kind: 'stream'; headers: Record<string, string>; events: AsyncGenerator<string, void, undefined> };
-
+/** A kept answer; a stream's events as they were sent (as SSE text when kept before events were objects). */
 type Stored<B> =
   | { kind: 'json'; headers: Record<string, string>; body: B }
-  | { kind: 'stream'; headers: Record<string, string>; events: string[] };
+  | { kind: 'stream'; headers: Record<string, string>; events: Array<StreamEvent | string> };
 
-/** What idempotency must know of an endpoint: its name (none for chat) and the SSE event that ends a complete stream. */
+/** What idempotency must know of an endpoint: its name (none for chat) and the event that ends a complete stream. */
 export interface StreamProtocol {
   endpoint: string | undefined;
-  isLast(event: string): boolean;
+  isLast(event: StreamEvent): boolean;
 }
 
-const CHAT_PROTOCOL: StreamProtocol = { endpoint: undefined, isLast: (event) => event === 'data: [DONE]\n\n' };
+const CHAT_PROTOCOL: StreamProtocol = { endpoint: undefined, isLast: isDone };
 
 /** An OpenAI endpoint other than chat: its streams end with `[DONE]` too. */
 export function openAiProtocol(endpoint: string): StreamProtocol {
@@ -160,12 +157,12 @@ function canonical(value: unknown): string {
  * is stored before that event leaves. A stream that ends otherwise (the client went away, an error event) frees the key.
  */
 async function* recorded(
-  events: AsyncGenerator<string, void, undefined>,
-  isLast: (event: string) => boolean,
-  keep: (events: string[]) => Promise<unknown>,
+  events: AsyncGenerator<StreamEvent, void, undefined>,
+  isLast: (event: StreamEvent) => boolean,
+  keep: (events: StreamEvent[]) => Promise<unknown>,
   release: () => Promise<unknown>,
-): AsyncGenerator<string, void, undefined> {
-  const seen: string[] = [];
+): AsyncGenerator<StreamEvent, void, undefined> {
+  const seen: StreamEvent[] = [];
   let complete = false;
   try {
     for await (const event of events) {
@@ -183,6 +180,14 @@ async function* recorded(
   }
 }
 
-async function* replay(events: string[]): AsyncGenerator<string, void, undefined> {
-  yield* events;
+async function* replay(events: Array<StreamEvent | string>): AsyncGenerator<StreamEvent, void, undefined> {
+  for (const event of events) yield typeof event === 'string' ? fromSseText(event) : event;
+}
+
+/** An event kept as SSE text (`event: x\ndata: {...}\n\n`) by an earlier version, within the key's 24 hours. */
+function fromSseText(text: string): StreamEvent {
+  const name = /^event: (.*)$/m.exec(text)?.[1];
+  const data = /^data: (.*)$/m.exec(text)?.[1] ?? '';
+  const parsed: unknown = data === '[DONE]' ? data : JSON.parse(data);
+  return { event: name, data: typeof parsed === 'object' && parsed !== null ? parsed : '[DONE]' };
 }

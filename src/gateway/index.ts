@@ -1,5 +1,5 @@
 export { accountOf, admit, admitRate, authenticate, type AdmitDeps } from './admit.js';
-export { createChatCompletion, type ChatInput, type ChatResult } from './chat.js';
+export { createChatCompletion } from './chat.js';
 export type { GatewayDeps } from './deps.js';
 export { rateLimitHeaders } from './headers.js';
 export { ChatRequestSchema, type ChatRequestBody } from './schema.js';
@@ -7,5 +7,5 @@ export { Idempotency, IDEMPOTENCY_TTL_MS, type IdempotencyOptions } from './idem
 export { createEmbeddings } from './embeddings.js';
 export { createResponse, type ResponseResult } from './responses.js';
 export { authorizationOf, countMessageTokens, createMessage } from './messages.js';
-export { createCompletion, type CompletionResult } from './completions.js';
-export type { RequestInput } from './fail.js';
+export { createCompletion } from './completions.js';
+export type { Answer, RequestInput } from './request.js';

@@ -6,58 +6,40 @@
  */
 import { usdString } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
-import type { MessagesEvent, MessagesJson, ProviderCall } from '../providers/index.js';
-import type { Deployment, Route, Routed } from '../routing/index.js';
+import type { MessagesEvent, MessagesJson, Provider } from '../providers/index.js';
+import type { AttemptCall, Deployment, Way } from '../routing/index.js';
 import { countTextTokens } from '../tokens/index.js';
-import type { Admitted } from './chat.js';
-import type { ChatContext, GatewayDeps } from './deps.js';
-import { failed } from './fail.js';
-import type { Answer } from './idempotency.js';
 import { contentText, isObject, promptTokensOf, relayNative, type NativeStart } from './messages-relay.js';
+import { meteredCall, type Admitted } from './metered.js';
+import type { Answer } from './request.js';
 import { settleAnswer, upstreamCount } from './settle.js';
 
-export interface NativeRequest {
-  deps: GatewayDeps;
-  route: Route;
-  call: ProviderCall;
-  contextOf: Admitted['contextOf'];
-  headers: Record<string, string>;
-  /** The client's Messages body (with any lowered max_tokens). */
-  body: MessagesJson;
-  signal: AbortSignal;
-  /** The client's `anthropic-beta` (its beta features and their body fields), forwarded as it is. */
-  forwardHeaders: Readonly<Record<string, string>> | undefined;
-}
+/**
+ * An admitted Messages request, answered by the route's deployments natively: `body` is the client's (with the
+ * completion bound admission allowed), sent with the client's `anthropic-beta` (its beta features and their fields).
+ */
+export async function answerNatively(admitted: Admitted, body: MessagesJson): Promise<Answer<MessagesJson>> {
+  const { signal, forwardHeaders } = admitted.request.input;
+  const messagesCall = (deployment: Deployment, attempt: AttemptCall) => ({
+    ...attempt,
+    body: { ...body, model: deployment.upstreamModel },
+    headers: forwardHeaders,
+  });
 
-export async function answerNatively(request: NativeRequest): Promise<Answer<MessagesJson>> {
-  const { deps, route, call, contextOf, headers, signal } = request;
-  const upstream = (deployment: Deployment, attempt: Omit<ProviderCall, 'body'>) => {
-    const { createMessage, streamMessage } = deployment.provider;
-    if (!createMessage || !streamMessage) throw new GatewayError('internal_error');
-    const body = { ...request.body, model: deployment.upstreamModel };
-    const messagesCall = { ...attempt, body, headers: request.forwardHeaders };
-    return { create: () => createMessage(messagesCall), stream: () => streamMessage(messagesCall) };
-  };
-  const answered = <T>(routed: Routed<T>): { context: ChatContext; result: T } => {
-    const context = contextOf(routed);
-    if (!routed.ok) throw failed(context, routed.error, signal);
-    headers['x-tollgate-provider'] = routed.providerId;
-    return { context, result: routed.result };
-  };
-
-  if (request.body.stream === true) {
-    const routed = await deps.router.run(route, call, {
+  if (body.stream === true) {
+    const way: Way<NativeStart> = {
       streaming: true,
-      attempt: (deployment, attempt) => openNative(upstream(deployment, attempt).stream()),
-    });
-    const { context, result } = answered(routed);
+      attempt: (deployment, attempt) =>
+        openNative(messenger(deployment).streamMessage(messagesCall(deployment, attempt))),
+    };
+    const { context, result, headers } = await meteredCall(admitted, way);
     return { kind: 'stream', headers, events: relayNative(context, result, signal) };
   }
-  const routed = await deps.router.run(route, call, {
+  const way: Way<MessagesJson> = {
     streaming: false,
-    attempt: (deployment, attempt) => upstream(deployment, attempt).create(),
-  });
-  const { context, result: message } = answered(routed);
+    attempt: (deployment, attempt) => messenger(deployment).createMessage(messagesCall(deployment, attempt)),
+  };
+  const { context, result: message, headers } = await meteredCall(admitted, way);
   const usage = isObject(message.usage) ? message.usage : {};
   const used = () => ({
     prompt: promptTokensOf(usage) ?? context.promptTokens,
@@ -66,6 +48,15 @@ export async function answerNatively(request: NativeRequest): Promise<Answer<Mes
   const billed = await settleAnswer(context, signal, used, () => contentText(message.content));
   headers['x-tollgate-cost'] = usdString(billed.chargedNano);
   return { kind: 'json', headers, body: { ...message, model: context.model.id } };
+}
+
+type Messenger = Required<Pick<Provider, 'createMessage' | 'streamMessage'>>;
+
+/** The deployment's provider, which the route's check found to speak Messages. */
+function messenger({ provider }: Deployment): Messenger {
+  const { createMessage, streamMessage } = provider;
+  if (!createMessage || !streamMessage) throw new GatewayError('internal_error');
+  return { createMessage: createMessage.bind(provider), streamMessage: streamMessage.bind(provider) };
 }
 
 /** How long a stream's opening events may be held back waiting for its first event with substance (as for chat). */

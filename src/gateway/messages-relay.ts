@@ -5,10 +5,11 @@
  */
 import { usdNumber } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
-import { anthropicErrorBody, sseEvent } from '../protocols/anthropic-messages/index.js';
+import { anthropicErrorBody, messagesEvent } from '../protocols/anthropic-messages/index.js';
 import type { MessagesEvent } from '../providers/index.js';
 import { fromUpstream } from '../routing/index.js';
-import type { ChatContext } from './deps.js';
+import type { StreamEvent } from '../wire/index.js';
+import type { RequestContext } from './deps.js';
 import { upstreamCount } from './settle.js';
 import { StreamMeter } from './stream-meter.js';
 
@@ -20,14 +21,12 @@ export interface NativeStart {
   rest: AsyncIterator<MessagesEvent>;
 }
 
-const sse = ({ event, data }: MessagesEvent) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-
 /** Relays Anthropic's events as they come, metering what was delivered and settling before message_stop. */
 export async function* relayNative(
-  context: ChatContext,
+  context: RequestContext,
   start: NativeStart,
   signal: AbortSignal,
-): AsyncGenerator<string, void, undefined> {
+): AsyncGenerator<StreamEvent, void, undefined> {
   const { rest } = start;
   const usage: Record<string, unknown> = {};
   let stopped = false;
@@ -63,7 +62,7 @@ export async function* relayNative(
             data.usage = { ...(isObject(data.usage) ? data.usage : {}), cost: usdNumber(charged) };
         }
         if (event === 'message_stop') stopped = true;
-        yield sse(item.value);
+        yield item.value;
       }
     } catch (error) {
       if (signal.aborted) return;
@@ -78,7 +77,7 @@ export async function* relayNative(
     if (!stopped) {
       const charged = meter.settled ? 0n : await settleWhole();
       if (charged instanceof GatewayError) return void (yield errorEvent(charged));
-      yield sse({ event: 'message_stop', data: { type: 'message_stop' } });
+      yield messagesEvent('message_stop', {});
     }
     meter.end();
   } finally {
@@ -94,8 +93,8 @@ function messageId({ held }: NativeStart): string | undefined {
   return isObject(message) && typeof message.id === 'string' ? message.id : undefined;
 }
 
-function errorEvent(failure: GatewayError): string {
-  return sseEvent('error', { error: anthropicErrorBody(failure.status, failure.message).error });
+function errorEvent(failure: GatewayError): StreamEvent {
+  return messagesEvent('error', { error: anthropicErrorBody(failure.status, failure.message).error });
 }
 
 /** The held events first, then the read under way, then the rest of the stream. */

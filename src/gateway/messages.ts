@@ -5,28 +5,31 @@
  * deployment speaks Messages natively (Anthropic) gets the client's body as it is (`messages-native.ts`).
  */
 import { usdString } from '../billing/index.js';
-import { ERROR_CATALOGUE, type ErrorEnvelope } from '../errors/index.js';
+import { ERROR_CATALOGUE } from '../errors/index.js';
 import {
   CountTokensRequestSchema,
   MessagesRequestSchema,
   MessagesStreamWriter,
   anthropicErrorBody,
   messageFromCompletion,
-  sseEvent,
+  messagesEvent,
   toChatRequest,
   type MessagesRequest,
 } from '../protocols/anthropic-messages/index.js';
-import type { ChatCompletionChunk, MessagesJson } from '../providers/index.js';
+import type { MessagesJson } from '../providers/index.js';
 import type { Route } from '../routing/index.js';
 import { measurePrompt, type PromptSize } from '../tokens/index.js';
+import { DONE, type ChatRequest, type StreamEvent } from '../wire/index.js';
 import { accountOf, admitRate, authenticate } from './admit.js';
 import { authorizedModel } from './authorize.js';
-import { admitChat, settleCompletionCharged, type Authenticated } from './chat.js';
+import { answerChat, meteredChat } from './chat.js';
 import type { GatewayDeps } from './deps.js';
-import { failed, type RequestInput } from './fail.js';
-import type { Answer, StreamProtocol } from './idempotency.js';
+import type { StreamProtocol } from './idempotency.js';
+import { admitMetered } from './metered.js';
 import { answerNatively } from './messages-native.js';
-import { relayStream } from './relay.js';
+import { isErrorEnvelope } from './openai-stream.js';
+import type { ChatStreamEvent } from './relay.js';
+import type { Answer, RequestInput } from './request.js';
 import { compiledValidator } from './schema.js';
 
 const STATUS_OF = new Map(Object.entries(ERROR_CATALOGUE).map(([code, { status }]) => [code, status]));
@@ -37,7 +40,7 @@ const validateCountTokens = compiledValidator(CountTokensRequestSchema);
 /** A Messages stream is complete with message_stop. */
 const MESSAGES_PROTOCOL: StreamProtocol = {
   endpoint: 'messages',
-  isLast: (event) => event.startsWith('event: message_stop\n'),
+  isLast: (event) => event.event === 'message_stop',
 };
 
 /** Anthropic's SDKs send the key in `x-api-key`; tollgate's own clients in `Authorization`. */
@@ -48,11 +51,13 @@ export function authorizationOf(authorization: string | undefined, apiKey: strin
 export async function createMessage(input: RequestInput, deps: GatewayDeps): Promise<Answer<MessagesJson>> {
   const started = performance.now();
 
-  // 1. Authenticate: the key and its permission, then the body and the model the key may use.
+  // 1. Authenticate: the key and its permission, then the body and the model the key may use. Admission measures
+  // what may go upstream: the translation, or the native body.
   const key = await authenticate(deps, input.authorization, 'chat');
-  const body = validateMessages(input.body);
-  const model = authorizedModel(deps, key, body.model);
-  const request: Authenticated = { input, key, body: toChatRequest(body), model, fallbacks: undefined, started };
+  const native = validateMessages(input.body);
+  const model = authorizedModel(deps, key, native.model);
+  const chat = toChatRequest(native);
+  const request = meteredChat({ input, key, model, fallbacks: undefined, started }, chat, promptOf(chat, native));
 
   // 2. Idempotency: a retry gets the first answer back (a stream's events up to message_stop), without charging.
   return deps.idempotency.run<MessagesJson>(
@@ -60,48 +65,26 @@ export async function createMessage(input: RequestInput, deps: GatewayDeps): Pro
     input.idempotencyKey,
     input.body,
     input.requestId,
-    () => answer(request, body, deps),
+    async () => {
+      // 3-4. Route, the rate limits, the hold; natively when every deployment speaks Messages.
+      const admitted = await admitMetered(deps, request);
+      if (speaksMessages(admitted.route)) {
+        const { lowered, maxTokens } = admitted.reservation.admission;
+        return answerNatively(admitted, nativeBody(native, lowered ? maxTokens : native.max_tokens));
+      }
+      // 5-7. Translated through chat; the cost goes in a header (the Message has no field for it).
+      const id = `msg_${input.requestId}`;
+      const answer = await answerChat(admitted, chat);
+      const { headers, context } = answer;
+      if (answer.kind === 'stream') {
+        const writer = new MessagesStreamWriter(id, context.model.id, context.promptTokens);
+        return { kind: 'stream', headers, events: asMessagesEvents(answer.events, writer) };
+      }
+      headers['x-tollgate-cost'] = usdString(answer.chargedNano);
+      return { kind: 'json', headers, body: { ...messageFromCompletion(id, answer.body) } };
+    },
     MESSAGES_PROTOCOL,
   );
-}
-
-async function answer(
-  request: Authenticated,
-  native: MessagesRequest,
-  deps: GatewayDeps,
-): Promise<Answer<MessagesJson>> {
-  // 3-4. Route and admit as chat does, measuring what may go upstream: the translation, or the native body.
-  const { headers, route, call, contextOf } = await admitChat(request, deps, promptOf(request, native));
-  const { input } = request;
-  if (speaksMessages(route)) {
-    const body = nativeBody(native, call.body.max_tokens ?? native.max_tokens);
-    const { signal, forwardHeaders } = input;
-    return answerNatively({ deps, route, call, contextOf, headers, body, signal, forwardHeaders });
-  }
-
-  // 5. Translated through chat: retries and fallbacks inside the router; a failure releases the hold.
-  const id = `msg_${input.requestId}`;
-  if (native.stream) {
-    const routed = await deps.router.stream(route, call);
-    const context = contextOf(routed);
-    if (!routed.ok) throw failed(context, routed.error, input.signal);
-    headers['x-tollgate-provider'] = routed.providerId;
-    const writer = new MessagesStreamWriter(id, context.model.id, context.promptTokens);
-    return {
-      kind: 'stream',
-      headers,
-      events: asMessagesEvents(relayStream(context, routed.result, input.signal), writer),
-    };
-  }
-  const routed = await deps.router.complete(route, call);
-  const context = contextOf(routed);
-  if (!routed.ok) throw failed(context, routed.error, input.signal);
-  headers['x-tollgate-provider'] = routed.providerId;
-
-  // 6-7. Settled as chat settles; the cost goes in a header (the Message has no field for it).
-  const { completion, chargedNano } = await settleCompletionCharged(context, routed.result, input.signal);
-  headers['x-tollgate-cost'] = usdString(chargedNano);
-  return { kind: 'json', headers, body: { ...messageFromCompletion(id, completion) } };
 }
 
 /** POST /v1/messages/count_tokens: the prompt's tokens by tollgate's count; no charge, one request of the rate limit. */
@@ -141,38 +124,26 @@ function nativeBody(native: MessagesRequest, maxTokens: number): MessagesJson {
 }
 
 /** The translation's measure; its ceiling also covers the native body (thinking blocks, cache_control, ...). */
-function promptOf(request: Authenticated, native: MessagesRequest): PromptSize {
-  const prompt = measurePrompt(request.body);
+function promptOf(chat: ChatRequest, native: MessagesRequest): PromptSize {
+  const prompt = measurePrompt(chat);
   const nativeBytes = Buffer.byteLength(JSON.stringify(native)) + 1_024;
   return { tokens: prompt.tokens, ceiling: Math.max(prompt.ceiling, nativeBytes) };
 }
 
-/** A chat relay's SSE events (settled before its last) as Messages events; its error event as Anthropic's. */
+/** A chat relay's events (settled before its last) as Messages events; its error event as Anthropic's. */
 async function* asMessagesEvents(
-  events: AsyncGenerator<string, void, undefined>,
+  events: AsyncGenerator<ChatStreamEvent, void, undefined>,
   writer: MessagesStreamWriter,
-): AsyncGenerator<string, void, undefined> {
-  for await (const event of events) {
-    const data = event.slice('data: '.length, -2);
-    if (data === '[DONE]') {
+): AsyncGenerator<StreamEvent, void, undefined> {
+  for await (const { data } of events) {
+    if (data === DONE.data) {
       yield* writer.end();
-      continue;
-    }
-    const chunk: unknown = JSON.parse(data);
-    if (isErrorEnvelope(chunk)) {
-      const status = STATUS_OF.get(chunk.error.code) ?? 502;
-      yield sseEvent('error', { error: anthropicErrorBody(status, chunk.error.message).error });
+    } else if (isErrorEnvelope(data)) {
+      const status = STATUS_OF.get(data.error.code) ?? 502;
+      yield messagesEvent('error', { error: anthropicErrorBody(status, data.error.message).error });
       return;
+    } else {
+      yield* writer.write(data);
     }
-    if (isChunk(chunk)) yield* writer.write(chunk);
   }
-}
-
-function isErrorEnvelope(value: unknown): value is ErrorEnvelope {
-  return typeof value === 'object' && value !== null && 'error' in value && !('choices' in value);
-}
-
-/** The relay writes only chunks and error envelopes. */
-function isChunk(value: unknown): value is ChatCompletionChunk {
-  return typeof value === 'object' && value !== null && 'choices' in value && Array.isArray(value.choices);
 }

@@ -1,12 +1,13 @@
 /**
- * Relays a stream in OpenAI's SSE format (chat completions, text completions) chunk by chunk. It meters what it
- * delivers, settles before the last event (the charge is durable before `[DONE]`), and when the client goes away
- * it settles for what was delivered. Each endpoint says how its chunks deliver text (`OpenAiStreamFormat`).
+ * Relays a stream in OpenAI's format (chat completions, text completions) chunk by chunk, as objects: HTTP writes
+ * them, and the endpoints translated through chat read them as they are. It meters what it delivers, settles
+ * before the last event (the charge is durable before `[DONE]`), and when the client goes away it settles for what
+ * was delivered. Each endpoint says how its chunks deliver text (`OpenAiStreamFormat`).
  */
 import type { Settlement } from '../billing/index.js';
-import { errorEnvelope } from '../errors/index.js';
-import type { Usage } from '../providers/index.js';
+import { errorEnvelope, type ErrorEnvelope } from '../errors/index.js';
 import { fromUpstream } from '../routing/index.js';
+import { DONE, type UpstreamUsage } from '../wire/index.js';
 import type { RequestContext } from './deps.js';
 import { billedUsage, upstreamCount } from './settle.js';
 import { StreamMeter, type StreamFailure } from './stream-meter.js';
@@ -17,7 +18,16 @@ export interface OpenAiChunk {
   created: number;
   model: string;
   choices: unknown[];
-  usage?: Usage | null | undefined;
+  usage?: UpstreamUsage | null | undefined;
+}
+
+/**
+ * One event of a relayed OpenAI stream: a chunk (the last, when the client asked for usage, has no choices and the
+ * billed usage with its cost), an error envelope after the first byte, or `[DONE]`.
+ */
+export interface OpenAiStreamEvent<C extends OpenAiChunk> {
+  readonly event?: undefined;
+  readonly data: C | ErrorEnvelope | typeof DONE.data;
 }
 
 /** An upstream stream opened up to its first chunk: after that nothing is retried. */
@@ -28,11 +38,11 @@ export interface OpenAiStreamStart<C extends OpenAiChunk> {
 
 /** How one endpoint's chunks are metered and its stream is closed. */
 export interface OpenAiStreamFormat<C extends OpenAiChunk> {
-  /** The `object` of the usage chunk sent last when the client asked for it. */
-  object: string;
   /** The stream's id when the upstream gives none. */
   fallbackId: string;
   includeUsage: boolean;
+  /** The chunk sent last when the client asked for usage: no choices, the billed usage. */
+  usageChunk(head: Pick<OpenAiChunk, 'id' | 'created' | 'model'>, usage: UpstreamUsage): C;
   /** Puts a chunk's text on the meter (which throws past the answer-size bound). */
   deliver(meter: StreamMeter, chunk: C): void;
   /** Completion tokens of what was delivered, when the upstream reports none. */
@@ -41,14 +51,19 @@ export interface OpenAiStreamFormat<C extends OpenAiChunk> {
   answer?: (meter: StreamMeter) => string;
 }
 
+/** An error event of a relayed stream (the envelope, after the first byte). */
+export function isErrorEnvelope(data: object): data is ErrorEnvelope {
+  return 'error' in data && !('choices' in data);
+}
+
 export async function* relayOpenAiStream<C extends OpenAiChunk>(
   context: RequestContext,
   { first, chunks }: OpenAiStreamStart<C>,
   signal: AbortSignal,
   format: OpenAiStreamFormat<C>,
-): AsyncGenerator<string, void, undefined> {
+): AsyncGenerator<OpenAiStreamEvent<C>, void, undefined> {
   const { includeUsage } = format;
-  let upstreamUsage: Usage | undefined;
+  let upstreamUsage: UpstreamUsage | undefined;
   let id = format.fallbackId;
   let created = Math.floor(Date.now() / 1000);
   const meter = new StreamMeter(context, (!first.done && first.value.id) || id);
@@ -72,14 +87,14 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
         }
         chunk.model = context.model.id;
         format.deliver(meter, chunk);
-        yield `data: ${JSON.stringify(chunk)}\n\n`;
+        yield { data: chunk };
       }
     } catch (error) {
       if (signal.aborted) return;
       // After the first byte an error is one event with the envelope, and no [DONE].
       const failure = fromUpstream(error);
       await settle(context.promptTokens, format.deliveredTokens(meter), failure);
-      yield `data: ${JSON.stringify(errorEnvelope(failure))}\n\n`;
+      yield { data: errorEnvelope(failure) };
       return;
     }
     if (signal.aborted) return;
@@ -90,16 +105,15 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
       const completionTokens = upstreamCount(upstreamUsage?.completion_tokens) ?? format.deliveredTokens(meter);
       settlement = await settle(promptTokens, completionTokens);
     } catch (error) {
-      yield `data: ${JSON.stringify(errorEnvelope(fromUpstream(error)))}\n\n`;
+      yield { data: errorEnvelope(fromUpstream(error)) };
       return;
     }
     meter.end();
     if (includeUsage) {
-      const usage = billedUsage(upstreamUsage, settlement);
-      const last = { id, object: format.object, created, model: context.model.id, choices: [], usage };
-      yield `data: ${JSON.stringify(last)}\n\n`;
+      const head = { id, created, model: context.model.id };
+      yield { data: format.usageChunk(head, billedUsage(upstreamUsage, settlement)) };
     }
-    yield 'data: [DONE]\n\n';
+    yield DONE;
   } finally {
     // The client went away (or a settle failed): charge what was delivered, close the upstream.
     if (!meter.settled) await settle(context.promptTokens, format.deliveredTokens(meter)).catch(() => undefined);

@@ -1,26 +1,29 @@
 /** Relays a chat-completions stream (`openai-stream.ts`): its text is the content and tool calls of its deltas. */
-import type { ChatCompletionChunk } from '../providers/index.js';
 import type { StreamStart } from '../routing/index.js';
-import type { ChatContext } from './deps.js';
-import { relayOpenAiStream } from './openai-stream.js';
+import type { UpstreamChunk } from '../wire/index.js';
+import type { RequestContext } from './deps.js';
+import { relayOpenAiStream, type OpenAiStreamEvent } from './openai-stream.js';
 import type { StreamMeter } from './stream-meter.js';
 
-export function relayStream(
-  context: ChatContext,
+export type ChatStreamEvent = OpenAiStreamEvent<UpstreamChunk>;
+
+export function relayChatStream(
+  context: RequestContext,
   start: StreamStart,
   signal: AbortSignal,
-): AsyncGenerator<string, void, undefined> {
+  includeUsage: boolean,
+): AsyncGenerator<ChatStreamEvent, void, undefined> {
   return relayOpenAiStream(context, start, signal, {
-    object: 'chat.completion.chunk',
     fallbackId: `chatcmpl-${context.requestId}`,
-    includeUsage: context.body.stream_options?.include_usage === true,
+    includeUsage,
+    usageChunk: (head, usage) => ({ ...head, object: 'chat.completion.chunk', choices: [], usage }),
     deliver: deliverChat,
     deliveredTokens: (meter) => meter.tokens(),
   });
 }
 
 /** Content is an llm.streaming.chunk; a tool call's name and arguments are only counted. */
-function deliverChat(meter: StreamMeter, chunk: ChatCompletionChunk): void {
+function deliverChat(meter: StreamMeter, chunk: UpstreamChunk): void {
   for (const { delta } of chunk.choices) {
     if (typeof delta.content === 'string') meter.deliver(delta.content);
     for (const call of delta.tool_calls ?? [])

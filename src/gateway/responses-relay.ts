@@ -15,7 +15,8 @@ import {
 } from '../protocols/openai-responses/index.js';
 import { RESPONSE_END_EVENTS, type ResponsesCall, type ResponsesJson } from '../providers/index.js';
 import { fromUpstream, type Deployment } from '../routing/index.js';
-import type { ChatContext } from './deps.js';
+import type { StreamEvent } from '../wire/index.js';
+import type { RequestContext } from './deps.js';
 import { upstreamCount } from './settle.js';
 import { StreamMeter } from './stream-meter.js';
 
@@ -32,11 +33,11 @@ export async function openResponseStream(deployment: Deployment, call: Responses
 }
 
 export async function* relayResponseStream(
-  context: ChatContext,
+  context: RequestContext,
   { first, events }: ResponseStreamStart,
   signal: AbortSignal,
   keep: (id: string | undefined) => Promise<unknown>,
-): AsyncGenerator<string, void, undefined> {
+): AsyncGenerator<StreamEvent, void, undefined> {
   let sequence = 0;
   const meter = new StreamMeter(context, (!first.done && responseId(first.value)) || `resp_${context.requestId}`);
   const errorEvent = (failure: GatewayError) =>

@@ -1,23 +1,16 @@
 /** What a Responses request carries along its two paths (native and through chat), and the ids it answers with. */
 import { randomBytes } from 'node:crypto';
-import type { CatalogModel } from '../catalog/index.js';
 import type { ResponseRequest } from '../protocols/openai-responses/index.js';
-import type { KeyRecord, ResponseStore } from '../storage/index.js';
-import type { RequestInput } from './fail.js';
-import type { Answer } from './idempotency.js';
+import type { ResponseStore } from '../storage/index.js';
+import type { Authenticated } from './chat.js';
+import type { Answer } from './request.js';
 
 /** A Response as JSON (OpenAI's own, or tollgate's translation), or its stream of typed events. */
 export type ResponseResult = Answer<Record<string, unknown>>;
 
 /** An authenticated Responses request. */
-export interface ResponseRequestState {
-  input: RequestInput;
-  key: KeyRecord;
+export interface ResponseRequestState extends Authenticated {
   body: ResponseRequest;
-  model: CatalogModel;
-  /** The request's `models`, tried after `model`. */
-  fallbacks: CatalogModel[] | undefined;
-  started: number;
   /** Where the response ids are bound to their account. */
   store: ResponseStore;
 }

@@ -12,7 +12,7 @@ import type { KeyRecord, ResponseStore, StoredResponse } from '../storage/index.
 import { authenticate } from './admit.js';
 import { authorizedModel, fallbackModels } from './authorize.js';
 import type { GatewayDeps } from './deps.js';
-import type { RequestInput } from './fail.js';
+import type { RequestInput } from './request.js';
 import type { StreamProtocol } from './idempotency.js';
 import { answerThroughChat } from './responses-chat.js';
 import { answerNatively } from './responses-native.js';
@@ -24,7 +24,7 @@ const validate = compiledValidator(ResponseRequestSchema);
 /** A stream is complete once its Response is (completed, or incomplete at its token bound). */
 const RESPONSES_PROTOCOL: StreamProtocol = {
   endpoint: 'responses',
-  isLast: (event) => FINAL_EVENTS.has(/^event: (\S+)\n/.exec(event)?.[1] ?? ''),
+  isLast: (event) => FINAL_EVENTS.has(event.event ?? ''),
 };
 
 export type { ResponseResult } from './responses-request.js';
@@ -60,13 +60,13 @@ export async function createResponse(
       // previous response, when there is one); otherwise through chat.
       const route = deps.router.route(model, key.environment, { fallbacks, timeoutMs: body.timeout_ms });
       const native = nativeRoute(route, previous);
-      if (native) return answerNatively(request, deps, native);
+      if (native) return answerNatively(deps, request, native);
       if (previous)
         throw new GatewayError('invalid_request', {
           message: `The model '${model.id}' is not served by '${previous.providerId}', which holds the previous response; continue with a model it serves, or send the conversation in 'input'`,
           param: 'previous_response_id',
         });
-      return answerThroughChat(request, deps);
+      return answerThroughChat(deps, request, route);
     },
     RESPONSES_PROTOCOL,
   );

@@ -1,14 +1,15 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { plainJson } from '../money/index.js';
+import type { StreamEvent } from '../wire/index.js';
 import type { ClientSignal } from './client-signal.js';
 
 const KEEP_ALIVE_MS = 15_000;
 
-/** Writes the SSE events the gateway yields, with backpressure and keep-alive comments while idle. */
+/** Writes the events the gateway yields as server-sent events, with backpressure and keep-alive comments while idle. */
 export async function writeEventStream(
   res: ServerResponse,
-  result: { headers: Record<string, string>; events: AsyncGenerator<string, void, undefined> },
+  result: { headers: Record<string, string>; events: AsyncGenerator<StreamEvent, void, undefined> },
   client: ClientSignal,
   onError: (error: unknown) => void,
 ): Promise<void> {
@@ -27,7 +28,7 @@ export async function writeEventStream(
     for await (const event of result.events) {
       if (client.aborted) break;
       lastWrite = Date.now();
-      if (!res.write(plainJson(event))) await once(res, 'drain', { signal: client });
+      if (!res.write(sseText(event))) await once(res, 'drain', { signal: client });
     }
   } catch (error) {
     if (!client.aborted) onError(error);
@@ -36,4 +37,10 @@ export async function writeEventStream(
     await result.events.return(undefined);
     if (!res.writableEnded) res.end();
   }
+}
+
+/** An event as SSE text: its data's JSON written once, its numbers (USD costs) without exponents. */
+export function sseText({ event, data }: StreamEvent): string {
+  const json = typeof data === 'string' ? data : plainJson(JSON.stringify(data));
+  return event === undefined ? `data: ${json}\n\n` : `event: ${event}\ndata: ${json}\n\n`;
 }

@@ -3,18 +3,15 @@
  * the raw response (the reply is hijacked, so Fastify neither serialises nor ends it).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Answer } from '../gateway/index.js';
 import type { ClientSignal } from './client-signal.js';
 import { writeEventStream } from './event-stream.js';
-
-export type RouteAnswer<B> =
-  | { kind: 'json'; headers: Record<string, string>; body: B }
-  | { kind: 'stream'; headers: Record<string, string>; events: AsyncGenerator<string, void, undefined> };
 
 /** Returns the body for Fastify to send, or undefined once a stream has been written. */
 export async function sendAnswer<B>(
   request: FastifyRequest,
   reply: FastifyReply,
-  answer: RouteAnswer<B>,
+  answer: Answer<B>,
   client: ClientSignal,
 ): Promise<B | undefined> {
   if (answer.kind === 'json') {

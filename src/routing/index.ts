@@ -102,32 +102,16 @@ export class Router {
   }
 
   complete(route: Route, call: ProviderCall): Promise<Routed<ChatCompletion>> {
-    return this.run(route, call, {
-      streaming: false,
-      attempt: (deployment, attempt) => deployment.provider.complete(chatCall(call, deployment, attempt)),
-    });
+    return this.run(route, call, chatWay(call.body));
   }
 
   /** Opens the stream and waits for its first chunk with substance (see openStream); after that nothing is retried. */
   stream(route: Route, call: ProviderCall): Promise<Routed<StreamStart>> {
-    return this.run(route, call, {
-      streaming: true,
-      attempt: (deployment, attempt) => openStream(deployment, chatCall(call, deployment, attempt)),
-    });
+    return this.run(route, call, chatStreamWay(call.body));
   }
 
   embed(route: Route, call: EmbeddingCall): Promise<Routed<UpstreamEmbeddings>> {
-    return this.run(route, call, {
-      streaming: false,
-      attempt: (deployment, attempt) => {
-        if (!deployment.provider.embed)
-          throw new GatewayError('invalid_request', {
-            message: `The model '${deployment.model.id}' is served by '${deployment.providerId}', which does not create embeddings`,
-            param: 'model',
-          });
-        return deployment.provider.embed({ ...attempt, body: { ...call.body, model: deployment.upstreamModel } });
-      },
-    });
+    return this.run(route, call, embeddingsWay(call.body));
   }
 
   async close(): Promise<void> {
@@ -262,11 +246,42 @@ export interface Way<T> {
   attempt(deployment: Deployment, call: AttemptCall): Promise<T>;
 }
 
+/** A chat request asked of each deployment for its whole answer. */
+export function chatWay(body: ChatRequest): Way<ChatCompletion> {
+  return {
+    streaming: false,
+    attempt: (deployment, attempt) => deployment.provider.complete(chatCall(body, deployment, attempt)),
+  };
+}
+
+/** A chat request asked of each deployment as a stream, up to its first chunk with substance (see openStream). */
+export function chatStreamWay(body: ChatRequest): Way<StreamStart> {
+  return {
+    streaming: true,
+    attempt: (deployment, attempt) => openStream(deployment, chatCall(body, deployment, attempt)),
+  };
+}
+
+/** An embeddings request asked of each deployment (a 400 from one that does not embed, never asked). */
+export function embeddingsWay(body: EmbeddingCall['body']): Way<UpstreamEmbeddings> {
+  return {
+    streaming: false,
+    attempt: (deployment, attempt) => {
+      if (!deployment.provider.embed)
+        throw new GatewayError('invalid_request', {
+          message: `The model '${deployment.model.id}' is served by '${deployment.providerId}', which does not create embeddings`,
+          param: 'model',
+        });
+      return deployment.provider.embed({ ...attempt, body: { ...body, model: deployment.upstreamModel } });
+    },
+  };
+}
+
 /** One deployment's chat call: its own model name and limits. */
-function chatCall(call: ProviderCall, deployment: Deployment, attempt: AttemptCall): ProviderCall {
+function chatCall(body: ChatRequest, deployment: Deployment, attempt: AttemptCall): ProviderCall {
   return {
     ...attempt,
-    body: upstreamBody(call.body, deployment.upstreamModel),
+    body: upstreamBody(body, deployment.upstreamModel),
     defaultMaxTokens: deployment.model.maxTokens,
   };
 }

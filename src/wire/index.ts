@@ -8,4 +8,5 @@ export * from './chat-request.js';
 export * from './chat-completion.js';
 export * from './embeddings.js';
 export * from './completions.js';
+export { DONE, isDone, type StreamEvent } from './stream-event.js';
 export { Nullable, Open, OptionalNullable, UnixSeconds, Usd } from './schema-kit.js';

@@ -1,14 +1,15 @@
 /** The chat request path on fake dependencies: admission, routing's answer, settlement, events, idempotency. */
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../../src/errors/index.js';
-import { admit, createChatCompletion, type ChatInput, type ChatResult } from '../../src/gateway/index.js';
+import { admit, createChatCompletion, type Answer, type RequestInput } from '../../src/gateway/index.js';
 import { UpstreamError } from '../../src/providers/index.js';
+import { DONE, type ChatCompletion, type StreamEvent } from '../../src/wire/index.js';
 import { API_KEY, MODEL, account, chunk, completion, fakeDeps, model, recorded, streamOf } from './fakes.js';
 
 function input(
   body: Record<string, unknown> = {},
-  extra: Partial<ChatInput> = {},
-): ChatInput & { lines: Record<string, unknown>[] } {
+  extra: Partial<RequestInput> = {},
+): RequestInput & { lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
   return {
     authorization: API_KEY,
@@ -30,9 +31,9 @@ async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
   return error as GatewayError;
 }
 
-async function drain(result: ChatResult): Promise<string[]> {
+async function drain(result: Answer<ChatCompletion>): Promise<StreamEvent[]> {
   if (result.kind !== 'stream') throw new Error('expected a stream');
-  const events: string[] = [];
+  const events: StreamEvent[] = [];
   for await (const event of result.events) events.push(event);
   return events;
 }
@@ -51,7 +52,7 @@ describe('chat admission', () => {
     const fake = fakeDeps({ refuse: new GatewayError('insufficient_credits') });
     const error = await refusal(createChatCompletion(input(), fake.deps));
     expect([error.status, error.code]).toEqual([402, 'insufficient_credits']);
-    expect(fake.router.complete).not.toHaveBeenCalled();
+    expect(fake.router.run).not.toHaveBeenCalled();
     expect(fake.settled).toEqual([]);
   });
 
@@ -84,12 +85,8 @@ describe('a JSON answer', () => {
   it('settles at the upstream usage, answers with what was billed, and names the deployment that answered', async () => {
     const fallback = model('claude-haiku-5-5');
     const fake = fakeDeps({
-      routed: () => ({
-        ok: true,
-        result: completion('Hello there', { prompt_tokens: 12, completion_tokens: 4 }),
-        model: fallback,
-        providerId: 'anthropic',
-      }),
+      provider: { complete: async () => completion('Hello there', { prompt_tokens: 12, completion_tokens: 4 }) },
+      answeredBy: { model: fallback, providerId: 'anthropic' },
     });
     const request = input({ models: ['claude-haiku-5-5'] });
     const result = await createChatCompletion(request, fake.deps);
@@ -116,14 +113,7 @@ describe('a JSON answer', () => {
   });
 
   it('counts the answer itself when the upstream reports no usage', async () => {
-    const fake = fakeDeps({
-      routed: (_call, route) => ({
-        ok: true,
-        result: completion('one two three'),
-        model: route.model,
-        providerId: 'openai',
-      }),
-    });
+    const fake = fakeDeps({ provider: { complete: async () => completion('one two three') } });
     await createChatCompletion(input(), fake.deps);
     expect(fake.settled).toHaveLength(1);
     expect(fake.settled[0]!.completionTokens).toBeGreaterThan(0);
@@ -156,7 +146,15 @@ describe('a JSON answer', () => {
 
 describe('an upstream failure', () => {
   const failing = (error: unknown) =>
-    fakeDeps({ routed: () => ({ ok: false, error, model: model('claude-haiku-5-5'), providerId: 'anthropic' }) });
+    fakeDeps({
+      provider: {
+        complete: () => Promise.reject(error),
+        stream: () => ({
+          [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(error) }),
+        }),
+      },
+      answeredBy: { model: model('claude-haiku-5-5'), providerId: 'anthropic' },
+    });
 
   it('releases the hold without charging, maps to 502, and names the deployment that failed', async () => {
     const fake = failing(new UpstreamError('anthropic', 'http', 'secret upstream text', { status: 500 }));
@@ -212,19 +210,17 @@ describe('a streamed answer', () => {
       chunk('lo'),
       chunk('', { choices: [], usage: { prompt_tokens: 9, completion_tokens: 2, total_tokens: 11 } }),
     ];
-    const fake = fakeDeps({
-      routed: (_call, route) => ({ ok: true, result: streamOf(chunks), model: route.model, providerId: 'openai' }),
-    });
+    const fake = fakeDeps({ provider: { stream: () => streamOf(chunks) } });
     const result = await createChatCompletion(
       input({ stream: true, stream_options: { include_usage: true } }),
       fake.deps,
     );
     expect(result.headers['x-tollgate-provider']).toBe('openai');
     const events = await drain(result);
-    expect(events.at(-1)).toBe('data: [DONE]\n\n');
-    const parsed = events.slice(0, -1).map((e) => JSON.parse(e.slice('data: '.length)));
+    expect(events.at(-1)).toEqual(DONE);
+    const parsed = events.slice(0, -1).map((e) => e.data as ChatCompletion);
     expect(parsed.map((c) => c.model)).toEqual([MODEL, MODEL, MODEL]);
-    expect(parsed.at(-1).usage).toMatchObject({ prompt_tokens: 9, completion_tokens: 2, cost: 0.0015 });
+    expect(parsed.at(-1)!.usage).toMatchObject({ prompt_tokens: 9, completion_tokens: 2, cost: 0.0015 });
     expect(fake.settled).toMatchObject([{ promptTokens: 9, completionTokens: 2 }]);
     expect(fake.events.map((e) => e.type)).toEqual([
       'llm.streaming.start',
@@ -236,13 +232,9 @@ describe('a streamed answer', () => {
   });
 
   it('a stream that fails before it starts releases the hold, like a JSON one', async () => {
+    const refused = new UpstreamError('openai', 'connection', 'refused');
     const fake = fakeDeps({
-      routed: (_call, route) => ({
-        ok: false,
-        error: new UpstreamError('openai', 'connection', 'refused'),
-        model: route.model,
-        providerId: 'openai',
-      }),
+      provider: { stream: () => ({ [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(refused) }) }) },
     });
     const error = await refusal(createChatCompletion(input({ stream: true }), fake.deps));
     expect([error.status, error.message]).toEqual([502, "The provider 'openai' could not be reached"]);
@@ -255,7 +247,7 @@ describe('Idempotency-Key', () => {
     const fake = fakeDeps();
     const first = await createChatCompletion(input({}, { idempotencyKey: 'k-1' }), fake.deps);
     const again = await createChatCompletion(input({}, { idempotencyKey: 'k-1' }), fake.deps);
-    expect(fake.router.complete).toHaveBeenCalledTimes(1);
+    expect(fake.router.run).toHaveBeenCalledTimes(1);
     expect(fake.settled).toHaveLength(1);
     expect(again.headers['idempotent-replayed']).toBe('true');
     expect(again.kind === 'json' && first.kind === 'json' && again.body).toEqual(first.kind === 'json' && first.body);

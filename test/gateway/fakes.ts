@@ -7,8 +7,15 @@ import { GatewayError } from '../../src/errors/index.js';
 import type { GatewayEvent } from '../../src/events/index.js';
 import { Idempotency, type GatewayDeps } from '../../src/gateway/index.js';
 import type { RateDecision } from '../../src/limits/index.js';
-import type { ChatCompletion, ChatCompletionChunk, ProviderCall } from '../../src/providers/index.js';
-import type { Route, Routed, StreamStart } from '../../src/routing/index.js';
+import type { ChatCompletion, ChatCompletionChunk, Provider } from '../../src/providers/index.js';
+import {
+  Breaker,
+  type AttemptCall,
+  type Deployment,
+  type Route,
+  type Routed,
+  type Way,
+} from '../../src/routing/index.js';
 import type { IdempotencyRecord, IdempotencyStore, KeyRecord, NewClaim } from '../../src/storage/index.js';
 
 export const API_KEY = 'Bearer tg_good';
@@ -59,11 +66,9 @@ export function chunk(content: string, extra: Partial<ChatCompletionChunk> = {})
   };
 }
 
-export function streamOf(chunks: ChatCompletionChunk[]): StreamStart {
-  const rest = (async function* () {
-    yield* chunks.slice(1);
-  })();
-  return { first: { done: false, value: chunks[0]! }, chunks: rest };
+/** An upstream's stream of chunks (or events), yielded as they would arrive. */
+export async function* streamOf<T>(items: T[]): AsyncGenerator<T, void, undefined> {
+  yield* items;
 }
 
 function decision(allowed: boolean): RateDecision {
@@ -71,10 +76,12 @@ function decision(allowed: boolean): RateDecision {
   return { allowed, retryAfterSeconds: 7, requests: window, tokens: { ...window, limit: 100_000 } };
 }
 
-/** What a test sets up: the upstream's outcome, the wallet's verdict, the rate limiter's. */
+/** What a test sets up: the upstream's behaviour, the wallet's verdict, the rate limiter's. */
 export interface Setup {
-  /** The routed outcome of a call (default: an answer from `openai` with usage 10 + 5). */
-  routed?: (call: ProviderCall, route: Route) => Routed<ChatCompletion> | Routed<StreamStart>;
+  /** What the deployment's provider does (each method may throw: the upstream failed). Default: a chat answer with usage 10 + 5. */
+  provider?: Partial<Omit<Provider, 'id'>>;
+  /** The deployment that answers or fails (default: the requested model, at `openai`). */
+  answeredBy?: { model: CatalogModel; providerId: string };
   /** Thrown by `wallet.reserve` (e.g. 402). */
   refuse?: GatewayError;
   /** The completion bound the wallet lowers the request to. */
@@ -83,7 +90,7 @@ export interface Setup {
 }
 
 export function fakeDeps(setup: Setup = {}) {
-  const calls: ProviderCall[] = [];
+  const calls: Array<{ method: string; body: Record<string, unknown>; headers?: unknown }> = [];
   const events: GatewayEvent[] = [];
   const logs: Record<string, unknown>[] = [];
   const settled: {
@@ -114,24 +121,50 @@ export function fakeDeps(setup: Setup = {}) {
       return billed;
     }),
   };
+  // The provider records every call it is asked, then does what the test set up.
+  const behaviour: Partial<Omit<Provider, 'id'>> = {
+    complete: async () => completion('Hello there', { prompt_tokens: 10, completion_tokens: 5 }),
+    stream: () => streamOf([chunk('Hello'), chunk(' there')]),
+    ...setup.provider,
+  };
+  const provider: Record<string, unknown> = { id: 'fake' };
+  for (const [method, act] of Object.entries(behaviour)) {
+    if (typeof act !== 'function') continue;
+    provider[method] = (call: { body: Record<string, unknown>; headers?: unknown }) => {
+      calls.push({ method, body: call.body, headers: call.headers });
+      return (act as (call: unknown) => unknown)(call);
+    };
+  }
+  const deploymentOf = (route: { model: CatalogModel }): Deployment => {
+    const by = setup.answeredBy ?? { model: route.model, providerId: 'openai' };
+    return {
+      model: by.model,
+      providerId: by.providerId,
+      upstreamModel: 'upstream-name',
+      weight: undefined,
+      provider: provider as unknown as Provider,
+      breaker: new Breaker(Number.POSITIVE_INFINITY, 1),
+      probing: false,
+    };
+  };
   const route = (requested: CatalogModel): Route => ({
     model: requested,
     providerId: 'openai',
     price: requested.price,
-    candidates: [],
+    candidates: [deploymentOf({ model: requested })],
     deadline: 0,
   });
-  const answer = (call: ProviderCall, r: Route): Routed<ChatCompletion> | Routed<StreamStart> =>
-    setup.routed?.(call, r) ?? {
-      ok: true,
-      result: completion('Hello there', { prompt_tokens: 10, completion_tokens: 5 }),
-      model: r.model,
-      providerId: 'openai',
-    };
   const router = {
     route: vi.fn((requested: CatalogModel) => route(requested)),
-    complete: vi.fn(async (r: Route, call: ProviderCall) => (calls.push(call), answer(call, r))),
-    stream: vi.fn(async (r: Route, call: ProviderCall) => (calls.push(call), answer(call, r))),
+    run: vi.fn(async <T>(r: Route, call: AttemptCall, way: Way<T>): Promise<Routed<T>> => {
+      const deployment = r.candidates[0]!;
+      const named = { model: deployment.model, providerId: deployment.providerId };
+      try {
+        return { ok: true, result: await way.attempt(deployment, call), ...named };
+      } catch (error) {
+        return { ok: false, error, ...named };
+      }
+    }),
   };
   const wallet = {
     accounts: { get: async (id: string) => (id === account.id ? account : undefined) },

@@ -7,15 +7,13 @@ import {
   toChatRequest,
   type MessagesRequest,
 } from '../../src/protocols/anthropic-messages/index.js';
-import type { FinishReason, UpstreamChunk } from '../../src/wire/index.js';
+import type { FinishReason, StreamEvent, UpstreamChunk } from '../../src/wire/index.js';
 
 type Delta = UpstreamChunk['choices'][number]['delta'];
 
-const parse = (events: string[]) =>
-  events.map((event) => {
-    const [, name, data] = /^event: (.*)\ndata: (.*)\n\n$/.exec(event)!;
-    return { name, data: JSON.parse(data!) };
-  });
+/** Each event's name, and its data as the client reads it (serialised as the HTTP edge does). */
+const parse = (events: StreamEvent[]) =>
+  events.map(({ event, data }) => ({ name: event, data: JSON.parse(JSON.stringify(data)) }));
 
 describe('toChatRequest', () => {
   it('turns system, blocks, tool use and tool results into chat messages', () => {

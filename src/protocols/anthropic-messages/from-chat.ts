@@ -2,7 +2,7 @@
  * Chat answers in Anthropic's terms: a completion as a Message, and a chat stream's chunks as the Messages
  * stream's events (message_start, ping, content_block_start/delta/stop, message_delta with usage, message_stop).
  */
-import type { FinishReason, UpstreamChunk, UpstreamCompletion } from '../../wire/index.js';
+import type { FinishReason, StreamEvent, UpstreamChunk, UpstreamCompletion } from '../../wire/index.js';
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal' | 'pause_turn';
 
@@ -72,8 +72,9 @@ export function messageFromCompletion(id: string, completion: UpstreamCompletion
 }
 
 /** One Server-Sent Event of the Messages stream. */
-export function sseEvent(type: string, data: Record<string, unknown>): string {
-  return `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+/** One Messages stream event: named by its type, which its data repeats. */
+export function messagesEvent(type: string, data: Record<string, unknown>): StreamEvent {
+  return { event: type, data: { type, ...data } };
 }
 
 /**
@@ -97,7 +98,7 @@ export class MessagesStreamWriter {
   ) {}
 
   /** The events one chat chunk stands for. */
-  write(chunk: UpstreamChunk): string[] {
+  write(chunk: UpstreamChunk): StreamEvent[] {
     const events = this.start();
     for (const choice of chunk.choices) {
       const { delta } = choice;
@@ -121,7 +122,7 @@ export class MessagesStreamWriter {
         const partial = call.function?.arguments;
         if (partial)
           events.push(
-            sseEvent('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: partial } }),
+            messagesEvent('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: partial } }),
           );
       }
       if (choice.finish_reason) {
@@ -134,12 +135,12 @@ export class MessagesStreamWriter {
   }
 
   /** The closing events, once: message_delta with the billed usage (and cost when known), then message_stop. */
-  end(usage?: { prompt_tokens?: number; completion_tokens?: number; cost?: number }): string[] {
+  end(usage?: { prompt_tokens?: number; completion_tokens?: number; cost?: number }): StreamEvent[] {
     if (this.stopped) return [];
     this.stopped = true;
     const events = [...this.start(), ...this.closeBlock()];
     events.push(
-      sseEvent('message_delta', {
+      messagesEvent('message_delta', {
         delta: { stop_reason: this.stopReason ?? 'end_turn', stop_sequence: null },
         usage: {
           input_tokens: usage?.prompt_tokens ?? this.inputTokens,
@@ -147,12 +148,12 @@ export class MessagesStreamWriter {
           ...(usage?.cost !== undefined ? { cost: usage.cost } : {}),
         },
       }),
-      sseEvent('message_stop', {}),
+      messagesEvent('message_stop', {}),
     );
     return events;
   }
 
-  private start(): string[] {
+  private start(): StreamEvent[] {
     if (this.started) return [];
     this.started = true;
     const message = {
@@ -165,25 +166,25 @@ export class MessagesStreamWriter {
       stop_sequence: null,
       usage: { input_tokens: this.inputTokens, output_tokens: 0 },
     };
-    return [sseEvent('message_start', { message }), sseEvent('ping', {})];
+    return [messagesEvent('message_start', { message }), messagesEvent('ping', {})];
   }
 
-  private openBlock(kind: 'text' | 'tool', block: Record<string, unknown>): string[] {
+  private openBlock(kind: 'text' | 'tool', block: Record<string, unknown>): StreamEvent[] {
     const events = this.closeBlock();
     const index = this.blocks++;
     this.open = { index, kind };
-    events.push(sseEvent('content_block_start', { index, content_block: block }));
+    events.push(messagesEvent('content_block_start', { index, content_block: block }));
     return events;
   }
 
-  private closeBlock(): string[] {
+  private closeBlock(): StreamEvent[] {
     if (!this.open) return [];
     const { index } = this.open;
     this.open = undefined;
-    return [sseEvent('content_block_stop', { index })];
+    return [messagesEvent('content_block_stop', { index })];
   }
 
-  private delta(delta: Record<string, unknown>): string {
-    return sseEvent('content_block_delta', { index: this.open!.index, delta });
+  private delta(delta: Record<string, unknown>): StreamEvent {
+    return messagesEvent('content_block_delta', { index: this.open!.index, delta });
   }
 }

@@ -4,7 +4,7 @@ export { toChatRequest } from './to-chat.js';
 export {
   MessagesStreamWriter,
   messageFromCompletion,
-  sseEvent,
+  messagesEvent,
   stopReasonOf,
   type AnthropicMessage,
   type StopReason,

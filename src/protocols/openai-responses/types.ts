@@ -1,4 +1,5 @@
 /** What tollgate answers on `POST /v1/responses`, in OpenAI's Responses format (the fields a client reads). */
+import type { StreamEvent } from '../../wire/index.js';
 
 export interface OutputText {
   type: 'output_text';
@@ -69,9 +70,9 @@ export interface ResponseEvent {
   [field: string]: unknown;
 }
 
-/** A stream event as it goes on the wire: `event: <type>` and its JSON. */
-export function sseOf(event: Record<string, unknown>): string {
-  return `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`;
+/** A stream event as it goes on the wire: named by its type, which its data repeats. */
+export function sseOf(event: Record<string, unknown>): StreamEvent {
+  return { event: String(event.type), data: event };
 }
 
 /** The events that end a stream whose answer is complete (stored for idempotent replay). */

@@ -1,0 +1,96 @@
+/**
+ * Steps 3 to 5 of every metered endpoint, written once: route and admit what the endpoint holds
+ * (`admitMetered`), then call whichever deployment answers (`meteredCall`). Each endpoint says only what it holds
+ * (its `Hold`) and how a deployment is asked (its `Way`); settlement and relays take the `RequestContext` built here.
+ */
+import type { Reservation } from '../billing/index.js';
+import type { CatalogModel } from '../catalog/index.js';
+import type { AttemptCall, Route, Way } from '../routing/index.js';
+import type { KeyRecord } from '../storage/index.js';
+import { routeAndReserve, type Hold } from './admit.js';
+import type { GatewayDeps, RequestContext } from './deps.js';
+import { failed } from './fail.js';
+import type { RequestInput } from './request.js';
+
+/** An authenticated request, and what it asks admission to hold. */
+export interface MeteredRequest {
+  readonly input: RequestInput;
+  readonly key: KeyRecord;
+  readonly model: CatalogModel;
+  /** The request's `models`, tried after `model`. */
+  readonly fallbacks?: readonly CatalogModel[] | undefined;
+  /** The request's `timeout_ms`. */
+  readonly timeoutMs?: number | undefined;
+  readonly started: number;
+  readonly hold: Hold;
+  /** The request's `user` (llm.* events' `userId`). */
+  readonly userId: string | undefined;
+  readonly stream: boolean;
+  /** The prompt's text for llm.* events, built only when an event is. */
+  promptText(): string;
+}
+
+/** An admitted request: who may answer, the credit held, and the headers so far. */
+export interface Admitted {
+  readonly request: MeteredRequest;
+  readonly deps: GatewayDeps;
+  readonly route: Route;
+  readonly reservation: Reservation;
+  readonly headers: Record<string, string>;
+}
+
+/** A deployment's answer, with the context that settles it and the answer's headers (`x-tollgate-provider` set). */
+export interface Called<T> {
+  readonly context: RequestContext;
+  readonly result: T;
+  readonly headers: Record<string, string>;
+}
+
+/**
+ * Steps 3 and 4: route (503 before any hold; the dearest candidate's price), the rate limits, then the credit hold.
+ * A completion bound the budget lowered is told in `x-tollgate-max-tokens-lowered`; the endpoint puts it in its
+ * body. An endpoint that chose its route itself (Responses, natively) passes it.
+ */
+export async function admitMetered(deps: GatewayDeps, request: MeteredRequest, chosen?: Route): Promise<Admitted> {
+  const { input, key, model, fallbacks, timeoutMs, hold } = request;
+  const routable = { requestId: input.requestId, key, model, fallbacks, timeoutMs };
+  const { route, headers, reservation } = await routeAndReserve(deps, routable, hold, chosen);
+  if (reservation.admission.lowered) headers['x-tollgate-max-tokens-lowered'] = String(reservation.maxTokens);
+  return { request, deps, route, reservation, headers };
+}
+
+/**
+ * Step 5: asks the route's deployments `way`, with retries and fallbacks inside the router. A request that got no
+ * answer releases its hold, is recorded and told, and throws the client's error.
+ */
+export async function meteredCall<T>(admitted: Admitted, way: Way<T>): Promise<Called<T>> {
+  const { deps, request, route, headers } = admitted;
+  const { signal, requestId } = request.input;
+  const call: AttemptCall = { signal, requestId, timeoutMs: deps.upstreamTimeoutMs };
+  const routed = await deps.router.run(route, call, way);
+  const context = contextOf(admitted, routed);
+  if (!routed.ok) throw failed(context, routed.error, signal);
+  headers['x-tollgate-provider'] = routed.providerId;
+  return { context, result: routed.result, headers };
+}
+
+/** The request's context once routing has named the deployment that answered (or failed last). */
+function contextOf(
+  { deps, request, reservation }: Admitted,
+  routed: { model: CatalogModel; providerId: string },
+): RequestContext {
+  const { input } = request;
+  return {
+    requestId: input.requestId,
+    model: routed.model,
+    providerId: routed.providerId,
+    promptTokens: request.hold.promptTokens,
+    reservation,
+    started: request.started,
+    deps,
+    userId: request.userId,
+    stream: request.stream,
+    promptText: () => request.promptText(),
+    log: input.log,
+  };
+}

@@ -1,0 +1,22 @@
+/** What every metered endpoint gets from HTTP, and what it gives back. */
+import type { StreamEvent } from '../wire/index.js';
+
+export interface RequestInput {
+  authorization: string | undefined;
+  /** The parsed JSON body, not yet validated. */
+  body: unknown;
+  /** The `Idempotency-Key` header, if any. */
+  idempotencyKey?: string | undefined;
+  requestId: string;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+  /** Headers of the client's own protocol that a native pass-through sends upstream as they are (`anthropic-beta`). */
+  forwardHeaders?: Readonly<Record<string, string>> | undefined;
+  /** Receives the request's outcome for the access log (ids, model, provider, cost; never the key). */
+  log(fields: Record<string, unknown>): void;
+}
+
+/** An endpoint's answer: a JSON body, or a stream of events that HTTP writes as server-sent events. */
+export type Answer<B> =
+  | { kind: 'json'; headers: Record<string, string>; body: B }
+  | { kind: 'stream'; headers: Record<string, string>; events: AsyncGenerator<StreamEvent, void, undefined> };
