@@ -86,7 +86,7 @@ export function createServer(options: ServerOptions): FastifyInstance {
                 message: `Unknown route: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`,
               })
             : fromFastify(error);
-      return sendError(reply, gatewayError);
+      void sendError(reply, gatewayError);
     },
   });
 
