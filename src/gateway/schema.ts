@@ -4,8 +4,14 @@
  */
 import type { Static, TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import type { ValueError } from '@sinclair/typebox/errors';
-import { GatewayError } from '../errors/index.js';
+import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
+import {
+  pointerDepth,
+  pointerToParam,
+  unionMemberToReport,
+  validationError,
+  type SchemaFault,
+} from '../errors/validation.js';
 import { ChatRequestSchema, type ChatMessage, type ChatRequest } from '../wire/index.js';
 
 export { ChatRequestSchema, type ChatRequest as ChatRequestBody };
@@ -15,22 +21,32 @@ export function compiledValidator<T extends TSchema>(schema: T): (body: unknown)
   const checker = TypeCompiler.Compile(schema);
   return (body) => {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw new GatewayError('invalid_request', { message: 'The request body must be a JSON object' });
+      throw validationError({ pointer: '', kind: 'invalid', schema });
     }
     if (checker.Check(body)) return body;
-    const errors = [...checker.Errors(body)];
-    // The deepest path is the most precise; unions report their members' failures at deeper paths.
-    const first = errors.reduce((a, b) => (b.path.length > a.path.length ? b : a), errors[0]!);
-    const param = pointerToParam(first.path);
-    const missing = first.value === undefined;
-    throw new GatewayError('invalid_request', {
-      message: missing
-        ? `Missing required parameter: '${param}'.`
-        : `Invalid value for '${param}': ${describe(first)}.`,
-      param,
-    });
+    throw validationError(faultOf([...checker.Errors(body)]));
   };
 }
+
+/**
+ * The fault to report among TypeBox's: the deepest (the most precise), the first on a tie; a union is reported
+ * as the fault of the member `unionMemberToReport` picks, if any.
+ */
+function faultOf(errors: ValueError[]): SchemaFault {
+  const first = deepest(errors);
+  if (first.type === ValueErrorType.Union) {
+    const members = first.errors.map((member) => [...member]);
+    const index = unionMemberToReport(first.schema, first.value, (i) =>
+      members[i]!.length ? pointerDepth(deepest(members[i]!).path) : -1,
+    );
+    if (index !== undefined && members[index]!.length) return faultOf(members[index]!);
+  }
+  if (first.type === ValueErrorType.ObjectAdditionalProperties) return { pointer: first.path, kind: 'unknown' };
+  return { pointer: first.path, kind: first.value === undefined ? 'missing' : 'invalid', schema: first.schema };
+}
+
+const deepest = (errors: ValueError[]) =>
+  errors.reduce((a, b) => (pointerDepth(b.path) > pointerDepth(a.path) ? b : a), errors[0]!);
 
 const validateChat = compiledValidator(ChatRequestSchema);
 
@@ -49,31 +65,14 @@ function checkContent(messages: ChatMessage[]): void {
     const message = messages[i]!;
     if (message.content != null || message.role === 'function') continue;
     if (message.role === 'assistant' && (message.tool_calls?.length || message.function_call)) continue;
-    const param = `messages[${i}].content`;
-    throw new GatewayError('invalid_request', {
-      message:
-        message.content === null
-          ? `Invalid value for '${param}': expected string, or array of content parts, got null.`
-          : `Missing required parameter: '${param}'.`,
-      param,
-    });
+    const pointer = `/messages/${i}/content`;
+    throw validationError(
+      message.content === null ? { pointer, kind: 'invalid', schema: NON_NULL_CONTENT } : { pointer, kind: 'missing' },
+    );
   }
 }
 
-/** A union's own message says nothing ("Expected union value"): list what its members expected instead. */
-function describe(error: ValueError): string {
-  if (error.errors.length === 0) return error.message;
-  const expected = error.errors
-    .map((member) => member.First()?.message)
-    .filter((message): message is string => Boolean(message) && message !== 'Expected null');
-  return expected.length ? [...new Set(expected)].join(', or ') : error.message;
-}
+/** A message's content where it may not be null. */
+const NON_NULL_CONTENT = { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }] };
 
-/** `/messages/0/role` -> `messages[0].role` */
-export function pointerToParam(pointer: string): string {
-  return pointer
-    .split('/')
-    .filter(Boolean)
-    .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
-    .reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path ? `${path}.${part}` : part), '');
-}
+export { pointerToParam };

@@ -1,7 +1,13 @@
 /** Every error an HTTP answer can carry, turned into the contract's envelope and status. */
 import type { FastifyError } from 'fastify';
 import { GatewayError, errorEnvelope, type ErrorEnvelope } from '../errors/index.js';
-import { pointerToParam } from '../gateway/schema.js';
+import {
+  childPointer,
+  pointerDepth,
+  unionMemberToReport,
+  validationError,
+  type SchemaFault,
+} from '../errors/validation.js';
 import { isStorageUnavailable } from '../storage/index.js';
 
 /**
@@ -26,24 +32,7 @@ export function errorResponse(error: GatewayError): {
 export function fromFastify(thrown: unknown): GatewayError {
   if (thrown instanceof GatewayError) return thrown;
   const error = thrown as FastifyError;
-  if (error.validation && error.validation.length > 0) {
-    const first = error.validation[0]!;
-    const { missingProperty: missing, additionalProperty: unknown } = first.params as {
-      missingProperty?: string;
-      additionalProperty?: string;
-    };
-    const base = pointerToParam(first.instancePath);
-    const child = missing ?? unknown;
-    const path = child ? (base ? `${base}.${child}` : child) : base;
-    const param = path || null;
-    const where = error.validationContext === 'querystring' ? 'query parameter' : 'field';
-    let message: string;
-    if (missing) message = `Missing required ${where} '${path}'`;
-    else if (unknown) message = `Unknown ${where} '${path}'`;
-    else if (!path && error.validationContext === 'body') message = 'The request body must be a JSON object';
-    else message = `Invalid ${where} '${path}': ${first.message ?? 'invalid value'}`;
-    return new GatewayError('invalid_request', { message, param });
-  }
+  if (error.validation && error.validation.length > 0) return validationError(ajvFault(error.validation));
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new GatewayError('request_too_large', { message: BODY_TOO_LARGE });
@@ -71,6 +60,42 @@ export function fromFastify(thrown: unknown): GatewayError {
     });
   }
   return new GatewayError('internal_error', { cause: error });
+}
+
+/** One of ajv's errors, with the fields its `verbose` option adds (the server sets it). */
+interface AjvError {
+  keyword: string;
+  instancePath: string;
+  schemaPath: string;
+  params: Record<string, unknown>;
+  parentSchema?: unknown;
+  data?: unknown;
+}
+
+/**
+ * The fault to report among ajv's (which stops at the first failing keyword): the last error, since a union's
+ * own error follows its members'; a union is reported as the fault of the member `unionMemberToReport` picks.
+ */
+function ajvFault(errors: readonly AjvError[]): SchemaFault {
+  const last = errors.at(-1)!;
+  if (last.keyword === 'anyOf' || last.keyword === 'oneOf') {
+    const ofMember = (index: number) => errors.filter((e) => e.schemaPath.startsWith(`${last.schemaPath}/${index}/`));
+    const index = unionMemberToReport(last.parentSchema, last.data, (i) => {
+      const member = ofMember(i);
+      return member.length ? Math.max(...member.map((e) => pointerDepth(pointerOf(e)))) : -1;
+    });
+    if (index !== undefined && ofMember(index).length) return ajvFault(ofMember(index));
+  }
+  const pointer = pointerOf(last);
+  if (last.keyword === 'required') return { pointer, kind: 'missing' };
+  if (last.keyword === 'additionalProperties') return { pointer, kind: 'unknown' };
+  return { pointer, kind: 'invalid', schema: last.parentSchema };
+}
+
+/** Where the error is: a missing or unknown property's own place, not its object's. */
+function pointerOf(error: AjvError): string {
+  const property = error.params.missingProperty ?? error.params.additionalProperty;
+  return typeof property === 'string' ? childPointer(error.instancePath, property) : error.instancePath;
 }
 
 export const BODY_TOO_LARGE = 'Request body is larger than the configured limit';

@@ -63,7 +63,16 @@ export function createServer(options: ServerOptions): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     requestIdHeader: false,
     genReqId: (req) => requestIdFor(req.headers),
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false } },
+    // `verbose` gives each error its schema and value, which `errors.ts` words the validation failure from.
+    ajv: {
+      customOptions: {
+        coerceTypes: false,
+        removeAdditional: false,
+        useDefaults: false,
+        allErrors: false,
+        verbose: true,
+      },
+    },
     return503OnClosing: true,
     // Errors Fastify raises before routing (a path with broken %-escapes, an over-long path parameter) get the
     // contract's envelope and a request id too, instead of Fastify's own JSON.
@@ -77,7 +86,7 @@ export function createServer(options: ServerOptions): FastifyInstance {
                 message: `Unknown route: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`,
               })
             : fromFastify(error);
-      return sendError(reply, gatewayError);
+      void sendError(reply, gatewayError);
     },
   });
 
