@@ -5,16 +5,14 @@
  * The endpoints translated to chat (Messages, Responses) take steps 3-7 from here: `meteredChat`, `answerChat`.
  */
 import type { Reservation } from '../billing/index.js';
-import type { CatalogModel } from '../catalog/index.js';
 import { promptText } from '../events/index.js';
 import { chatStreamWay, chatWay } from '../routing/index.js';
-import type { KeyRecord } from '../storage/index.js';
 import { countTextTokens, measurePrompt, type PromptSize } from '../tokens/index.js';
 import type { ChatCompletion, ChatRequest, UpstreamCompletion } from '../wire/index.js';
 import { authenticate } from './admit.js';
 import { authorizedModel, fallbackModels } from './authorize.js';
 import type { RequestContext, GatewayDeps } from './deps.js';
-import { admitMetered, meteredCall, type Admitted, type MeteredRequest } from './metered.js';
+import { admitMetered, meteredCall, type Admitted, type Authenticated, type MeteredRequest } from './metered.js';
 import { relayChatStream, type ChatStreamEvent } from './relay.js';
 import type { Answer, RequestInput } from './request.js';
 import { validateChatRequest } from './schema.js';
@@ -32,19 +30,10 @@ export async function createChatCompletion(input: RequestInput, deps: GatewayDep
   const request = meteredChat({ input, key, model, fallbacks, started }, body);
 
   // 2. Idempotency: a retry with the same Idempotency-Key gets the first answer back, without running or charging.
-  return deps.idempotency.run(key, input.idempotencyKey, input.body, input.requestId, async () => {
+  return deps.idempotency.run(key, input, async () => {
     // 3-4. Route, the rate limits and the credit hold; 5-7. the call, its relay or settlement, the record.
     return answerChat(await admitMetered(deps, request), body);
   });
-}
-
-/** What authentication established about a request, before its body is measured. */
-export interface Authenticated {
-  input: RequestInput;
-  key: KeyRecord;
-  model: CatalogModel;
-  fallbacks: readonly CatalogModel[] | undefined;
-  started: number;
 }
 
 /**

@@ -26,7 +26,7 @@ import { TEXT_COMPLETIONS, authorizedModel, fallbackModels } from './authorize.j
 import { generatedTokens, relayCompletionStream, type TextStreamStart } from './completion-relay.js';
 import type { GatewayDeps } from './deps.js';
 import { openAiProtocol } from './idempotency.js';
-import { admitMetered, meteredCall, type MeteredRequest } from './metered.js';
+import { admitMetered, meteredCall, type Authenticated, type MeteredRequest } from './metered.js';
 import type { Answer, RequestInput } from './request.js';
 import { compiledValidator } from './schema.js';
 import { billedUsage, settleAnswer, upstreamCount } from './settle.js';
@@ -78,13 +78,10 @@ export async function createCompletion(
   const maxTokens = body.max_tokens ?? DEFAULT_COMPLETION_MAX_TOKENS;
   const size = measureCompletionPrompt(body, prompts, maxTokens, model);
   // A hold for every prompt's `best_of` (or `n`) choices at the completion bound; each prompt's context was checked.
+  const authenticated: Authenticated = { input, key, model, fallbacks, started };
   const request: MeteredRequest = {
-    input,
-    key,
-    model,
-    fallbacks,
+    ...authenticated,
     timeoutMs: body.timeout_ms,
-    started,
     hold: {
       promptTokens: size.tokens,
       promptCeiling: size.ceiling,
@@ -102,9 +99,7 @@ export async function createCompletion(
   // 2. Idempotency: a retry gets the first answer back, without running or charging.
   return deps.idempotency.run<UpstreamTextCompletion>(
     key,
-    input.idempotencyKey,
-    input.body,
-    input.requestId,
+    input,
     async () => {
       // 3-4. Route, the rate limits, the hold; the bound admission allowed always goes upstream.
       const admitted = await admitMetered(deps, request);

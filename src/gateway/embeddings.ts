@@ -13,7 +13,7 @@ import { authenticate } from './admit.js';
 import { EMBEDDINGS, authorizedModel, fallbackModels } from './authorize.js';
 import type { GatewayDeps } from './deps.js';
 import { openAiProtocol } from './idempotency.js';
-import { admitMetered, meteredCall, type MeteredRequest } from './metered.js';
+import { admitMetered, meteredCall, type Authenticated, type MeteredRequest } from './metered.js';
 import type { RequestInput } from './request.js';
 import { compiledValidator } from './schema.js';
 import { settleAnswer, upstreamCount } from './settle.js';
@@ -34,13 +34,10 @@ export async function createEmbeddings(
   const inputs = embeddingInputs(body.input);
   const promptTokens = tokensOf(inputs, model.contextLength);
   // The whole input is prompt; there is no completion, so the hold is the input's price and nothing is lowered.
+  const authenticated: Authenticated = { input, key, model, fallbacks, started };
   const request: MeteredRequest = {
-    input,
-    key,
-    model,
-    fallbacks,
+    ...authenticated,
     timeoutMs: body.timeout_ms,
-    started,
     hold: {
       promptTokens,
       promptCeiling: promptTokens,
@@ -57,9 +54,7 @@ export async function createEmbeddings(
   // 2. Idempotency: a retry gets the first answer back, without running or charging.
   const answer = await deps.idempotency.run<EmbeddingList>(
     key,
-    input.idempotencyKey,
-    input.body,
-    input.requestId,
+    input,
     async () => {
       // 3-5. Route, the rate limits, the hold, then the call. The routing fields and the encoding stay here.
       const admitted = await admitMetered(deps, request);

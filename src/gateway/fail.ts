@@ -3,7 +3,7 @@ import { GatewayError } from '../errors/index.js';
 import { fromUpstream } from '../routing/index.js';
 import type { RequestContext } from './deps.js';
 import { emitUnsettledError } from './events.js';
-import { finish } from './record.js';
+import { recordOutcome } from './record.js';
 
 /** An admitted request that got no answer: the hold is released, the failure recorded and told. */
 export function failed(context: RequestContext, error: unknown, signal: AbortSignal): GatewayError {
@@ -13,7 +13,7 @@ export function failed(context: RequestContext, error: unknown, signal: AbortSig
     : fromUpstream(error);
   const told = { code: mapped.code, message: mapped.message };
   emitUnsettledError(context, told);
-  finish(context, {
+  recordOutcome(context, {
     ok: false,
     status: mapped.status,
     promptTokens: 0,

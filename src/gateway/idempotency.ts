@@ -8,7 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import { storedJson, type IdempotencyStore, type KeyRecord } from '../storage/index.js';
 import { isDone, type ChatCompletion, type StreamEvent } from '../wire/index.js';
-import type { Answer } from './request.js';
+import type { Answer, RequestInput } from './request.js';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
@@ -22,7 +22,7 @@ type Stored<B> =
 /** What idempotency must know of an endpoint: its name (none for chat) and the event that ends a complete stream. */
 export interface StreamProtocol {
   endpoint: string | undefined;
-  isLast(event: StreamEvent): boolean;
+  isLast: (event: StreamEvent) => boolean;
 }
 
 const CHAT_PROTOCOL: StreamProtocol = { endpoint: undefined, isLast: isDone };
@@ -53,9 +53,7 @@ export class Idempotency {
    */
   async run<B = ChatCompletion>(
     key: KeyRecord,
-    idempotencyKey: string | undefined,
-    body: unknown,
-    requestId: string,
+    { idempotencyKey, body, requestId }: Pick<RequestInput, 'idempotencyKey' | 'body' | 'requestId'>,
     answer: () => Promise<Answer<B>>,
     protocol: StreamProtocol = CHAT_PROTOCOL,
   ): Promise<Answer<B>> {
@@ -180,6 +178,7 @@ async function* recorded(
   }
 }
 
+// eslint-disable-next-line @typescript-eslint/require-await -- an answer's events are an async stream; kept ones wait for nothing
 async function* replay(events: Array<StreamEvent | string>): AsyncGenerator<StreamEvent, void, undefined> {
   for (const event of events) yield typeof event === 'string' ? fromSseText(event) : event;
 }

@@ -50,13 +50,16 @@ export async function answerNatively(admitted: Admitted, body: MessagesJson): Pr
   return { kind: 'json', headers, body: { ...message, model: context.model.id } };
 }
 
-type Messenger = Required<Pick<Provider, 'createMessage' | 'streamMessage'>>;
+type Messenger = Provider & Required<Pick<Provider, 'createMessage' | 'streamMessage'>>;
 
 /** The deployment's provider, which the route's check found to speak Messages. */
 function messenger({ provider }: Deployment): Messenger {
-  const { createMessage, streamMessage } = provider;
-  if (!createMessage || !streamMessage) throw new GatewayError('internal_error');
-  return { createMessage: createMessage.bind(provider), streamMessage: streamMessage.bind(provider) };
+  if (!speaksMessages(provider)) throw new GatewayError('internal_error');
+  return provider;
+}
+
+export function speaksMessages(provider: Provider): provider is Messenger {
+  return provider.createMessage !== undefined && provider.streamMessage !== undefined;
 }
 
 /** How long a stream's opening events may be held back waiting for its first event with substance (as for chat). */

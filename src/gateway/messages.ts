@@ -26,7 +26,7 @@ import { answerChat, meteredChat } from './chat.js';
 import type { GatewayDeps } from './deps.js';
 import type { StreamProtocol } from './idempotency.js';
 import { admitMetered } from './metered.js';
-import { answerNatively } from './messages-native.js';
+import { answerNatively, speaksMessages } from './messages-native.js';
 import { isErrorEnvelope } from './openai-stream.js';
 import type { ChatStreamEvent } from './relay.js';
 import type { Answer, RequestInput } from './request.js';
@@ -62,13 +62,11 @@ export async function createMessage(input: RequestInput, deps: GatewayDeps): Pro
   // 2. Idempotency: a retry gets the first answer back (a stream's events up to message_stop), without charging.
   return deps.idempotency.run<MessagesJson>(
     key,
-    input.idempotencyKey,
-    input.body,
-    input.requestId,
+    input,
     async () => {
       // 3-4. Route, the rate limits, the hold; natively when every deployment speaks Messages.
       const admitted = await admitMetered(deps, request);
-      if (speaksMessages(admitted.route)) {
+      if (allSpeakMessages(admitted.route)) {
         const { lowered, maxTokens } = admitted.reservation.admission;
         return answerNatively(admitted, nativeBody(native, lowered ? maxTokens : native.max_tokens));
       }
@@ -101,10 +99,8 @@ export async function countMessageTokens(
 }
 
 /** Every deployment of the route serves Messages natively (a mixed route is translated for all, alike). */
-function speaksMessages(route: Route): boolean {
-  return route.candidates.every(
-    (d) => d.provider.createMessage !== undefined && d.provider.streamMessage !== undefined,
-  );
+function allSpeakMessages(route: Route): boolean {
+  return route.candidates.every((d) => speaksMessages(d.provider));
 }
 
 /** Anthropic's smallest thinking budget. */

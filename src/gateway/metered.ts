@@ -12,16 +12,19 @@ import type { GatewayDeps, RequestContext } from './deps.js';
 import { failed } from './fail.js';
 import type { RequestInput } from './request.js';
 
-/** An authenticated request, and what it asks admission to hold. */
-export interface MeteredRequest {
+/** What authentication established about a request: its key, and the models it may use (`model`, then `models`). */
+export interface Authenticated {
   readonly input: RequestInput;
   readonly key: KeyRecord;
   readonly model: CatalogModel;
-  /** The request's `models`, tried after `model`. */
-  readonly fallbacks?: readonly CatalogModel[] | undefined;
+  readonly fallbacks: readonly CatalogModel[] | undefined;
+  readonly started: number;
+}
+
+/** An authenticated request, and what it asks admission to hold. */
+export interface MeteredRequest extends Authenticated {
   /** The request's `timeout_ms`. */
   readonly timeoutMs?: number | undefined;
-  readonly started: number;
   readonly hold: Hold;
   /** The request's `user` (llm.* events' `userId`). */
   readonly userId: string | undefined;

@@ -18,15 +18,15 @@ export interface Outcome {
   error?: { code: string; message: string } | undefined;
 }
 
-export function finish(context: RequestContext, outcome: Outcome): void {
+export function recordOutcome(context: RequestContext, outcome: Outcome): void {
   const durationMs = performance.now() - context.started;
-  setImmediate(record, context, outcome, durationMs);
+  setImmediate(recordSafely, context, outcome, durationMs);
 }
 
 /** Off the request's path, a failure here has no request left to fail: it is logged, never an uncaught exception. */
-function record(context: RequestContext, outcome: Outcome, durationMs: number): void {
+function recordSafely(context: RequestContext, outcome: Outcome, durationMs: number): void {
   try {
-    recordOutcome(context, outcome, durationMs);
+    writeRecord(context, outcome, durationMs);
   } catch (error) {
     try {
       context.log({ status: outcome.ok ? 200 : outcome.status, record_error: messageOf(error) });
@@ -36,7 +36,7 @@ function record(context: RequestContext, outcome: Outcome, durationMs: number): 
   }
 }
 
-function recordOutcome(context: RequestContext, outcome: Outcome, durationMs: number): void {
+function writeRecord(context: RequestContext, outcome: Outcome, durationMs: number): void {
   const { deps, model } = context;
   deps.metrics.recordChat(
     context.providerId,

@@ -13,7 +13,7 @@ export interface RequestInput {
   /** Headers of the client's own protocol that a native pass-through sends upstream as they are (`anthropic-beta`). */
   forwardHeaders?: Readonly<Record<string, string>> | undefined;
   /** Receives the request's outcome for the access log (ids, model, provider, cost; never the key). */
-  log(fields: Record<string, unknown>): void;
+  log: (fields: Record<string, unknown>) => void;
 }
 
 /** An endpoint's answer: a JSON body, or a stream of events that HTTP writes as server-sent events. */

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ResponseRequest } from '../protocols/openai-responses/index.js';
 import type { ResponseStore } from '../storage/index.js';
-import type { Authenticated } from './chat.js';
+import type { Authenticated } from './metered.js';
 import type { Answer } from './request.js';
 
 /** A Response as JSON (OpenAI's own, or tollgate's translation), or its stream of typed events. */

@@ -52,9 +52,7 @@ export async function createResponse(
   const request: ResponseRequestState = { input, key, body, model, fallbacks, started, store };
   return deps.idempotency.run(
     key,
-    input.idempotencyKey,
-    input.body,
-    input.requestId,
+    input,
     () => {
       // 3. Route: natively when every deployment that may answer serves the Responses API (the one that holds the
       // previous response, when there is one); otherwise through chat.
@@ -97,7 +95,9 @@ function nativeRoute(route: Route, previous: StoredResponse | undefined): Route 
   const candidates = previous
     ? route.candidates.filter((deployment) => deployment.providerId === previous.providerId)
     : route.candidates;
-  const native = candidates.length > 0 && candidates.every((d) => d.provider.respond && d.provider.streamResponse);
+  const native =
+    candidates.length > 0 &&
+    candidates.every((d) => d.provider.respond !== undefined && d.provider.streamResponse !== undefined);
   if (!native) return undefined;
   return candidates === route.candidates ? route : { ...route, providerId: candidates[0]!.providerId, candidates };
 }

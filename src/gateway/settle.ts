@@ -5,7 +5,7 @@ import { withSpan } from '../observability/index.js';
 import type { RequestContext } from './deps.js';
 import { outcomeEvent, type Answered } from './events.js';
 import { failed } from './fail.js';
-import { finish } from './record.js';
+import { recordOutcome } from './record.js';
 
 /**
  * A token count from an upstream's usage, if it is one: a non-negative safe integer. Anything else (a fraction, a
@@ -69,7 +69,7 @@ export async function settleAnswer(
   }
   const billed = await settleOrFail(context, counts.prompt, counts.completion, { text });
   const { promptTokens, completionTokens, chargedNano } = billed;
-  finish(context, { ok: true, promptTokens, completionTokens, chargedNano, generationMs: 0 });
+  recordOutcome(context, { ok: true, promptTokens, completionTokens, chargedNano, generationMs: 0 });
   return billed;
 }
 

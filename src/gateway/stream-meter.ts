@@ -9,7 +9,7 @@ import { MAX_ANSWER_BYTES, tooLarge } from '../providers/index.js';
 import { countTextTokens } from '../tokens/index.js';
 import type { RequestContext } from './deps.js';
 import { requestData } from './events.js';
-import { finish } from './record.js';
+import { recordOutcome } from './record.js';
 import { settleOrFail } from './settle.js';
 
 /** Why a stream failed, as the client was told: the code and message, and the HTTP status when there is one. */
@@ -104,7 +104,7 @@ export class StreamMeter {
       completionTokens,
       error ? { error } : { text: answer },
     );
-    finish(this.context, {
+    recordOutcome(this.context, {
       ok: !failure,
       ...(failure ? { status: failure.status, error } : {}),
       promptTokens: settlement.promptTokens,

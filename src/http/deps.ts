@@ -13,7 +13,7 @@ export interface HttpDeps extends GatewayDeps {
   admin: AdminService;
   /** The payment processors auto-recharge can charge through (shown to users: whether they may enable it). */
   processors: PaymentProcessors;
-  isAdminToken(presented: string | undefined): boolean;
+  isAdminToken: (presented: string | undefined) => boolean;
   /** Credit purchases (Stripe Checkout) and Stripe's webhook events. */
   payments: Payments;
   /** The `/v1/webhooks` API; absent, those routes are not registered. */

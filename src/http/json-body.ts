@@ -63,7 +63,7 @@ export function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<
       try {
         resolve(parseJsonText(text));
       } catch (error) {
-        reject(error);
+        reject(error instanceof Error ? error : new Error(String(error)));
       }
     };
     req.on('data', onData);

@@ -211,7 +211,8 @@ describe('idempotency keys over time (store on SQLite, clock controlled)', () =>
     const key = { accountId: id, environment: 'live' } as KeyRecord;
     let runs = 0;
     const answer = async () => ({ kind: 'json' as const, headers: {}, body: { id: `answer-${++runs}` } as never });
-    const call = () => idempotency.run(key, 'daily', { a: 1 }, `req_${runs}`, answer);
+    const call = () =>
+      idempotency.run(key, { idempotencyKey: 'daily', body: { a: 1 }, requestId: `req_${runs}` }, answer);
     expect(await call()).toMatchObject({ body: { id: 'answer-1' } });
     now += IDEMPOTENCY_TTL_MS - 1_000;
     expect(await call()).toMatchObject({ body: { id: 'answer-1' }, headers: { 'idempotent-replayed': 'true' } });
@@ -222,21 +223,25 @@ describe('idempotency keys over time (store on SQLite, clock controlled)', () =>
     let hang: () => void = () => undefined;
     const stuck = idempotency.run(
       key,
-      'crashed',
-      {},
-      'req_x',
+      { idempotencyKey: 'crashed', body: {}, requestId: 'req_x' },
       () =>
         new Promise((resolve) => (hang = () => resolve({ kind: 'json', headers: {}, body: { id: 'late' } as never }))),
     );
     await new Promise((r) => setTimeout(r, 20));
-    await expect(idempotency.run(key, 'crashed', {}, 'req_y', answer)).rejects.toMatchObject({
+    await expect(
+      idempotency.run(key, { idempotencyKey: 'crashed', body: {}, requestId: 'req_y' }, answer),
+    ).rejects.toMatchObject({
       code: 'idempotency_key_in_use',
     });
     now += 120_001;
-    expect(await idempotency.run(key, 'crashed', {}, 'req_z', answer)).toMatchObject({ body: { id: 'answer-3' } });
+    expect(
+      await idempotency.run(key, { idempotencyKey: 'crashed', body: {}, requestId: 'req_z' }, answer),
+    ).toMatchObject({ body: { id: 'answer-3' } });
     hang();
     await stuck;
     // The late finisher lost its claim and did not overwrite the answer of the request that took over.
-    expect(await idempotency.run(key, 'crashed', {}, 'req_w', answer)).toMatchObject({ body: { id: 'answer-3' } });
+    expect(
+      await idempotency.run(key, { idempotencyKey: 'crashed', body: {}, requestId: 'req_w' }, answer),
+    ).toMatchObject({ body: { id: 'answer-3' } });
   });
 });

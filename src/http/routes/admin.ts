@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { usdNumber } from '../../billing/index.js';
 import { invalidRequest } from '../../errors/index.js';
 import {
@@ -46,15 +46,19 @@ async function historyPage<T>(
 }
 
 /** Every field of a new key is optional, so a POST without a body means `{}`. */
-async function emptyBodyIsObject(request: FastifyRequest): Promise<void> {
+function emptyBodyIsObject(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
   request.body ??= {};
+  done();
 }
 
 /** The operator API of the contract, behind the admin token. */
 export function adminRoutes(server: FastifyInstance, deps: HttpDeps, guard: AdminGuard): void {
-  server.register(async (scope) => {
+  server.register((scope, _options, done) => {
     const admin = typed(scope);
-    admin.addHook('onRequest', async (request) => guard.check(request));
+    admin.addHook('onRequest', (request, _reply, done) => {
+      guard.check(request);
+      done();
+    });
 
     admin.get('/admin/accounts', { schema: { querystring: AfterQuery } }, async (request) => {
       const parsed = pageLimit(request.query.limit, 100, 1000);
@@ -145,5 +149,6 @@ export function adminRoutes(server: FastifyInstance, deps: HttpDeps, guard: Admi
     admin.delete('/admin/keys/:id', { schema: { params: IdParams } }, async (request) =>
       renderKey(await deps.admin.revokeKey(request.params.id)),
     );
+    done();
   });
 }

@@ -14,7 +14,7 @@ import { requestInput } from '../request-input.js';
 import { sendAnswer } from '../stream-reply.js';
 
 export function messagesRoutes(server: FastifyInstance, deps: HttpDeps): void {
-  void server.register(async (scope) => {
+  void server.register((scope, _options, done) => {
     const access = accessLogger(scope.log);
     scope.setErrorHandler((error, request, reply) => {
       const { status, headers, body } = errorAnswer(error, () => request.log);
@@ -35,6 +35,7 @@ export function messagesRoutes(server: FastifyInstance, deps: HttpDeps): void {
       void reply.headers(result.headers);
       return result.body;
     });
+    done();
   });
 }
 

@@ -7,7 +7,7 @@ import type { HttpDeps } from '../deps.js';
 
 /** Liveness, readiness (the database answers), Prometheus metrics and the OpenAPI document. */
 export function opsRoutes(server: FastifyInstance, deps: HttpDeps, guard: AdminGuard): void {
-  server.get('/health', async () => ({ status: 'ok' }));
+  server.get('/health', () => ({ status: 'ok' }));
 
   const openapi = JSON.stringify(openApiDocument());
   server.get('/v1/openapi.json', async (_request, reply) =>

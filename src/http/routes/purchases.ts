@@ -74,7 +74,7 @@ export function purchaseRoutes(app: FastifyInstance, deps: HttpDeps, payments: P
   });
 
   // Stripe signs the exact bytes it sent: this route alone takes its body unparsed.
-  void server.register(async (scope) => {
+  void server.register((scope, _options, done) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
     scope.post('/webhooks/stripe', async (request) => {
@@ -83,5 +83,6 @@ export function purchaseRoutes(app: FastifyInstance, deps: HttpDeps, payments: P
       await payments.stripeEvents.receive(body, typeof signature === 'string' ? signature : undefined);
       return { received: true };
     });
+    done();
   });
 }
