@@ -256,7 +256,9 @@ export function printConfig(config: ConfigResult, write: (line: string) => void)
   if (tr) {
     const cells = tr.kinds.map(
       (k) =>
-        `${k.kind} ${fmt(k.usPerChunk, 2)} µs${k.kind === 'chat' ? '' : ` (${fmt(k.overChat, 2)}x chat)`}${k.failed ? `, ${k.failed} FAILED` : ''}`,
+        `${k.kind} ${fmt(k.usPerChunk, 2)} µs${k.kind === 'chat' ? '' : ` (${fmt(k.overChat, 2)}x chat)`}` +
+        ` [rounds ${fmt(Math.min(...k.roundsUsPerChunk), 1)}-${fmt(Math.max(...k.roundsUsPerChunk), 1)}]` +
+        `${k.failed ? `, ${k.failed} FAILED` : ''}`,
     );
     const upstream = tr.kinds.map((k) => fmt(k.upstreamUsPerChunk, 2)).join(' / ');
     write(

@@ -45,6 +45,8 @@ export interface TranslatedKindResult {
   upstreamUsPerChunk: number;
   /** Wall-clock seconds of the measured streams. */
   wallS: number;
+  /** usPerChunk of each round alone, in order (their spread shows the noise). */
+  roundsUsPerChunk: number[];
 }
 
 export interface TranslatedResult {
@@ -142,9 +144,10 @@ export async function measureTranslated(
     cpu: number;
     upstream: number;
     wall: number;
+    rounds: number[];
   }
   const sums = new Map<TranslatedKind, Sum>(
-    kinds.map((kind) => [kind, { streams: 0, failed: 0, errorDetail: {}, cpu: 0, upstream: 0, wall: 0 }]),
+    kinds.map((kind) => [kind, { streams: 0, failed: 0, errorDetail: {}, cpu: 0, upstream: 0, wall: 0, rounds: [] }]),
   );
   const window = cpuWindow(benchPids);
   for (let round = 0; round < rounds; round++) {
@@ -157,7 +160,9 @@ export async function measureTranslated(
       const t0 = performance.now();
       const stats = await sequentialStreams(endpoints[kind], count, 0);
       sum.wall += (performance.now() - t0) / 1000;
-      sum.cpu += readProc(servers.tollgate.pid).cpuSeconds - cpu0;
+      const cpu = readProc(servers.tollgate.pid).cpuSeconds - cpu0;
+      sum.cpu += cpu;
+      sum.rounds.push((1e6 * cpu) / Math.max(1, count * chunks));
       sum.upstream += readProc(servers.mock.pid).cpuSeconds - upstream0;
       sum.streams += count;
       sum.failed += stats.failed;
@@ -185,6 +190,7 @@ export async function measureTranslated(
       overChat: usPerChunk / chatUs,
       upstreamUsPerChunk: perChunk(sum.upstream, sum.streams),
       wallS: sum.wall,
+      roundsUsPerChunk: sum.rounds,
     };
   });
   result.translated = { model: account.model, streams, chunks, rounds, kinds: out, otherCores };
