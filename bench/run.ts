@@ -4,8 +4,10 @@
  * Starts on 127.0.0.1, each as its own process: a mock OpenAI upstream, a bare pass-through proxy (the baseline)
  * and tollgate (`node dist/main.js`) with a real account and key. Measures the three the same way (throughput at
  * 50 connections, latency at one connection, CPU per request and peak RSS from /proc, streaming time to first
- * chunk and total), then tollgate's memory with many streams open, in two configurations: embedded defaults
- * (SQLite) and PostgreSQL + Redis. Prints the tables and targets and writes bench/results/latest.json.
+ * chunk and total), then tollgate's CPU per chunk of chat streams and of the same streams translated to Anthropic
+ * Messages and OpenAI Responses (bench/lib/translated.ts), then tollgate's memory with many streams open, in two
+ * configurations: embedded defaults (SQLite) and PostgreSQL + Redis. Prints the tables and targets and writes
+ * bench/results/latest.json.
  * Exits 1 when a request failed or a configuration could not run; a missed target is reported, not fatal.
  *
  * Options: --quick, --tool wrk|autocannon (default: wrk when installed), --only embedded|postgres.
@@ -52,6 +54,7 @@ import {
 import { checks, printConfig, ratios, type ConfigResult, type TargetName } from './lib/report.js';
 import { PG_ADMIN_URL, REDIS_URL, backendPids, createDatabase, prepareAccount, reachable } from './lib/setup.js';
 import { concurrentStreams, sequentialStreams } from './lib/streams.js';
+import { measureTranslated } from './lib/translated.js';
 
 type ConfigName = 'embedded' | 'postgres';
 
@@ -75,6 +78,10 @@ const FULL = {
   concurrentStreams: 1000,
   concurrentChunks: 50,
   concurrentDelayMs: 100,
+  translatedStreams: 200,
+  translatedChunks: 200,
+  translatedRounds: 5,
+  translatedWarmup: 5,
 };
 /** Under a minute for both configurations together, build included (about 22 s each here). */
 const QUICK: typeof FULL = {
@@ -90,6 +97,10 @@ const QUICK: typeof FULL = {
   concurrentStreams: 200,
   concurrentChunks: 10,
   concurrentDelayMs: 100,
+  translatedStreams: 40,
+  translatedChunks: 200,
+  translatedRounds: 2,
+  translatedWarmup: 2,
 };
 const CONCURRENT_TARGET = 1000;
 
@@ -353,6 +364,16 @@ async function runConfiguration(
   }
   for (const entry of result.targets) entry.peakRssMb = readMemory(entry.pid).peakRssMb;
 
+  // tollgate's CPU per chunk of chat streams and of the same streams translated to Messages and Responses.
+  await measureTranslated(
+    result,
+    settings,
+    { tollgate, mock },
+    { apiKey: account.apiKey, model: account.translatedModel },
+    benchPids,
+    (text) => process.stdout.write(text),
+  );
+
   // Many streams open at once through tollgate; its resident memory is sampled while they are open.
   await post(`${mock.url}/bench/config`, { chunks: settings.concurrentChunks, delay_ms: settings.concurrentDelayMs });
   await post(`${mock.url}/bench/stats/reset`, {});
@@ -543,7 +564,8 @@ async function main(): Promise<number> {
   write(
     `   runs: ${settings.warmupS} s warm-up + ${settings.throughputS} s at ${settings.connections} connections, ${settings.latencyS} s at 1 connection; ` +
       `${settings.sequentialStreams} streams of ${settings.streamChunks} chunks ${settings.streamDelayMs} ms apart; ` +
-      `${settings.concurrentStreams} concurrent streams${settings.concurrentStreams < CONCURRENT_TARGET ? ` (quick: ${CONCURRENT_TARGET.toLocaleString('en-US')} in the full run)` : ''}`,
+      `${settings.concurrentStreams} concurrent streams${settings.concurrentStreams < CONCURRENT_TARGET ? ` (quick: ${CONCURRENT_TARGET.toLocaleString('en-US')} in the full run)` : ''}; ` +
+      `${settings.translatedStreams} streams of ${settings.translatedChunks} chunks for each of chat, Messages and Responses`,
   );
 
   const configs: ConfigName[] = options.only ? [options.only] : ['embedded', 'postgres'];

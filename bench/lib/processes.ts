@@ -346,6 +346,8 @@ export async function tollgateListening(child: ChildProcess, log: () => string):
 /**
  * tollgate as the benchmark runs it: `dist/main.js` with the product's default log level (one JSON line per chat
  * request, to a file), one process, the mock as the OpenAI upstream; PostgreSQL + Redis when `backends` is given.
+ * The mock is also Mistral's upstream: an OpenAI-compatible provider that does not serve the Responses API, so
+ * that a Mistral model's `/v1/responses` (and `/v1/messages`) requests are translated through chat.
  */
 export function startTollgate(options: {
   dir: string;
@@ -371,6 +373,8 @@ export function startTollgate(options: {
       TOLLGATE_ADMIN_TOKEN: options.adminToken,
       OPENAI_API_KEY: 'bench',
       OPENAI_BASE_URL: `${options.upstream}/v1`,
+      MISTRAL_API_KEY: 'bench',
+      MISTRAL_BASE_URL: `${options.upstream}/v1`,
       ...(backends ? { DATABASE_URL: backends.databaseUrl, REDIS_URL: backends.redisUrl } : {}),
     },
     cwd: dir,

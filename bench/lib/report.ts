@@ -1,6 +1,7 @@
 /** The printed tables and the target checks. */
 import type { LoadResult } from './load.js';
 import type { ConcurrentStats, StreamStats } from './streams.js';
+import type { TranslatedResult } from './translated.js';
 
 export type TargetName = 'direct' | 'baseline' | 'tollgate';
 
@@ -43,6 +44,8 @@ export interface ConfigResult {
   /** POST /v1/embeddings (8 inputs per request): throughput at 50 connections and p50 latency at one. */
   embeddings?: Array<{ name: TargetName; rps: number; p50Ms: number }>;
   concurrent?: ConcurrentStats & { upstreamOpenPeak: number; chunks: number; delayMs: number };
+  /** tollgate's CPU per chunk of chat streams and of the same streams translated to Messages and Responses. */
+  translated?: TranslatedResult;
   ratios?: Record<string, number>;
   /** tollgate / baseline throughput of each round of slices (each round runs the targets back to back). */
   throughputRounds?: number[];
@@ -153,6 +156,10 @@ export function ratios(config: ConfigResult): Record<string, number> {
     out.baseline_stream_added_ttfb_p50_ms = baseline.streaming.ttfbMs.p50 - direct.streaming.ttfbMs.p50;
     out.baseline_stream_added_total_p50_ms = baseline.streaming.totalMs.p50 - direct.streaming.totalMs.p50;
   }
+  for (const kind of config.translated?.kinds ?? []) {
+    out[`translated_${kind.kind}_cpu_us_per_chunk`] = kind.usPerChunk;
+    if (kind.kind !== 'chat') out[`translated_${kind.kind}_cpu_per_chunk_over_chat`] = kind.overChat;
+  }
   return out;
 }
 
@@ -245,11 +252,25 @@ export function printConfig(config: ConfigResult, write: (line: string) => void)
       `   ${int(c.streams)} concurrent streams (${c.chunks} chunks ${c.delayMs} ms apart): ${int(c.completed)} completed in ${fmt(c.durationS, 1)} s; tollgate RSS ${fmt(c.rssBeforeMb, 1)} MB before, max ${fmt(c.rssMaxMb, 1)} MB while open; at most ${int(c.upstreamOpenPeak)} open at the upstream, ${int(c.streamingPeak)} streaming to the client`,
     );
   }
+  const tr = config.translated;
+  if (tr) {
+    const cells = tr.kinds.map(
+      (k) =>
+        `${k.kind} ${fmt(k.usPerChunk, 2)} µs${k.kind === 'chat' ? '' : ` (${fmt(k.overChat, 2)}x chat)`}` +
+        ` [rounds ${fmt(Math.min(...k.roundsUsPerChunk), 1)}-${fmt(Math.max(...k.roundsUsPerChunk), 1)}]` +
+        `${k.failed ? `, ${k.failed} FAILED` : ''}`,
+    );
+    const upstream = tr.kinds.map((k) => fmt(k.upstreamUsPerChunk, 2)).join(' / ');
+    write(
+      `   translated streams (${tr.model}, ${int(tr.streams)} of each kind x ${tr.chunks} chunks, one at a time, ${tr.rounds} rounds): tollgate CPU per chunk: ${cells.join('; ')}; upstream (mock) ${upstream} µs`,
+    );
+  }
   const disturbed = config.targets.flatMap((t) =>
     Object.entries(t.otherCores)
       .filter(([, cores]) => cores !== undefined && cores > OTHER_LOAD_WARNING)
       .map(([phase, cores]) => `${t.name} ${phase} ${fmt(cores, 2)}`),
   );
+  if (tr && tr.otherCores > OTHER_LOAD_WARNING) disturbed.push(`tollgate translated streams ${fmt(tr.otherCores, 2)}`);
   if (disturbed.length) {
     write(
       `   WARNING: other processes were busy during some runs (CPU cores used outside the benchmark): ${disturbed.join(', ')}; those figures are unreliable.`,

@@ -25,11 +25,16 @@ export interface BenchAccount {
   model: string;
   /** An OpenAI embedding model, for the non-chat endpoint's figures. */
   embeddingModel: string;
+  /**
+   * A Mistral chat model (the mock behind an OpenAI-compatible provider that is not OpenAI): its `/v1/messages`
+   * and `/v1/responses` requests are translated through chat, not passed through.
+   */
+  translatedModel: string;
 }
 
 /**
  * A real account through the admin API: plan `enterprise`, no daily limit, rate limits far above what one process
- * can serve (so the limiter is exercised but never refuses), 1,000,000 USD of credit; and an OpenAI model id.
+ * can serve (so the limiter is exercised but never refuses), 1,000,000 USD of credit; and the model ids to use.
  */
 export async function prepareAccount(base: string, adminToken: string): Promise<BenchAccount> {
   const account = await call<{ id: string; api_key: string }>('POST', `${base}/admin/accounts`, adminToken, {
@@ -45,11 +50,11 @@ export async function prepareAccount(base: string, adminToken: string): Promise<
     amount: 1_000_000,
     note: 'benchmark',
   });
-  const first = async (capability: string) => {
-    const url = `${base}/v1/models?provider=openai&capability=${capability}`;
+  const first = async (capability: string, provider = 'openai') => {
+    const url = `${base}/v1/models?provider=${provider}&capability=${capability}`;
     const models = await call<{ data: Array<{ id: string }> }>('GET', url, account.api_key);
     const id = models.data[0]?.id;
-    if (!id) throw new Error(`GET ${url} listed no model; is OPENAI_API_KEY reaching tollgate?`);
+    if (!id) throw new Error(`GET ${url} listed no model; is ${provider.toUpperCase()}_API_KEY reaching tollgate?`);
     return id;
   };
   return {
@@ -57,6 +62,7 @@ export async function prepareAccount(base: string, adminToken: string): Promise<
     apiKey: account.api_key,
     model: await first('chat'),
     embeddingModel: await first('embedding'),
+    translatedModel: await first('chat', 'mistral'),
   };
 }
 

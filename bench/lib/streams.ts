@@ -3,13 +3,25 @@ import { Client, Pool } from 'undici';
 import { headersFor, summarize, type Endpoint, type LoadResult } from './load.js';
 import { readMemory } from './processes.js';
 
+/**
+ * A streaming endpoint. `headers` are sent besides `headersFor`'s (Anthropic's `x-api-key`, `anthropic-version`);
+ * `endEvent` names the event a complete stream ends with (`message_stop` for Messages, `response.completed` for
+ * Responses); without it the stream must end with chat's `data: [DONE]`.
+ */
+export interface StreamEndpoint extends Endpoint {
+  headers?: Record<string, string>;
+  endEvent?: string;
+}
+
+const DONE = 'data: [DONE]\n\n';
+
 export interface StreamStats {
   streams: number;
   failed: number;
   errorDetail: Record<string, number>;
   /** From sending the request to the first body bytes holding `data:`. */
   ttfbMs: LoadResult['latencyMs'];
-  /** From sending the request to the end of the body (after `[DONE]`). */
+  /** From sending the request to the end of the body (after `[DONE]`, or the end event). */
   totalMs: LoadResult['latencyMs'];
   /** Median number of separate body reads per stream: close to the number of events when chunks are relayed one by one. */
   readsP50: number;
@@ -26,18 +38,26 @@ interface OneStream {
   events: number;
 }
 
-async function readStream(dispatcher: Client | Pool, endpoint: Endpoint, onHeaders?: () => void): Promise<OneStream> {
+async function readStream(
+  dispatcher: Client | Pool,
+  endpoint: StreamEndpoint,
+  onHeaders?: () => void,
+): Promise<OneStream> {
   const url = new URL(endpoint.url);
+  const { endEvent } = endpoint;
   const t0 = performance.now();
   let ttfbMs = NaN;
   let reads = 0;
   let events = 0;
   let tail = '';
+  // With `endEvent`: the name of the last `event:` line so far, and the unfinished line a read ended in.
+  let lastEvent: string | undefined;
+  let partial = '';
   try {
     const res = await dispatcher.request({
       method: 'POST',
       path: url.pathname + url.search,
-      headers: headersFor(endpoint),
+      headers: { ...headersFor(endpoint), ...endpoint.headers },
       body: endpoint.body,
     });
     onHeaders?.();
@@ -58,10 +78,19 @@ async function readStream(dispatcher: Client | Pool, endpoint: Endpoint, onHeade
       reads++;
       events += text.split('data:').length - 1;
       tail = (tail + text).slice(-64);
+      if (endEvent !== undefined) {
+        const lines = (partial + text).split('\n');
+        partial = lines.pop()!;
+        for (const line of lines) if (line.startsWith('event:')) lastEvent = line.slice(6).trim();
+      }
     }
     const totalMs = performance.now() - t0;
-    if (!tail.endsWith('data: [DONE]\n\n'))
-      return { ok: false, error: 'stream ended without [DONE]', ttfbMs, totalMs, reads, events };
+    // Complete: the expected last event, and its blank line.
+    const complete = endEvent === undefined ? tail.endsWith(DONE) : lastEvent === endEvent && tail.endsWith('\n\n');
+    if (!complete) {
+      const error = `stream ended without ${endEvent === undefined ? '[DONE]' : `event: ${endEvent}`}`;
+      return { ok: false, error, ttfbMs, totalMs, reads, events };
+    }
     return { ok: true, ttfbMs, totalMs, reads, events };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? (error as Error).name;
@@ -81,7 +110,7 @@ function countErrors(results: OneStream[]): Record<string, number> {
 }
 
 /** `count` streams one after the other on one keep-alive connection, after `warmup` uncounted ones. */
-export async function sequentialStreams(endpoint: Endpoint, count: number, warmup = 2): Promise<StreamStats> {
+export async function sequentialStreams(endpoint: StreamEndpoint, count: number, warmup = 2): Promise<StreamStats> {
   const client = new Client(new URL(endpoint.url).origin, { pipelining: 1 });
   const results: OneStream[] = [];
   try {
@@ -120,7 +149,7 @@ export interface ConcurrentStats {
 
 /** Opens `count` streams at once and samples the server's (pid) resident memory until all have ended. */
 export async function concurrentStreams(
-  endpoint: Endpoint,
+  endpoint: StreamEndpoint,
   count: number,
   pid: number,
   sampleMs = 50,
