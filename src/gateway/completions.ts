@@ -18,13 +18,19 @@ import { countTextTokens } from '../tokens/index.js';
 import {
   CompletionRequestSchema,
   withoutRoutingFields,
+  type Completion,
   type CompletionRequest,
   type UpstreamTextCompletion,
 } from '../wire/index.js';
 import { authenticate } from './admit.js';
 import { TEXT_COMPLETIONS, authorizedModel, fallbackModels } from './authorize.js';
-import { generatedTokens, relayCompletionStream, type TextStreamStart } from './completion-relay.js';
-import type { GatewayDeps } from './deps.js';
+import {
+  generatedTokens,
+  relayCompletionStream,
+  type EchoedPrompts,
+  type TextStreamStart,
+} from './completion-relay.js';
+import type { GatewayDeps, RequestContext } from './deps.js';
 import { openAiProtocol } from './idempotency.js';
 import { admitMetered, meteredCall, type Authenticated, type MeteredRequest } from './metered.js';
 import type { Answer, RequestInput } from './request.js';
@@ -57,10 +63,7 @@ const NO_PROMPT_FIELDS = new Set([
 
 const validate = compiledValidator(CompletionRequestSchema);
 
-export async function createCompletion(
-  input: RequestInput,
-  deps: GatewayDeps,
-): Promise<Answer<UpstreamTextCompletion>> {
+export async function createCompletion(input: RequestInput, deps: GatewayDeps): Promise<Answer<Completion>> {
   const started = performance.now();
 
   // 1. Authenticate: the key, the body, and models that complete text and the key may use (the fallbacks too).
@@ -68,6 +71,41 @@ export async function createCompletion(
   const body = validate(input.body);
   const model = authorizedModel(deps, key, body.model, TEXT_COMPLETIONS);
   const fallbacks = fallbackModels(deps, key, body.models, TEXT_COMPLETIONS);
+  const { request, echoed } = meteredCompletion({ input, key, model, fallbacks, started }, body);
+
+  // 2. Idempotency: a retry gets the first answer back, without running or charging.
+  return deps.idempotency.run<Completion>(
+    key,
+    input,
+    async () => {
+      // 3-4. Route, the rate limits, the hold; the bound admission allowed always goes upstream.
+      const admitted = await admitMetered(deps, request);
+      const upstreamBody = { ...withoutRoutingFields(body), max_tokens: admitted.reservation.maxTokens };
+
+      // 5. Call and relay: retries and fallbacks inside the router; a failure releases the hold.
+      if (body.stream) {
+        const { context, result, headers } = await meteredCall(admitted, textStreamWay(upstreamBody));
+        const includeUsage = body.stream_options?.include_usage === true;
+        const events = relayCompletionStream(context, result, input.signal, { includeUsage, echoed });
+        return { kind: 'stream', headers, events };
+      }
+      const { context, result, headers } = await meteredCall(admitted, textWay(upstreamBody));
+      // 6-7. Settled, durable before the answer leaves; recorded off the path.
+      return { kind: 'json', headers, body: await settleText(context, result, input.signal, echoed) };
+    },
+    openAiProtocol('completions'),
+  );
+}
+
+/**
+ * What a completion request holds: every prompt's `best_of` (or `n`) choices at the completion bound (16 when
+ * unset, as at OpenAI). Each prompt must fit the model's context on its own.
+ */
+function meteredCompletion(
+  authenticated: Authenticated,
+  body: CompletionRequest,
+): { request: MeteredRequest; echoed: EchoedPrompts } {
+  const { model } = authenticated;
   const n = body.n ?? 1;
   if (body.best_of != null && body.best_of < n)
     throw new GatewayError('invalid_request', {
@@ -77,8 +115,6 @@ export async function createCompletion(
   const prompts = completionPrompts(body.prompt);
   const maxTokens = body.max_tokens ?? DEFAULT_COMPLETION_MAX_TOKENS;
   const size = measureCompletionPrompt(body, prompts, maxTokens, model);
-  // A hold for every prompt's `best_of` (or `n`) choices at the completion bound; each prompt's context was checked.
-  const authenticated: Authenticated = { input, key, model, fallbacks, started };
   const request: MeteredRequest = {
     ...authenticated,
     timeoutMs: body.timeout_ms,
@@ -94,41 +130,26 @@ export async function createCompletion(
     stream: body.stream === true,
     promptText: () => prompts.map((prompt) => (typeof prompt === 'string' ? prompt : '')).join('\n'),
   };
-  const echoed = { echo: body.echo === true, n, prompts };
+  return { request, echoed: { echo: body.echo === true, n, prompts } };
+}
 
-  // 2. Idempotency: a retry gets the first answer back, without running or charging.
-  return deps.idempotency.run<UpstreamTextCompletion>(
-    key,
-    input,
-    async () => {
-      // 3-4. Route, the rate limits, the hold; the bound admission allowed always goes upstream.
-      const admitted = await admitMetered(deps, request);
-      const upstreamBody = { ...withoutRoutingFields(body), max_tokens: admitted.reservation.maxTokens };
-
-      // 5. Call and relay: retries and fallbacks inside the router; a failure releases the hold.
-      if (body.stream) {
-        const { context, result, headers } = await meteredCall(admitted, textStreamWay(upstreamBody));
-        const includeUsage = body.stream_options?.include_usage === true;
-        const events = relayCompletionStream(context, result, input.signal, { includeUsage, echoed });
-        return { kind: 'stream', headers, events };
-      }
-      const { context, result: completion, headers } = await meteredCall(admitted, textWay(upstreamBody));
-
-      // 6. Settle at the upstream's usage (or our count), durable before the answer leaves; 7. record off the path.
-      const billed = await settleAnswer(
-        context,
-        input.signal,
-        () => ({
-          prompt: upstreamCount(completion.usage?.prompt_tokens) ?? size.tokens,
-          completion: upstreamCount(completion.usage?.completion_tokens) ?? generatedTokens(echoed, completion.choices),
-        }),
-        () => completion.choices[0]?.text ?? '',
-      );
-      const billedBody = { ...completion, model: context.model.id, usage: billedUsage(completion.usage, billed) };
-      return { kind: 'json', headers, body: billedBody };
-    },
-    openAiProtocol('completions'),
+/** Settles an answered completion at the upstream's usage (or tollgate's count of what it generated). */
+async function settleText(
+  context: RequestContext,
+  completion: UpstreamTextCompletion,
+  signal: AbortSignal,
+  echoed: EchoedPrompts,
+): Promise<Completion> {
+  const billed = await settleAnswer(
+    context,
+    signal,
+    () => ({
+      prompt: upstreamCount(completion.usage?.prompt_tokens) ?? context.promptTokens,
+      completion: upstreamCount(completion.usage?.completion_tokens) ?? generatedTokens(echoed, completion.choices),
+    }),
+    () => completion.choices[0]?.text ?? '',
   );
+  return { ...completion, model: context.model.id, usage: billedUsage(completion.usage, billed) };
 }
 
 /** A text-completion request asked of each deployment for its whole answer. */

@@ -3,7 +3,7 @@
  *   authenticate -> idempotency -> route -> admit (rate limits, credit hold) -> call -> settle -> record
  * The whole input is prompt; there is no completion, so the hold is the input's price and nothing is lowered.
  */
-import { usdNumber } from '../billing/index.js';
+import { usdNumber, type Settlement } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
 import { embeddingInputs, type EmbeddingInput } from '../providers/index.js';
 import { countTextTokens } from '../tokens/index.js';
@@ -64,26 +64,31 @@ export async function createEmbeddings(
       // 6. Settle at the upstream's count (or ours), durable before the answer leaves; 7. record off the path.
       const used = () => ({ prompt: upstreamCount(result.promptTokens) ?? promptTokens, completion: 0 });
       const billed = await settleAnswer(context, input.signal, used, () => '');
-      const list: EmbeddingList = {
-        object: 'list',
-        data: result.vectors.map((vector, index) => ({
-          object: 'embedding',
-          index,
-          embedding: encoding === 'base64' ? base64Of(vector) : vector,
-        })),
-        model: context.model.id,
-        usage: {
-          prompt_tokens: billed.promptTokens,
-          total_tokens: billed.promptTokens,
-          cost: usdNumber(billed.chargedNano),
-        },
-      };
+      const list = embeddingList(result.vectors, encoding === 'base64', context.model.id, billed);
       return { kind: 'json', headers, body: list };
     },
     openAiProtocol('embeddings'),
   );
   if (answer.kind !== 'json') throw new GatewayError('internal_error');
   return { headers: answer.headers, body: answer.body };
+}
+
+/** OpenAI's list of embeddings, with the billed usage and its cost. */
+function embeddingList(vectors: number[][], base64: boolean, model: string, billed: Settlement): EmbeddingList {
+  return {
+    object: 'list',
+    data: vectors.map((vector, index) => ({
+      object: 'embedding',
+      index,
+      embedding: base64 ? base64Of(vector) : vector,
+    })),
+    model,
+    usage: {
+      prompt_tokens: billed.promptTokens,
+      total_tokens: billed.promptTokens,
+      cost: usdNumber(billed.chargedNano),
+    },
+  };
 }
 
 /** The input's tokens; each input must fit the model's context on its own (OpenAI's rule for embeddings). */

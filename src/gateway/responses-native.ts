@@ -29,25 +29,8 @@ export async function answerNatively(
   request: ResponseRequestState,
   route: Route,
 ): Promise<ResponseResult> {
-  const { input, key, body, model, store } = request;
-  // The hold is sized by the native body's own measure and its `max_output_tokens`.
-  const prompt = measureNative(body);
-  const metered: MeteredRequest = {
-    ...request,
-    timeoutMs: body.timeout_ms,
-    hold: {
-      promptTokens: prompt.tokens,
-      promptCeiling: prompt.ceiling,
-      requestedMaxTokens: body.max_output_tokens ?? undefined,
-      choices: 1,
-      modelMaxTokens: model.maxTokens,
-      contextLength: model.contextLength,
-    },
-    userId: body.user,
-    stream: body.stream === true,
-    promptText: () => inputText(body),
-  };
-  const admitted = await admitMetered(deps, metered, route);
+  const { input, key, body, store } = request;
+  const admitted = await admitMetered(deps, meteredNative(request), route);
   const { reservation } = admitted;
   const forwarded = withoutRoutingFields(body);
   let upstream: ResponsesJson = forwarded;
@@ -95,6 +78,27 @@ export async function answerNatively(
     kind: 'json',
     headers,
     body: billedResponse(answer, context.model.id, { promptTokens, completionTokens, cost }),
+  };
+}
+
+/** What a native request holds: its own measure (every field that goes upstream) and `max_output_tokens`. */
+function meteredNative(request: ResponseRequestState): MeteredRequest {
+  const { body, model } = request;
+  const prompt = measureNative(body);
+  return {
+    ...request,
+    timeoutMs: body.timeout_ms,
+    hold: {
+      promptTokens: prompt.tokens,
+      promptCeiling: prompt.ceiling,
+      requestedMaxTokens: body.max_output_tokens ?? undefined,
+      choices: 1,
+      modelMaxTokens: model.maxTokens,
+      contextLength: model.contextLength,
+    },
+    userId: body.user,
+    stream: body.stream === true,
+    promptText: () => inputText(body),
   };
 }
 
