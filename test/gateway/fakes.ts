@@ -86,6 +86,8 @@ export interface Setup {
   refuse?: GatewayError;
   /** The completion bound the wallet lowers the request to. */
   lowerTo?: number;
+  /** Admission allows the completion bound the request asked for (else the model's), as the wallet does; default 1_000. */
+  admitAsRequested?: boolean;
   rateLimited?: boolean;
 }
 
@@ -168,8 +170,10 @@ export function fakeDeps(setup: Setup = {}) {
   };
   const wallet = {
     accounts: { get: async (id: string) => (id === account.id ? account : undefined) },
-    reserve: vi.fn(async () => {
+    reserve: vi.fn(async (request?: { requestedMaxTokens?: number | undefined; modelMaxTokens: number }) => {
       if (setup.refuse) throw setup.refuse;
+      if (setup.admitAsRequested && request && setup.lowerTo === undefined)
+        reservation.admission.maxTokens = request.requestedMaxTokens ?? request.modelMaxTokens;
       return reservation;
     }),
   };
