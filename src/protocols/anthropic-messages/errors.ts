@@ -2,6 +2,9 @@
  * Errors in Anthropic's envelope, `{"type":"error","error":{"type":...,"message":...}}`, with the statuses its SDK
  * maps to its own error classes. The status and headers (`retry-after`, rate limits) stay the gateway's.
  */
+import type { AnthropicErrorBody } from '../../wire/index.js';
+
+export type { AnthropicErrorBody };
 const ERROR_TYPES: Record<number, string> = {
   400: 'invalid_request_error',
   401: 'authentication_error',
@@ -16,11 +19,6 @@ const ERROR_TYPES: Record<number, string> = {
   504: 'timeout_error',
   529: 'overloaded_error',
 };
-
-export interface AnthropicErrorBody {
-  type: 'error';
-  error: { type: string; message: string };
-}
 
 /** Anthropic's error type for an HTTP status. */
 export function anthropicErrorType(status: number): string {
