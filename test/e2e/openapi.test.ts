@@ -22,6 +22,28 @@ function expectMatches(name: string, value: unknown): void {
   expect(ok, `${name}: ${JSON.stringify(check.errors)}\n${JSON.stringify(value)}`).toBe(true);
 }
 
+/**
+ * Asserts `value` matches the document's own schema for an answer of `POST path`: the `status` answer's JSON, or
+ * (with `event`) one event of its stream (`x-event-schema`).
+ */
+function expectAnswerMatches(path: string, status: number, value: unknown, event = false): void {
+  const content = event ? ['text/event-stream', 'x-event-schema'] : ['application/json', 'schema'];
+  const pointer = ['paths', path, 'post', 'responses', String(status), 'content', ...content]
+    .map((part) => part.replace(/~/g, '~0').replace(/\//g, '~1'))
+    .join('/');
+  const check = ajv.getSchema(`openapi.json#/${pointer}`);
+  expect(check, `no schema at ${pointer}`).toBeDefined();
+  const ok = check!(value);
+  expect(ok, `${path} ${status}: ${JSON.stringify(check!.errors)}\n${JSON.stringify(value)}`).toBe(true);
+}
+
+/** The data of each event of an event stream. */
+const streamEvents = (text: string): string[] =>
+  text
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => line.slice(6));
+
 const call = (method: string, path: string, body?: unknown, auth = key) =>
   apiCall(gateway.url, auth, method, path, body);
 
@@ -111,6 +133,101 @@ describe('GET /v1/openapi.json', () => {
       expect(failure.status).toBeGreaterThanOrEqual(400);
       expectMatches('Error', failure.body);
     }
+  });
+
+  it('matches real Responses answers and their stream events, by the operation of /v1/responses', async () => {
+    const answer = await call('POST', '/v1/responses', { model: 'sandbox/echo', input: 'hello there' });
+    expect(answer.status).toBe(200);
+    expectAnswerMatches('/v1/responses', 200, answer.body);
+    expectMatches('Response', answer.body);
+    const { cost: _cost, ...usageWithoutCost } = answer.body.usage;
+    expect(
+      ajv.getSchema('openapi.json#/components/schemas/Response')!({ ...answer.body, usage: usageWithoutCost }),
+    ).toBe(false);
+    const tools = await call('POST', '/v1/responses', {
+      model: 'sandbox/echo',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'weather?' }] }],
+      instructions: 'Be brief.',
+      tools: [
+        { type: 'function', name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+      ],
+      tool_choice: 'required',
+    });
+    expect(tools.status).toBe(200);
+    expect(tools.body.output.some((item: any) => item.type === 'function_call')).toBe(true);
+    expectAnswerMatches('/v1/responses', 200, tools.body);
+
+    const stream = await call('POST', '/v1/responses', {
+      model: 'sandbox/lorem',
+      input: 'x',
+      max_output_tokens: 20,
+      stream: true,
+    });
+    const events = streamEvents(stream.text);
+    expect(events.length).toBeGreaterThan(4);
+    for (const event of events) expectAnswerMatches('/v1/responses', 200, JSON.parse(event), true);
+    expect(JSON.parse(events.at(-1)!).response.usage.cost).toBeTypeOf('number');
+
+    const failure = await call('POST', '/v1/responses', { model: 'sandbox/echo' });
+    expect(failure.status).toBe(400);
+    expectAnswerMatches('/v1/responses', 400, failure.body);
+  });
+
+  it("matches real Messages answers, stream events, token counts and Anthropic's errors, by the operations of /v1/messages", async () => {
+    const messages = [{ role: 'user', content: 'hello there' }];
+    const answer = await call('POST', '/v1/messages', { model: 'sandbox/echo', max_tokens: 50, messages });
+    expect(answer.status).toBe(200);
+    expectAnswerMatches('/v1/messages', 200, answer.body);
+    expectMatches('AnthropicMessage', answer.body);
+    expect(ajv.getSchema('openapi.json#/components/schemas/AnthropicMessage')!({ ...answer.body, usage: {} })).toBe(
+      false,
+    );
+    const tools = await call('POST', '/v1/messages', {
+      model: 'sandbox/echo',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'weather?' }] }],
+      tools: [{ name: 'weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
+      tool_choice: { type: 'any' },
+    });
+    expect(tools.status).toBe(200);
+    expect(tools.body.content.some((block: any) => block.type === 'tool_use')).toBe(true);
+    expectAnswerMatches('/v1/messages', 200, tools.body);
+
+    const stream = await call('POST', '/v1/messages', {
+      model: 'sandbox/lorem',
+      max_tokens: 20,
+      stream: true,
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    const events = streamEvents(stream.text);
+    expect(events.map((event) => JSON.parse(event).type)).toContain('message_delta');
+    for (const event of events) expectAnswerMatches('/v1/messages', 200, JSON.parse(event), true);
+
+    const count = await call('POST', '/v1/messages/count_tokens', { model: 'sandbox/echo', messages });
+    expect(count.status).toBe(200);
+    expectAnswerMatches('/v1/messages/count_tokens', 200, count.body);
+
+    const missing = await call('POST', '/v1/messages', { model: 'sandbox/echo', messages });
+    const unknown = await call('POST', '/v1/messages', { model: 'nope', max_tokens: 5, messages });
+    const keyless = await call(
+      'POST',
+      '/v1/messages',
+      { model: 'sandbox/echo', max_tokens: 5, messages },
+      'tg-live-00000000000000000000000000000000',
+    );
+    for (const [failure, status] of [
+      [missing, 400],
+      [unknown, 404],
+      [keyless, 401],
+    ] as const) {
+      expect(failure.status, failure.text).toBe(status);
+      expectAnswerMatches('/v1/messages', status, failure.body);
+      expectMatches('AnthropicError', failure.body);
+    }
+    // The chat error envelope is not Anthropic's.
+    expect(
+      ajv.getSchema('openapi.json#/components/schemas/AnthropicError')!({ error: { message: 'x', code: 'y' } }),
+    ).toBe(false);
   });
 
   it('matches real webhook records and deliveries', async () => {
