@@ -15,6 +15,8 @@ export {
 export { RESPONSE_END_EVENTS, type ResponsesCall, type ResponsesJson } from './responses.js';
 export type { MessagesCall, MessagesEvent, MessagesJson } from './messages.js';
 export { embeddingInputs, type EmbeddingCall, type EmbeddingInput, type UpstreamEmbeddings } from './embeddings.js';
-export type { ChatCompletion, ChatCompletionChunk, ChatRequest, ToolDefinition, Usage } from './types.js';
+export type { ChatRequest, ToolDefinition, UpstreamChunk, UpstreamCompletion, UpstreamUsage } from './types.js';
+/** @deprecated Aliases of UpstreamCompletion, UpstreamChunk and UpstreamUsage, until the gateway has switched. */
+export type { ChatCompletion, ChatCompletionChunk, Usage } from './types.js';
 export { MAX_ANSWER_BYTES, tooLarge } from './body.js';
 export { redactCredentials, redactForClient } from './redact.js';

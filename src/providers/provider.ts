@@ -6,7 +6,7 @@ import type { TextCompletion, TextCompletionCall } from './completions.js';
 import type { EmbeddingCall, UpstreamEmbeddings } from './embeddings.js';
 import type { MessagesCall, MessagesEvent, MessagesJson } from './messages.js';
 import type { ResponsesCall, ResponsesJson } from './responses.js';
-import type { ChatCompletion, ChatCompletionChunk, ChatRequest } from './types.js';
+import type { UpstreamCompletion, UpstreamChunk, ChatRequest } from './types.js';
 
 /** What the gateway hands an adapter: the client's body with `model` already set to the upstream model name. */
 export interface ProviderCall {
@@ -23,9 +23,9 @@ export interface ProviderCall {
 export interface Provider {
   /** Provider id from the catalog: `openai`, `groq`, `sandbox`, ... */
   readonly id: string;
-  complete(call: ProviderCall): Promise<ChatCompletion>;
+  complete(call: ProviderCall): Promise<UpstreamCompletion>;
   /** Yields chunks while the upstream sends them; a final chunk may carry `usage` with empty `choices`. */
-  stream(call: ProviderCall): AsyncIterable<ChatCompletionChunk>;
+  stream(call: ProviderCall): AsyncIterable<UpstreamChunk>;
   /** Embeddings, for providers that make them; a model's deployments must all have it for `embeddings: true`. */
   embed?(call: EmbeddingCall): Promise<UpstreamEmbeddings>;
   /** Legacy text completions (`POST /v1/completions`), for providers that serve them natively; both or neither. */

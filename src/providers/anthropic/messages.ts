@@ -7,7 +7,7 @@ import type { HttpClient } from '../http-client.js';
 import type { MessagesCall, MessagesEvent, MessagesJson } from '../messages.js';
 import { UpstreamError } from '../provider.js';
 import { eventDataJson } from '../sse.js';
-import { isObject } from '../translate.js';
+import { isObject } from '../../wire/index.js';
 import { anthropicError } from './response.js';
 
 export async function createMessageAnthropic(http: HttpClient, id: string, call: MessagesCall): Promise<MessagesJson> {

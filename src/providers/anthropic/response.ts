@@ -1,8 +1,8 @@
 /** Anthropic Messages answers -> OpenAI chat completions: the JSON message, the stream events and the errors. */
 import { UpstreamError } from '../provider.js';
 import { eventDataJson } from '../sse.js';
-import { isObject } from '../translate.js';
-import type { ChatCompletion, ChatCompletionChunk, FinishReason, ToolCall, Usage } from '../types.js';
+import { isObject } from '../../wire/index.js';
+import type { UpstreamCompletion, UpstreamChunk, FinishReason, ToolCall, UpstreamUsage } from '../types.js';
 import { JSON_TOOL } from './request.js';
 
 interface AnthropicUsage {
@@ -60,11 +60,11 @@ function finishReason(stop: string | null | undefined, jsonTool: boolean): Finis
 }
 
 /**
- * Usage by OpenAI's count, or undefined when Anthropic did not report both counts (the gateway then counts
+ * UpstreamUsage by OpenAI's count, or undefined when Anthropic did not report both counts (the gateway then counts
  * itself rather than charge an answer for zero tokens). Counts that are not numbers are passed on for the gateway
  * to refuse.
  */
-export function toUsage(usage: AnthropicUsage | undefined): Usage | undefined {
+export function toUsage(usage: AnthropicUsage | undefined): UpstreamUsage | undefined {
   if (
     typeof usage !== 'object' ||
     usage === null ||
@@ -94,7 +94,7 @@ function isMessage(json: Record<string, unknown>): json is Record<string, unknow
   return Array.isArray(json.content) && json.content.every(isBlock);
 }
 
-export function fromAnthropicMessage(provider: string, json: unknown, jsonTool: boolean): ChatCompletion {
+export function fromAnthropicMessage(provider: string, json: unknown, jsonTool: boolean): UpstreamCompletion {
   if (!isObject(json) || !Array.isArray(json.content)) {
     throw new UpstreamError(provider, 'protocol', `${provider} answered with JSON that is not a message`);
   }
@@ -138,7 +138,7 @@ export function fromAnthropicMessage(provider: string, json: unknown, jsonTool: 
   };
 }
 
-const withUsage = (usage: Usage | undefined) => (usage ? { usage } : {});
+const withUsage = (usage: UpstreamUsage | undefined) => (usage ? { usage } : {});
 
 /** An `error` event (or an error body): the status its type stands for, so routing and mapping treat it alike. */
 export function anthropicError(provider: string, json: unknown): UpstreamError {
@@ -169,13 +169,13 @@ export class StreamTranslator {
     private readonly jsonTool: boolean,
   ) {}
 
-  translate(type: string, data: string): ChatCompletionChunk | null {
+  translate(type: string, data: string): UpstreamChunk | null {
     const event = eventDataJson(this.provider, data);
     if (!isObject(event)) throw this.malformed(data);
     return this.translateEvent(type, event as StreamEvent, data);
   }
 
-  private translateEvent(type: string, event: StreamEvent, data: string): ChatCompletionChunk | null {
+  private translateEvent(type: string, event: StreamEvent, data: string): UpstreamChunk | null {
     switch (event.type ?? type) {
       case 'message_start':
         this.id = event.message?.id ?? '';
@@ -230,7 +230,7 @@ export class StreamTranslator {
   }
 
   /** The closing chunk: usage from message_start and message_delta, choices empty (null if they reported none). */
-  usageChunk(): ChatCompletionChunk | null {
+  usageChunk(): UpstreamChunk | null {
     const usage = toUsage(this.usage);
     return usage
       ? { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage }
@@ -246,9 +246,9 @@ export class StreamTranslator {
   }
 
   private chunk(
-    delta: ChatCompletionChunk['choices'][number]['delta'],
+    delta: UpstreamChunk['choices'][number]['delta'],
     reason: FinishReason | null = null,
-  ): ChatCompletionChunk {
+  ): UpstreamChunk {
     return {
       id: this.id,
       object: 'chat.completion.chunk',

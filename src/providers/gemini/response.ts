@@ -1,14 +1,14 @@
 /** Gemini GenerateContentResponse (one JSON body, or one per SSE event) -> OpenAI completions and chunks. */
 import { UpstreamError } from '../provider.js';
 import { eventDataJson } from '../sse.js';
-import { isObject } from '../translate.js';
+import { isObject } from '../../wire/index.js';
 import type {
-  ChatCompletion,
-  ChatCompletionChunk,
+  UpstreamCompletion,
+  UpstreamChunk,
   ChunkToolCallDelta,
   FinishReason,
   ToolCall,
-  Usage,
+  UpstreamUsage,
 } from '../types.js';
 import { withSignature } from './signature.js';
 
@@ -57,8 +57,8 @@ export function finishReason(reason: string | undefined, hasCalls: boolean): Fin
   return hasCalls ? 'tool_calls' : 'stop';
 }
 
-/** Usage by OpenAI's count, or undefined when Gemini reported no prompt count (the gateway then counts itself). */
-export function toUsage(meta: GeminiResponse['usageMetadata']): Usage | undefined {
+/** UpstreamUsage by OpenAI's count, or undefined when Gemini reported no prompt count (the gateway then counts itself). */
+export function toUsage(meta: GeminiResponse['usageMetadata']): UpstreamUsage | undefined {
   if (!isObject(meta) || meta.promptTokenCount === undefined) return undefined;
   const prompt = (meta.promptTokenCount ?? 0) + (meta.toolUsePromptTokenCount ?? 0);
   // Thinking tokens count toward output.
@@ -113,10 +113,10 @@ function callsOf(parts: GeminiPart[], first: number): ToolCall[] {
 const textOfParts = (parts: GeminiPart[]) =>
   parts.map((part) => (part.text !== undefined && !part.thought ? part.text : '')).join('');
 
-export function fromGeminiResponse(provider: string, json: unknown, model: string): ChatCompletion {
+export function fromGeminiResponse(provider: string, json: unknown, model: string): UpstreamCompletion {
   const response = read(provider, json);
   const candidates = response.candidates ?? [];
-  const choices: ChatCompletion['choices'] = candidates.map((candidate, i) => {
+  const choices: UpstreamCompletion['choices'] = candidates.map((candidate, i) => {
     const parts = candidate.content?.parts ?? [];
     const calls = callsOf(parts, 0);
     const text = textOfParts(parts);
@@ -159,7 +159,7 @@ export class StreamTranslator {
   private started = false;
   /** Tool calls announced so far, per candidate. */
   private readonly calls = new Map<number, number>();
-  usage: Usage | undefined;
+  usage: UpstreamUsage | undefined;
   finished = false;
 
   constructor(
@@ -167,12 +167,12 @@ export class StreamTranslator {
     private readonly model: string,
   ) {}
 
-  translate(data: string): ChatCompletionChunk | null {
+  translate(data: string): UpstreamChunk | null {
     const response = read(this.provider, eventDataJson(this.provider, data));
     if (response.error !== undefined) throw geminiError(this.provider, 502, response);
     this.id ||= response.responseId ? `chatcmpl-${response.responseId}` : `chatcmpl-gemini-${Date.now()}`;
     this.usage = toUsage(response.usageMetadata) ?? this.usage;
-    const choices: ChatCompletionChunk['choices'] = [];
+    const choices: UpstreamChunk['choices'] = [];
     const candidates = response.candidates ?? [];
     if (candidates.length === 0 && response.promptFeedback?.blockReason) {
       choices.push({
@@ -185,7 +185,7 @@ export class StreamTranslator {
     candidates.forEach((candidate, i) => {
       const index = candidate.index ?? i;
       const parts = candidate.content?.parts ?? [];
-      const delta: ChatCompletionChunk['choices'][number]['delta'] = {};
+      const delta: UpstreamChunk['choices'][number]['delta'] = {};
       if (!this.started) delta.role = 'assistant';
       const text = textOfParts(parts);
       if (text || !this.started) delta.content = text;
@@ -216,7 +216,7 @@ export class StreamTranslator {
   }
 
   /** The closing chunk, after the stream ended: the last usage reported, choices empty (null if none was). */
-  usageChunk(): ChatCompletionChunk | null {
+  usageChunk(): UpstreamChunk | null {
     if (!this.usage) return null;
     return {
       id: this.id,

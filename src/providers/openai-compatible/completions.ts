@@ -7,7 +7,7 @@ import { inBandError } from '../errors.js';
 import type { HttpClient } from '../http-client.js';
 import { UpstreamError } from '../provider.js';
 import type { SseEvent } from '../sse.js';
-import { isObject } from '../translate.js';
+import { isObject } from '../../wire/index.js';
 import { eventJson, openAiStream } from './stream-event.js';
 
 export async function completeTextOpenAI(

@@ -7,7 +7,7 @@ import { inBandError } from '../errors.js';
 import { HttpClient } from '../http-client.js';
 import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';
 import type { ResponsesCall } from '../responses.js';
-import type { ChatCompletion, ChatCompletionChunk } from '../types.js';
+import type { UpstreamCompletion, UpstreamChunk } from '../types.js';
 import { completeTextOpenAI, streamTextOpenAI } from './completions.js';
 import { embedOpenAI } from './embeddings.js';
 import { respondOpenAI, streamResponseOpenAI } from './responses.js';
@@ -38,7 +38,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   const http = new HttpClient({ id, baseUrl: options.baseUrl, headers, connections: options.connections });
 
-  async function complete(call: ProviderCall): Promise<ChatCompletion> {
+  async function complete(call: ProviderCall): Promise<UpstreamCompletion> {
     // One spread (an undefined field is left out of the JSON): object rest is a slow path on every request.
     const json = await http.json(call, chatPath, { ...call.body, stream: false, stream_options: undefined });
     if (typeof json === 'object' && json !== null && 'error' in json) throw inBandError(id, json);
@@ -47,7 +47,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     return json;
   }
 
-  function stream(call: ProviderCall): AsyncGenerator<ChatCompletionChunk> {
+  function stream(call: ProviderCall): AsyncGenerator<UpstreamChunk> {
     return openAiStream(http, chatPath, call, call.body, parseStreamEvent);
   }
 
@@ -74,7 +74,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
 }
 
 /** An answer the gateway can meter and relay: choices it can read; the rest passes through unchecked. */
-function isCompletion(json: unknown): json is ChatCompletion {
+function isCompletion(json: unknown): json is UpstreamCompletion {
   return (
     typeof json === 'object' &&
     json !== null &&

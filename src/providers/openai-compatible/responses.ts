@@ -7,7 +7,7 @@ import type { HttpClient } from '../http-client.js';
 import { UpstreamError } from '../provider.js';
 import { RESPONSE_END_EVENTS, type ResponsesCall, type ResponsesJson } from '../responses.js';
 import { eventDataJson, type SseEvent } from '../sse.js';
-import { isObject } from '../translate.js';
+import { isObject } from '../../wire/index.js';
 
 export async function respondOpenAI(http: HttpClient, path: string, call: ResponsesCall): Promise<ResponsesJson> {
   const { id } = http;

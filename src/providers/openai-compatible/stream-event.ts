@@ -2,12 +2,12 @@ import { inBandError } from '../errors.js';
 import type { HttpClient, RequestCall } from '../http-client.js';
 import { UpstreamError } from '../provider.js';
 import { eventDataJson, type SseEvent } from '../sse.js';
-import { isObject } from '../translate.js';
-import type { ChatCompletionChunk } from '../types.js';
+import { isObject } from '../../wire/index.js';
+import type { UpstreamChunk } from '../types.js';
 
 /**
  * POSTs `body` for a stream at `path` and yields its chunks as `parse` reads them, up to `[DONE]`; a stream that
- * ends before a chunk said why it stopped (or carried usage) is a `protocol` error. Usage is always asked for: the
+ * ends before a chunk said why it stopped (or carried usage) is a `protocol` error. UpstreamUsage is always asked for: the
  * gateway meters with it (and hides it from clients that did not ask).
  */
 export async function* openAiStream<T extends StreamChunk>(
@@ -76,7 +76,7 @@ function hasChoices(json: Record<string, unknown>): json is Record<string, unkno
  * Reads one event of an OpenAI-compatible chat stream: the chunk, `'done'` for `[DONE]`, `'skip'` for an empty
  * event. Throws UpstreamError for in-band errors (`http`) and for data that is not a chunk (`protocol`).
  */
-export function parseStreamEvent(provider: string, event: SseEvent): ChatCompletionChunk | 'done' | 'skip' {
+export function parseStreamEvent(provider: string, event: SseEvent): UpstreamChunk | 'done' | 'skip' {
   const json = eventJson(provider, event);
   if (typeof json === 'string') return json;
   const choices: unknown[] = json.choices;
@@ -95,7 +95,7 @@ export function parseStreamEvent(provider: string, event: SseEvent): ChatComplet
 }
 
 /** A chunk the relay can read: its choices are deltas; the rest passes through unchecked. */
-function isChunk(json: Record<string, unknown>): json is ChatCompletionChunk {
+function isChunk(json: Record<string, unknown>): json is UpstreamChunk {
   return Array.isArray(json.choices) && json.choices.every(isDeltaChoice);
 }
 

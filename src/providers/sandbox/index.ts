@@ -3,7 +3,7 @@
  * `lorem` writes prompt-seeded lorem ipsum; every other model name echoes the last user message.
  */
 import type { Provider, ProviderCall } from '../provider.js';
-import type { ChatCompletion } from '../types.js';
+import type { UpstreamCompletion } from '../types.js';
 import { buildAnswer } from './answer.js';
 import { completeSandboxText, streamSandboxText } from './complete-text.js';
 import { sandboxEmbeddings } from './embed.js';
@@ -32,7 +32,7 @@ export function createSandboxProvider(): Provider {
           finish_reason: choice.finishReason,
         })),
         usage: answer.usage,
-      } satisfies ChatCompletion;
+      } satisfies UpstreamCompletion;
     },
     async *stream(call) {
       const answer = buildAnswer(call);

@@ -1,5 +1,5 @@
 /** Deterministic sample values for a JSON schema: the arguments of sandbox tool calls and json_schema replies. */
-import { isObject } from '../translate.js';
+import { isObject } from '../../wire/index.js';
 import { cutToBytes } from './cut.js';
 
 /**
