@@ -149,7 +149,7 @@ export const UpstreamAnthropicBlockSchema = Type.Union([
  * readable usage is counted by the gateway); the other fields pass through.
  */
 export const UpstreamAnthropicMessageSchema = Open({
-  type: Type.Optional(Type.Literal('message')),
+  type: Type.Literal('message'),
   id: Type.Optional(Type.String()),
   model: Type.Optional(Type.String()),
   content: Type.Array(UpstreamAnthropicBlockSchema),

@@ -7,7 +7,7 @@ import type { UpstreamChunk } from '../types.js';
 
 /**
  * POSTs `body` for a stream at `path` and yields its chunks as `parse` reads them, up to `[DONE]`; a stream that
- * ends before a chunk said why it stopped (or carried usage) is a `protocol` error. UpstreamUsage is always asked for: the
+ * ends before a chunk said why it stopped (or carried usage) is a `protocol` error. Usage is always asked for: the
  * gateway meters with it (and hides it from clients that did not ask).
  */
 export async function* openAiStream<T extends StreamChunk>(
