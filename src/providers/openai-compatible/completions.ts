@@ -7,7 +7,8 @@ import { inBandError } from '../errors.js';
 import type { HttpClient } from '../http-client.js';
 import { UpstreamError } from '../provider.js';
 import type { SseEvent } from '../sse.js';
-import { isObject } from '../../wire/index.js';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { ReadableUpstreamTextCompletionSchema, isObject } from '../../wire/index.js';
 import { eventJson, openAiStream } from './stream-event.js';
 
 export async function completeTextOpenAI(
@@ -51,13 +52,9 @@ function numberChoices(choices: unknown): void {
     if (isObject(choice) && choice.index === undefined) choice.index = position;
 }
 
-/** An answer the gateway can meter and relay: choices with text; the rest passes through unchecked. */
+const TextCompletionCheck = TypeCompiler.Compile(ReadableUpstreamTextCompletionSchema);
+
+/** An answer the gateway can meter and relay: choices with text (ReadableUpstreamTextCompletionSchema); the rest passes through unchecked. */
 function isTextCompletion(json: unknown): json is TextCompletion {
-  return (
-    isObject(json) &&
-    Array.isArray(json.choices) &&
-    json.choices.every(
-      (choice) => isObject(choice) && typeof choice.text === 'string' && Number.isInteger(choice.index),
-    )
-  );
+  return TextCompletionCheck.Check(json);
 }

@@ -2,7 +2,9 @@
  * The OpenAI-compatible adapter: chat requests passed through to `POST {base}/chat/completions` (OpenAI, Mistral,
  * Groq, local servers, ...), answers and stream chunks checked and returned unchanged.
  */
+import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { KNOWN_PROVIDERS } from '../../config/index.js';
+import { ReadableUpstreamCompletionSchema, isObject } from '../../wire/index.js';
 import { inBandError } from '../errors.js';
 import { HttpClient } from '../http-client.js';
 import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';
@@ -41,7 +43,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
   async function complete(call: ProviderCall): Promise<UpstreamCompletion> {
     // One spread (an undefined field is left out of the JSON): object rest is a slow path on every request.
     const json = await http.json(call, chatPath, { ...call.body, stream: false, stream_options: undefined });
-    if (typeof json === 'object' && json !== null && 'error' in json) throw inBandError(id, json);
+    if (isObject(json) && 'error' in json) throw inBandError(id, json);
     if (!isCompletion(json))
       throw new UpstreamError(id, 'protocol', `${id} answered with JSON that is not a chat completion`);
     return json;
@@ -73,26 +75,12 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
   };
 }
 
-/** An answer the gateway can meter and relay: choices it can read; the rest passes through unchecked. */
-function isCompletion(json: unknown): json is UpstreamCompletion {
-  return (
-    typeof json === 'object' &&
-    json !== null &&
-    'choices' in json &&
-    Array.isArray(json.choices) &&
-    json.choices.every(isChoice)
-  );
-}
+const CompletionCheck = TypeCompiler.Compile(ReadableUpstreamCompletionSchema);
 
-/** A choice the gateway can meter and relay: a message object, and tool calls (if any) that are function calls. */
-function isChoice(choice: unknown): boolean {
-  if (typeof choice !== 'object' || choice === null || !('message' in choice)) return false;
-  const { message } = choice;
-  if (!message || typeof message !== 'object') return false;
-  const calls = 'tool_calls' in message ? message.tool_calls : undefined;
-  if (calls === undefined || calls === null) return true;
-  return (
-    Array.isArray(calls) &&
-    calls.every((call) => !!call && typeof call === 'object' && !!call.function && typeof call.function === 'object')
-  );
+/**
+ * An answer the gateway can meter and relay: choices it can read (ReadableUpstreamCompletionSchema); the rest
+ * passes through unchecked.
+ */
+function isCompletion(json: unknown): json is UpstreamCompletion {
+  return CompletionCheck.Check(json);
 }

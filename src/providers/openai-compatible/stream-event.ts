@@ -2,7 +2,8 @@ import { inBandError } from '../errors.js';
 import type { HttpClient, RequestCall } from '../http-client.js';
 import { UpstreamError } from '../provider.js';
 import { eventDataJson, type SseEvent } from '../sse.js';
-import { isObject } from '../../wire/index.js';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { ReadableUpstreamChunkSchema, isObject } from '../../wire/index.js';
 import type { UpstreamChunk } from '../types.js';
 
 /**
@@ -80,34 +81,16 @@ export function parseStreamEvent(provider: string, event: SseEvent): UpstreamChu
   const json = eventJson(provider, event);
   if (typeof json === 'string') return json;
   const choices: unknown[] = json.choices;
-  for (const choice of choices) {
-    // Some servers leave `delta` out of the finishing chunk.
-    if (
-      typeof choice === 'object' &&
-      choice !== null &&
-      (!('delta' in choice) || choice.delta === undefined || choice.delta === null)
-    )
-      Object.assign(choice, { delta: {} });
-  }
+  // Some servers leave `delta` out of the finishing chunk.
+  for (const choice of choices) if (isObject(choice) && choice.delta == null) choice.delta = {};
   if (!isChunk(json))
     throw new UpstreamError(provider, 'protocol', `${provider} sent a stream chunk whose choices are not deltas`);
   return json;
 }
 
-/** A chunk the relay can read: its choices are deltas; the rest passes through unchecked. */
-function isChunk(json: Record<string, unknown>): json is UpstreamChunk {
-  return Array.isArray(json.choices) && json.choices.every(isDeltaChoice);
-}
+const ChunkCheck = TypeCompiler.Compile(ReadableUpstreamChunkSchema);
 
-/** A choice of a stream chunk the relay can read: a `delta` object, and tool calls (if any) that are a list of objects. */
-function isDeltaChoice(choice: unknown): boolean {
-  if (typeof choice !== 'object' || choice === null || !('delta' in choice)) return false;
-  const { delta } = choice;
-  if (typeof delta !== 'object' || delta === null) return false;
-  const calls = 'tool_calls' in delta ? delta.tool_calls : undefined;
-  return (
-    calls === undefined ||
-    calls === null ||
-    (Array.isArray(calls) && calls.every((call) => typeof call === 'object' && call !== null))
-  );
+/** A chunk the relay can read (ReadableUpstreamChunkSchema): its choices are deltas; the rest passes through unchecked. */
+function isChunk(json: unknown): json is UpstreamChunk {
+  return ChunkCheck.Check(json);
 }
