@@ -19,7 +19,9 @@ export function mediaTypeOf(url: string): string {
 export function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content.map((part) => (isObject(part) && part.type === 'text' ? String(part.text ?? '') : '')).join('');
+  return content
+    .map((part) => (isObject(part) && part.type === 'text' && typeof part.text === 'string' ? part.text : ''))
+    .join('');
 }
 
 /** Validation lets no other part type be called `image_url`. */

@@ -236,7 +236,8 @@ export function geminiError(provider: string, status: number, json: unknown): Up
     Array.isArray(error?.details) &&
     error.details.some((detail) => isObject(detail) && detail.reason === 'API_KEY_INVALID');
   const code = typeof error?.code === 'number' && error.code >= 400 ? error.code : status;
-  return new UpstreamError(provider, 'http', String(error?.message ?? `${provider} answered HTTP ${status}`), {
+  const message = typeof error?.message === 'string' ? error.message : `${provider} answered HTTP ${status}`;
+  return new UpstreamError(provider, 'http', message, {
     status: badKey ? 401 : code,
   });
 }

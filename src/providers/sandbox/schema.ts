@@ -12,7 +12,8 @@ export function sampleValue(schema: unknown, text: string, budget = { bytes: Inf
   if ('const' in schema) return schema.const;
   const variants = schema.anyOf ?? schema.oneOf;
   if (Array.isArray(variants) && variants.length > 0) return sampleValue(variants[0], text, budget);
-  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
+  const types: unknown[] = Array.isArray(schema.type) ? schema.type : [schema.type];
+  const type = types.find((t) => t !== 'null');
   switch (type) {
     case 'string': {
       const piece = cutToBytes(text, budget.bytes);
