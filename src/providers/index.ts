@@ -18,5 +18,6 @@ export { embeddingInputs, type EmbeddingCall, type EmbeddingInput, type Upstream
 export type { ChatRequest, ToolDefinition, UpstreamChunk, UpstreamCompletion, UpstreamUsage } from './types.js';
 /** @deprecated Aliases of UpstreamCompletion, UpstreamChunk and UpstreamUsage, until the gateway has switched. */
 export type { ChatCompletion, ChatCompletionChunk, Usage } from './types.js';
+export { isUpstreamChunk, isUpstreamCompletion } from './checks.js';
 export { MAX_ANSWER_BYTES, tooLarge } from './body.js';
 export { redactCredentials, redactForClient } from './redact.js';

@@ -68,6 +68,20 @@ const messageFields = {
 /** The Message `POST /v1/messages` answers; the cost is in the `x-tollgate-cost` header. */
 export const AnthropicMessageSchema = Open(messageFields, { $id: 'AnthropicMessage' });
 
+/** Anthropic's error types and the HTTP status each stands for (its SDK maps them to its own error classes). */
+export const ANTHROPIC_ERROR_STATUS: Readonly<Record<string, number>> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  billing_error: 402,
+  permission_error: 403,
+  not_found_error: 404,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  timeout_error: 504,
+  overloaded_error: 529,
+};
+
 export const AnthropicErrorSchema = Open(
   {
     type: Type.Literal('error'),

@@ -5,6 +5,7 @@
  */
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import {
+  ANTHROPIC_ERROR_STATUS,
   UpstreamAnthropicEventSchemas,
   UpstreamAnthropicMessageSchema,
   isObject,
@@ -38,20 +39,6 @@ const FINISH: Record<string, FinishReason> = {
   model_context_window_exceeded: 'length',
   tool_use: 'tool_calls',
   refusal: 'content_filter',
-};
-
-/** The HTTP status an in-stream error type stands for. */
-const ERROR_STATUS: Record<string, number> = {
-  invalid_request_error: 400,
-  authentication_error: 401,
-  billing_error: 402,
-  permission_error: 403,
-  not_found_error: 404,
-  request_too_large: 413,
-  rate_limit_error: 429,
-  api_error: 500,
-  timeout_error: 504,
-  overloaded_error: 529,
 };
 
 function finishReason(stop: string | null | undefined, jsonTool: boolean): FinishReason | null {
@@ -125,7 +112,7 @@ const withUsage = (usage: UpstreamUsage | undefined) => (usage ? { usage } : {})
 /** An `error` event (or an error body): the status its type stands for, so routing and mapping treat it alike. */
 export function anthropicError(provider: string, json: unknown): UpstreamError {
   const error = isObject(json) && isObject(json.error) ? json.error : undefined;
-  const status = ERROR_STATUS[typeof error?.type === 'string' ? error.type : ''] ?? 502;
+  const status = ANTHROPIC_ERROR_STATUS[typeof error?.type === 'string' ? error.type : ''] ?? 502;
   const message = typeof error?.message === 'string' ? error.message : `${provider} reported an error`;
   return new UpstreamError(provider, 'http', message, { status });
 }

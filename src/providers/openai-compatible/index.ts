@@ -2,9 +2,9 @@
  * The OpenAI-compatible adapter: chat requests passed through to `POST {base}/chat/completions` (OpenAI, Mistral,
  * Groq, local servers, ...), answers and stream chunks checked and returned unchanged.
  */
-import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { KNOWN_PROVIDERS } from '../../config/index.js';
-import { ReadableUpstreamCompletionSchema, isObject } from '../../wire/index.js';
+import { isObject } from '../../wire/index.js';
+import { isUpstreamCompletion } from '../checks.js';
 import { inBandError } from '../errors.js';
 import { HttpClient } from '../http-client.js';
 import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';
@@ -44,7 +44,7 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     // One spread (an undefined field is left out of the JSON): object rest is a slow path on every request.
     const json = await http.json(call, chatPath, { ...call.body, stream: false, stream_options: undefined });
     if (isObject(json) && 'error' in json) throw inBandError(id, json);
-    if (!isCompletion(json))
+    if (!isUpstreamCompletion(json))
       throw new UpstreamError(id, 'protocol', `${id} answered with JSON that is not a chat completion`);
     return json;
   }
@@ -73,14 +73,4 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     probe: (signal) => http.probe(modelsPath, signal, 10_000),
     close: () => http.close(),
   };
-}
-
-const CompletionCheck = TypeCompiler.Compile(ReadableUpstreamCompletionSchema);
-
-/**
- * An answer the gateway can meter and relay: choices it can read (ReadableUpstreamCompletionSchema); the rest
- * passes through unchecked.
- */
-function isCompletion(json: unknown): json is UpstreamCompletion {
-  return CompletionCheck.Check(json);
 }

@@ -2,8 +2,8 @@ import { inBandError } from '../errors.js';
 import type { HttpClient, RequestCall } from '../http-client.js';
 import { UpstreamError } from '../provider.js';
 import { eventDataJson, type SseEvent } from '../sse.js';
-import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { ReadableUpstreamChunkSchema, isObject } from '../../wire/index.js';
+import { isObject } from '../../wire/index.js';
+import { isUpstreamChunk } from '../checks.js';
 import type { UpstreamChunk } from '../types.js';
 
 /**
@@ -83,14 +83,7 @@ export function parseStreamEvent(provider: string, event: SseEvent): UpstreamChu
   const choices: unknown[] = json.choices;
   // Some servers leave `delta` out of the finishing chunk.
   for (const choice of choices) if (isObject(choice) && choice.delta == null) choice.delta = {};
-  if (!isChunk(json))
+  if (!isUpstreamChunk(json))
     throw new UpstreamError(provider, 'protocol', `${provider} sent a stream chunk whose choices are not deltas`);
   return json;
-}
-
-const ChunkCheck = TypeCompiler.Compile(ReadableUpstreamChunkSchema);
-
-/** A chunk the relay can read (ReadableUpstreamChunkSchema): its choices are deltas; the rest passes through unchecked. */
-function isChunk(json: unknown): json is UpstreamChunk {
-  return ChunkCheck.Check(json);
 }
