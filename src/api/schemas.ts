@@ -1,8 +1,9 @@
 /**
  * The public API's response shapes (TypeBox = JSON Schema). They document what the routes send, for the OpenAPI
- * document and the exported types; tests check real responses against them. The chat format's schemas come from
- * the wire contract (wire/), as do the Responses and Anthropic Messages answers; other request schemas live where they are validated (webhooks/, admin/, payments/)
- * and are only referenced here. A schema with an `$id` is one component of the OpenAPI document.
+ * document and the exported types; tests check real responses against them. The chat, completions, embeddings,
+ * Responses and Anthropic Messages answers come from the wire contract (wire/); other request schemas live where
+ * they are validated (webhooks/, admin/, payments/) and are only referenced here. A schema with an `$id` is one
+ * component of the OpenAPI document.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { CapabilitiesSchema } from '../config/index.js';
