@@ -109,6 +109,14 @@ export const AnthropicContentDeltaSchema = Type.Union([
   otherType(['text_delta', 'input_json_delta', 'thinking_delta', 'signature_delta'], "Anthropic's other deltas"),
 ]);
 
+/** A block as its stream opens it: a thinking block's signature comes later, in a signature_delta. */
+const StreamBlockSchema = Type.Union([
+  AnthropicTextBlockSchema,
+  AnthropicToolUseBlockSchema,
+  Open({ type: Type.Literal('thinking'), thinking: Type.String(), signature: Type.Optional(Type.String()) }),
+  otherType(KNOWN_BLOCK_TYPES, "Anthropic's other block types (redacted_thinking, server_tool_use, ...)"),
+]);
+
 /** The stream's events; `message_delta`'s usage adds `cost` (USD) on tollgate's closing event. */
 export const AnthropicStreamEventSchema = Type.Union(
   [
@@ -119,7 +127,7 @@ export const AnthropicStreamEventSchema = Type.Union(
         content: Type.Array(AnthropicOutputBlockSchema, { description: 'empty: the blocks follow' }),
       }),
     }),
-    Open({ type: Type.Literal('content_block_start'), index, content_block: AnthropicOutputBlockSchema }),
+    Open({ type: Type.Literal('content_block_start'), index, content_block: StreamBlockSchema }),
     Open({ type: Type.Literal('content_block_delta'), index, delta: AnthropicContentDeltaSchema }),
     Open({ type: Type.Literal('content_block_stop'), index }),
     Open({

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderReference } from '../../src/api/index.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { apiCall } from '../support/admin-call.js';
+import { startWithNativeProviders, type NativeProviders } from '../support/native-providers.js';
 
 let gateway: TestGateway;
 let doc: any;
@@ -287,5 +288,45 @@ describe('GET /v1/openapi.json', () => {
     for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
       for (const method of Object.keys(methods)) expect(reference).toContain(`## ${method.toUpperCase()} ${path}`);
     }
+  });
+});
+
+describe("GET /v1/openapi.json describes Anthropic's own answers, passed through natively", () => {
+  const CLAUDE = 'claude-haiku-5-5';
+  let native: NativeProviders;
+  let nativeKey: string;
+  beforeAll(async () => {
+    native = await startWithNativeProviders();
+    ({ key: nativeKey } = await native.gw.account());
+  });
+  afterAll(() => native.close());
+
+  it('matches a native Message (thinking and tool_use blocks), its stream events and an upstream error', async () => {
+    const send = (body: object) => apiCall(native.gw.url, nativeKey, 'POST', '/v1/messages', body);
+    const messages = [{ role: 'user', content: 'Think, then answer' }];
+    const body = { model: CLAUDE, max_tokens: 2_000, thinking: { type: 'enabled', budget_tokens: 1_024 }, messages };
+    native.anthropic.setBehavior({
+      kind: 'ok',
+      thinking: true,
+      tools: [{ name: 'read_file', input: { path: 'a.txt' } }],
+      stopReason: 'tool_use',
+    });
+    const answer = await send({
+      ...body,
+      tools: [{ name: 'read_file', input_schema: { type: 'object', properties: { path: { type: 'string' } } } }],
+    });
+    expect(answer.status, answer.text).toBe(200);
+    expectAnswerMatches('/v1/messages', 200, answer.body);
+    const stream = await send({ ...body, stream: true });
+    expect(stream.status).toBe(200);
+    const events = streamEvents(stream.text).map((event) => JSON.parse(event));
+    expect(events.map((event) => event.type)).toContain('content_block_delta');
+    for (const event of events) expectAnswerMatches('/v1/messages', 200, event, true);
+
+    native.anthropic.setBehavior({ kind: 'error', status: 400, message: 'max_tokens: too large' });
+    const failure = await send(body);
+    native.anthropic.setBehavior({ kind: 'ok' });
+    expect(failure.status).toBe(400);
+    expectAnswerMatches('/v1/messages', 400, failure.body);
   });
 });
