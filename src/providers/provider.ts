@@ -4,8 +4,9 @@
  */
 import type { TextCompletion, TextCompletionCall } from './completions.js';
 import type { EmbeddingCall, UpstreamEmbeddings } from './embeddings.js';
-import type { MessagesCall, MessagesEvent, MessagesJson } from './messages.js';
-import type { ResponsesCall, ResponsesJson } from './responses.js';
+import type { UpstreamAnthropicMessage, UpstreamResponse, UpstreamResponseEvent } from '../wire/index.js';
+import type { MessagesCall, MessagesEvent } from './messages.js';
+import type { ResponsesCall } from './responses.js';
 import type { UpstreamCompletion, UpstreamChunk, ChatRequest } from './types.js';
 
 /** What the gateway hands an adapter: the client's body with `model` already set to the upstream model name. */
@@ -33,11 +34,11 @@ export interface Provider {
   /** Yields `text_completion` chunks while the upstream sends them; a final chunk may carry `usage`. */
   streamText?(call: TextCompletionCall): AsyncIterable<TextCompletion>;
   /** OpenAI's Responses API served natively (OpenAI itself); both or neither. Others are translated through chat. */
-  respond?(call: ResponsesCall): Promise<ResponsesJson>;
+  respond?(call: ResponsesCall): Promise<UpstreamResponse>;
   /** Yields the Responses stream's events as the upstream sends them, up to the one that ends it. */
-  streamResponse?(call: ResponsesCall): AsyncIterable<ResponsesJson>;
+  streamResponse?(call: ResponsesCall): AsyncIterable<UpstreamResponseEvent>;
   /** Anthropic's Messages API served natively (Anthropic itself); both or neither. Others are translated through chat. */
-  createMessage?(call: MessagesCall): Promise<MessagesJson>;
+  createMessage?(call: MessagesCall): Promise<UpstreamAnthropicMessage>;
   /** Yields the Messages stream's events as the upstream sends them, up to message_stop; an `error` event throws. */
   streamMessage?(call: MessagesCall): AsyncIterable<MessagesEvent>;
   /** A cheap health check that spends no tokens (listing models); resolves when the provider answers 2xx. */

@@ -4,17 +4,21 @@
  * `UpstreamAnthropic*` schemas only as far as metering reads them.
  */
 import type { HttpClient } from '../http-client.js';
-import type { MessagesCall, MessagesEvent, MessagesJson } from '../messages.js';
+import type { MessagesCall, MessagesEvent } from '../messages.js';
 import { UpstreamError } from '../provider.js';
 import { eventDataJson } from '../sse.js';
-import { isObject } from '../../wire/index.js';
+import { isObject, type UpstreamAnthropicMessage } from '../../wire/index.js';
 import { anthropicError, isReadableEvent, isReadableMessage } from './response.js';
 
-export async function createMessageAnthropic(http: HttpClient, id: string, call: MessagesCall): Promise<MessagesJson> {
+export async function createMessageAnthropic(
+  http: HttpClient,
+  id: string,
+  call: MessagesCall,
+): Promise<UpstreamAnthropicMessage> {
   const { stream: _stream, ...body } = call.body;
   const json = await http.json(call, '/messages', body);
   if (isObject(json) && json.type === 'error') throw anthropicError(id, json);
-  if (!isObject(json) || !isReadableMessage(json))
+  if (!isReadableMessage(json))
     throw new UpstreamError(id, 'protocol', `${id} answered with JSON that is not a message`);
   return json;
 }

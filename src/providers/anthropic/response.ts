@@ -26,7 +26,9 @@ const EventChecks = {
 const EVENT_CHECKS = new Map<string, { Check(value: unknown): boolean }>(Object.entries(EventChecks));
 
 /** Whether Anthropic's message is one tollgate can read (its content blocks, above all). */
-export const isReadableMessage = (json: unknown): boolean => MessageCheck.Check(json);
+export function isReadableMessage(json: unknown): json is UpstreamAnthropicMessage {
+  return MessageCheck.Check(json);
+}
 
 /** Whether a stream event of this type is one tollgate can read; types it does not read pass. */
 export const isReadableEvent = (type: string, event: unknown): boolean => EVENT_CHECKS.get(type)?.Check(event) ?? true;
