@@ -1,7 +1,7 @@
 /**
  * The public API's shapes: the OpenAPI document, and TypeScript types for clients (package entry `tollgate/api`).
  * Request types come from the schemas that validate requests; response types from ./schemas.ts and the wire
- * contract (chat).
+ * contract (chat, completions, embeddings, Responses, Anthropic Messages).
  */
 import type { Static } from '@sinclair/typebox';
 import type {
@@ -17,6 +17,13 @@ import type {
 export { openApiDocument } from './openapi.js';
 export * as schemas from './schemas.js';
 export type {
+  AnthropicErrorBody as AnthropicError,
+  AnthropicMessage,
+  AnthropicStreamEvent,
+  AnthropicTokenCount,
+  ResponseObject,
+  ResponseStreamEvent,
+  ResponseUsage,
   ChatCompletion,
   ChatCompletionChunk,
   ChatRequest as ChatCompletionRequest,

@@ -3,7 +3,7 @@
  * `Error` component), content, parameters, and TypeBox schemas turned into plain JSON with `$ref`s to components.
  */
 import type { TSchema } from '@sinclair/typebox';
-import { ChatRequestSchema } from '../wire/index.js';
+import { ChatRequestSchema, isObject } from '../wire/index.js';
 
 export type Json = Record<string, unknown>;
 
@@ -91,5 +91,6 @@ export function plain(schema: TSchema, root: boolean): Json {
     for (const [key, item] of Object.entries(value)) if (key !== '$id') out[key] = walk(item);
     return out;
   };
-  return object(JSON.parse(JSON.stringify(schema)), root);
+  const copy: unknown = JSON.parse(JSON.stringify(schema));
+  return isObject(copy) ? object(copy, root) : {};
 }

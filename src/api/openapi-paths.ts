@@ -3,22 +3,23 @@
  * Stripe's event deliveries), and the operations endpoints (health, readiness, metrics, this document).
  */
 import { CreatePurchaseSchema } from '../payments/index.js';
-import {
-  AnthropicErrorSchema,
-  CountTokensRequestSchema,
-  MessageSchema,
-  MessagesRequestSchema,
-} from '../protocols/anthropic-messages/index.js';
+import { CountTokensRequestSchema, MessagesRequestSchema } from '../protocols/anthropic-messages/index.js';
 import { ResponseRequestSchema } from '../protocols/openai-responses/index.js';
 import {
+  AnthropicErrorSchema,
+  AnthropicMessageSchema,
+  AnthropicStreamEventSchema,
+  AnthropicTokenCountSchema,
   ChatRequestSchema,
   CompletionChunkSchema,
   CompletionRequestSchema,
   CompletionSchema,
   EmbeddingListSchema,
   EmbeddingRequestSchema,
+  ResponseSchema,
+  ResponseStreamEventSchema,
 } from '../wire/index.js';
-import { json, objectOk, operation, path, plain, query, ref, type Json } from './openapi-builder.js';
+import { json, objectOk, operation, path, query, ref, type Json } from './openapi-builder.js';
 import {
   ChatCompletionChunkSchema,
   ChatCompletionSchema,
@@ -70,15 +71,14 @@ export function chatPaths(): Json {
           body: ResponseRequestSchema,
           parameters: [IDEMPOTENCY_KEY],
           ok: {
-            'application/json': {
-              schema: { type: 'object', description: "OpenAI's Response object; `usage` adds `cost` (USD)" },
-            },
+            'application/json': { schema: ref(ResponseSchema) },
             'text/event-stream': {
               schema: {
                 type: 'string',
                 description:
-                  'Typed events `event: <type>` / `data: <JSON with sequence_number>`, from `response.created` to `response.completed` (its `usage` with `cost`)',
+                  'Typed events `event: <type>` / `data: <ResponseStreamEvent JSON>`, from `response.created` to `response.completed` (its `usage` with `cost`); a failure after the first byte is `response.failed`',
               },
+              'x-event-schema': ref(ResponseStreamEventSchema),
             },
           },
           errors: [400, 401, 402, 403, 404, 409, 413, 422, 429, 502, 503, 504],
@@ -144,7 +144,7 @@ const IDEMPOTENCY_KEY = {
 function messagesPaths(): Json {
   const anthropic = (summary: string, spec: Parameters<typeof operation>[2]): Json => {
     const built = operation('messages', summary, spec);
-    const error = { 'application/json': { schema: plain(AnthropicErrorSchema, false) } };
+    const error = json(AnthropicErrorSchema);
     const isJson = (value: unknown): value is Json => typeof value === 'object' && value !== null;
     if (isJson(built.responses))
       for (const [status, response] of Object.entries(built.responses))
@@ -159,13 +159,14 @@ function messagesPaths(): Json {
           body: MessagesRequestSchema,
           parameters: [IDEMPOTENCY_KEY],
           ok: {
-            'application/json': { schema: plain(MessageSchema, false) },
+            'application/json': { schema: ref(AnthropicMessageSchema) },
             'text/event-stream': {
               schema: {
                 type: 'string',
                 description:
-                  "Anthropic's events: message_start, content_block_start/delta/stop, message_delta (usage, `cost`), message_stop; an error after the first byte is one `error` event",
+                  "Anthropic's events `event: <type>` / `data: <AnthropicStreamEvent JSON>`: message_start, content_block_start/delta/stop, message_delta (usage, `cost`), message_stop; an error after the first byte is one `error` event",
               },
+              'x-event-schema': ref(AnthropicStreamEventSchema),
             },
           },
           errors: [400, 401, 402, 403, 404, 409, 413, 422, 429, 502, 503, 504],
@@ -175,11 +176,7 @@ function messagesPaths(): Json {
     '/v1/messages/count_tokens': {
       post: anthropic("Count a Messages request's input tokens (tollgate's count); not charged", {
         body: CountTokensRequestSchema,
-        ok: {
-          'application/json': {
-            schema: { type: 'object', properties: { input_tokens: { type: 'integer' } }, required: ['input_tokens'] },
-          },
-        },
+        ok: json(AnthropicTokenCountSchema),
         errors: [400, 401, 403, 404, 429],
       }),
     },

@@ -1,12 +1,17 @@
 /**
  * The public API's response shapes (TypeBox = JSON Schema). They document what the routes send, for the OpenAPI
- * document and the exported types; tests check real responses against them. The chat format's schemas come from
- * the wire contract (wire/); other request schemas live where they are validated (webhooks/, admin/, payments/)
- * and are only referenced here. A schema with an `$id` is one component of the OpenAPI document.
+ * document and the exported types; tests check real responses against them. The chat, completions, embeddings,
+ * Responses and Anthropic Messages answers come from the wire contract (wire/); other request schemas live where
+ * they are validated (webhooks/, admin/, payments/) and are only referenced here. A schema with an `$id` is one
+ * component of the OpenAPI document.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { CapabilitiesSchema } from '../config/index.js';
 import {
+  AnthropicErrorSchema,
+  AnthropicMessageSchema,
+  AnthropicStreamEventSchema,
+  AnthropicTokenCountSchema,
   ChatCompletionChunkSchema,
   ChatCompletionSchema,
   CompletionChunkSchema,
@@ -14,6 +19,9 @@ import {
   EmbeddingListSchema,
   EmbeddingUsageSchema,
   Nullable,
+  ResponseSchema,
+  ResponseStreamEventSchema,
+  ResponseUsageSchema,
   UnixSeconds,
   Usd,
   UsageSchema,
@@ -216,6 +224,13 @@ export const RESPONSE_SCHEMAS = [
   ChatCompletionChunkSchema,
   CompletionSchema,
   CompletionChunkSchema,
+  ResponseUsageSchema,
+  ResponseSchema,
+  ResponseStreamEventSchema,
+  AnthropicMessageSchema,
+  AnthropicStreamEventSchema,
+  AnthropicTokenCountSchema,
+  AnthropicErrorSchema,
   CreditBalanceSchema,
   ModelSchema,
   ModelListSchema,

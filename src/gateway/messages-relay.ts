@@ -8,7 +8,7 @@ import { GatewayError } from '../errors/index.js';
 import { anthropicErrorBody, messagesEvent } from '../protocols/anthropic-messages/index.js';
 import type { MessagesEvent } from '../providers/index.js';
 import { fromUpstream } from '../routing/index.js';
-import type { StreamEvent } from '../wire/index.js';
+import { isObject, type StreamEvent } from '../wire/index.js';
 import type { RequestContext } from './deps.js';
 import { upstreamCount } from './settle.js';
 import { StreamMeter } from './stream-meter.js';
@@ -149,8 +149,4 @@ function withoutNulls(value: unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (isObject(value)) for (const [key, v] of Object.entries(value)) if (v != null) out[key] = v;
   return out;
-}
-
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

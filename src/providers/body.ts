@@ -34,9 +34,8 @@ export async function answerText(
   }
   const parts: Buffer[] = [];
   let size = 0;
-  // Readable streams yield `any`; undici's body (no encoding set) yields Buffers.
   for await (const part of body) {
-    const chunk: Buffer = part;
+    const chunk = bytesOf(part);
     size += chunk.length;
     if (size > MAX_ANSWER_BYTES) {
       body.on('error', () => {}).destroy();
@@ -47,12 +46,17 @@ export async function answerText(
   return Buffer.concat(parts).toString('utf8');
 }
 
+/** A part of a body: undici's body (no encoding set) yields Buffers; Readable streams type them `any`. */
+function bytesOf(part: unknown): Buffer {
+  return Buffer.isBuffer(part) ? part : Buffer.from(typeof part === 'string' ? part : '');
+}
+
 /** An error body's first MAX_ERROR_BYTES of text; the rest is discarded. */
 export async function errorText(body: Dispatcher.ResponseData['body']): Promise<string> {
   const parts: Buffer[] = [];
   let size = 0;
   for await (const part of body) {
-    const chunk: Buffer = part;
+    const chunk = bytesOf(part);
     parts.push(chunk);
     size += chunk.length;
     if (size >= MAX_ERROR_BYTES) {

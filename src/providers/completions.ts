@@ -5,7 +5,7 @@
 import { countTextTokens } from '../tokens/index.js';
 import type { CompletionRequest, UpstreamTextCompletion } from '../wire/index.js';
 
-export type { UpstreamTextCompletion as TextCompletion };
+export type { UpstreamTextCompletion };
 
 export interface TextCompletionCall {
   /** The client's body with `model` set to the upstream model name and `max_tokens` always set. */

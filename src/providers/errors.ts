@@ -1,6 +1,6 @@
 /** UpstreamError from upstream failures: transport failures of undici, and error bodies in OpenAI's envelope. */
 import { UpstreamError } from './provider.js';
-import { isObject } from './translate.js';
+import { isObject } from '../wire/index.js';
 
 const TIMEOUT_CODES = new Set([
   'UND_ERR_HEADERS_TIMEOUT',

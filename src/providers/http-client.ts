@@ -97,7 +97,11 @@ export class HttpClient {
     const reader = new SseReader(this.id);
     try {
       // destroyOnReturn: false so that the finally below decides between draining and closing.
-      for await (const bytes of body.iterator({ destroyOnReturn: false })) yield* reader.feed(bytes);
+      for await (const part of body.iterator({ destroyOnReturn: false })) {
+        // undici's body yields Buffers (no encoding is set); Readable types them `any`.
+        const bytes: unknown = part;
+        if (bytes instanceof Uint8Array || typeof bytes === 'string') yield* reader.feed(bytes);
+      }
     } catch (err) {
       if (err instanceof UpstreamError || signal.aborted) throw err;
       if (finished()) return;

@@ -9,12 +9,13 @@ export {
   completionPrompts,
   promptTokensOf,
   type CompletionPrompt,
-  type TextCompletion,
+  type UpstreamTextCompletion,
   type TextCompletionCall,
 } from './completions.js';
 export { RESPONSE_END_EVENTS, type ResponsesCall, type ResponsesJson } from './responses.js';
 export type { MessagesCall, MessagesEvent, MessagesJson } from './messages.js';
 export { embeddingInputs, type EmbeddingCall, type EmbeddingInput, type UpstreamEmbeddings } from './embeddings.js';
-export type { ChatCompletion, ChatCompletionChunk, ChatRequest, ToolDefinition, Usage } from './types.js';
+export type { ChatRequest, ToolDefinition, UpstreamChunk, UpstreamCompletion, UpstreamUsage } from './types.js';
+export { isUpstreamChunk, isUpstreamCompletion } from './checks.js';
 export { MAX_ANSWER_BYTES, tooLarge } from './body.js';
 export { redactCredentials, redactForClient } from './redact.js';

@@ -2,11 +2,12 @@
  * The contract between the gateway and an adapter: the call it gets, what it returns, and the one error type it
  * throws for any upstream failure.
  */
-import type { TextCompletion, TextCompletionCall } from './completions.js';
+import type { UpstreamTextCompletion, TextCompletionCall } from './completions.js';
 import type { EmbeddingCall, UpstreamEmbeddings } from './embeddings.js';
-import type { MessagesCall, MessagesEvent, MessagesJson } from './messages.js';
-import type { ResponsesCall, ResponsesJson } from './responses.js';
-import type { ChatCompletion, ChatCompletionChunk, ChatRequest } from './types.js';
+import type { UpstreamAnthropicMessage, UpstreamResponse, UpstreamResponseEvent } from '../wire/index.js';
+import type { MessagesCall, MessagesEvent } from './messages.js';
+import type { ResponsesCall } from './responses.js';
+import type { UpstreamCompletion, UpstreamChunk, ChatRequest } from './types.js';
 
 /** What the gateway hands an adapter: the client's body with `model` already set to the upstream model name. */
 export interface ProviderCall {
@@ -23,21 +24,21 @@ export interface ProviderCall {
 export interface Provider {
   /** Provider id from the catalog: `openai`, `groq`, `sandbox`, ... */
   readonly id: string;
-  complete(call: ProviderCall): Promise<ChatCompletion>;
+  complete(call: ProviderCall): Promise<UpstreamCompletion>;
   /** Yields chunks while the upstream sends them; a final chunk may carry `usage` with empty `choices`. */
-  stream(call: ProviderCall): AsyncIterable<ChatCompletionChunk>;
+  stream(call: ProviderCall): AsyncIterable<UpstreamChunk>;
   /** Embeddings, for providers that make them; a model's deployments must all have it for `embeddings: true`. */
   embed?(call: EmbeddingCall): Promise<UpstreamEmbeddings>;
   /** Legacy text completions (`POST /v1/completions`), for providers that serve them natively; both or neither. */
-  completeText?(call: TextCompletionCall): Promise<TextCompletion>;
+  completeText?(call: TextCompletionCall): Promise<UpstreamTextCompletion>;
   /** Yields `text_completion` chunks while the upstream sends them; a final chunk may carry `usage`. */
-  streamText?(call: TextCompletionCall): AsyncIterable<TextCompletion>;
+  streamText?(call: TextCompletionCall): AsyncIterable<UpstreamTextCompletion>;
   /** OpenAI's Responses API served natively (OpenAI itself); both or neither. Others are translated through chat. */
-  respond?(call: ResponsesCall): Promise<ResponsesJson>;
+  respond?(call: ResponsesCall): Promise<UpstreamResponse>;
   /** Yields the Responses stream's events as the upstream sends them, up to the one that ends it. */
-  streamResponse?(call: ResponsesCall): AsyncIterable<ResponsesJson>;
+  streamResponse?(call: ResponsesCall): AsyncIterable<UpstreamResponseEvent>;
   /** Anthropic's Messages API served natively (Anthropic itself); both or neither. Others are translated through chat. */
-  createMessage?(call: MessagesCall): Promise<MessagesJson>;
+  createMessage?(call: MessagesCall): Promise<UpstreamAnthropicMessage>;
   /** Yields the Messages stream's events as the upstream sends them, up to message_stop; an `error` event throws. */
   streamMessage?(call: MessagesCall): AsyncIterable<MessagesEvent>;
   /** A cheap health check that spends no tokens (listing models); resolves when the provider answers 2xx. */

@@ -1,4 +1,5 @@
 /** Helpers for adapters that translate OpenAI's shapes into another wire format and back. */
+import { isObject } from '../wire/index.js';
 import { UpstreamError } from './provider.js';
 import type { ContentPart, ImagePart } from './types.js';
 
@@ -18,7 +19,9 @@ export function mediaTypeOf(url: string): string {
 export function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content.map((part) => (isObject(part) && part.type === 'text' ? String(part.text ?? '') : '')).join('');
+  return content
+    .map((part) => (isObject(part) && part.type === 'text' && typeof part.text === 'string' ? part.text : ''))
+    .join('');
 }
 
 /** Validation lets no other part type be called `image_url`. */
@@ -27,9 +30,4 @@ export const isImagePart = (part: ContentPart): part is ImagePart => part.type =
 /** A request the adapter cannot express in the provider's format: the client's 400, never retried. */
 export function unsupported(provider: string, message: string, param: string | null = null): UpstreamError {
   return new UpstreamError(provider, 'http', message, { status: 400, param });
-}
-
-/** A JSON object (not null, not an array): what an answer's fields must be before an adapter reads into them. */
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,7 +1,7 @@
 /**
  * OpenAI's chat-completions shapes every adapter takes and returns on the gateway's side, whatever its
  * provider's wire format on the other: the wire contract's types. An adapter returns answers before metering
- * (`usage` may be missing and carries no `cost`): the contract's `Upstream*` shapes.
+ * (`usage` may be missing and carries no `cost`): the contract's `Upstream*` shapes, under those names.
  */
 export type {
   ChatMessage,
@@ -15,7 +15,7 @@ export type {
   ToolCallDelta as ChunkToolCallDelta,
   ToolChoice,
   ToolDefinition,
-  UpstreamChunk as ChatCompletionChunk,
-  UpstreamCompletion as ChatCompletion,
-  UpstreamUsage as Usage,
+  UpstreamChunk,
+  UpstreamCompletion,
+  UpstreamUsage,
 } from '../wire/index.js';

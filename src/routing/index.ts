@@ -12,7 +12,7 @@ import { SpanKind, withSpan } from '../observability/index.js';
 import {
   ProviderSet,
   UpstreamError,
-  type ChatCompletion,
+  type UpstreamCompletion,
   type ChatRequest,
   type EmbeddingCall,
   type ProviderCall,
@@ -101,7 +101,7 @@ export class Router {
     });
   }
 
-  complete(route: Route, call: ProviderCall): Promise<Routed<ChatCompletion>> {
+  complete(route: Route, call: ProviderCall): Promise<Routed<UpstreamCompletion>> {
     return this.run(route, call, chatWay(call.body));
   }
 
@@ -247,7 +247,7 @@ export interface Way<T> {
 }
 
 /** A chat request asked of each deployment for its whole answer. */
-export function chatWay(body: ChatRequest): Way<ChatCompletion> {
+export function chatWay(body: ChatRequest): Way<UpstreamCompletion> {
   return {
     streaming: false,
     attempt: (deployment, attempt) => deployment.provider.complete(chatCall(body, deployment, attempt)),

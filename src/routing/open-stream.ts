@@ -1,10 +1,10 @@
 /** The start of a streamed answer: the point after which routing never retries a stream. */
-import type { ChatCompletionChunk, ProviderCall } from '../providers/index.js';
+import type { UpstreamChunk, ProviderCall } from '../providers/index.js';
 import type { Deployment } from './health.js';
 
 export interface StreamStart {
-  first: IteratorResult<ChatCompletionChunk>;
-  chunks: AsyncIterator<ChatCompletionChunk>;
+  first: IteratorResult<UpstreamChunk>;
+  chunks: AsyncIterator<UpstreamChunk>;
 }
 
 /** How long a stream's opening chunks may be held back waiting for its first chunk with substance. */
@@ -22,8 +22,8 @@ export async function openStream(deployment: Deployment, call: ProviderCall): Pr
   let next = await upstream.next();
   if (!deployment.provider.failsAfterOpening || next.done || !isPreamble(next.value))
     return { first: next, chunks: upstream };
-  const held: ChatCompletionChunk[] = [];
-  let pending: Promise<IteratorResult<ChatCompletionChunk>> | undefined;
+  const held: UpstreamChunk[] = [];
+  let pending: Promise<IteratorResult<UpstreamChunk>> | undefined;
   const until = Date.now() + PREAMBLE_HOLD_MS;
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -46,8 +46,8 @@ export async function openStream(deployment: Deployment, call: ProviderCall): Pr
     clearTimeout(timer);
   }
   if (!pending) pending = Promise.resolve(next);
-  const first: IteratorResult<ChatCompletionChunk> = { done: false, value: held.shift()! };
-  const chunks: AsyncIterator<ChatCompletionChunk> = {
+  const first: IteratorResult<UpstreamChunk> = { done: false, value: held.shift()! };
+  const chunks: AsyncIterator<UpstreamChunk> = {
     next: () => {
       const replay = held.shift();
       if (replay) return Promise.resolve({ done: false, value: replay });
@@ -64,7 +64,7 @@ export async function openStream(deployment: Deployment, call: ProviderCall): Pr
 }
 
 /** A chunk that carries nothing of the answer yet: no text, no tool call, no finish reason, no usage. */
-function isPreamble(chunk: ChatCompletionChunk): boolean {
+function isPreamble(chunk: UpstreamChunk): boolean {
   if (chunk.usage) return false;
   return chunk.choices.every(
     (choice) =>

@@ -6,7 +6,7 @@
  *   and unknown fields pass through.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { Nullable, Open, UnixSeconds, Usd } from './schema-kit.js';
+import { Nullable, Open, OptionalNullable, UnixSeconds, Usd } from './schema-kit.js';
 import { toolCallSchema } from './chat-request.js';
 
 const tokenCounts = {
@@ -117,3 +117,19 @@ export type ToolCallDelta = Static<typeof ToolCallDeltaSchema>;
 export type UpstreamUsage = Static<typeof UpstreamUsageSchema>;
 export type UpstreamCompletion = Static<typeof UpstreamCompletionSchema>;
 export type UpstreamChunk = Static<typeof UpstreamChunkSchema>;
+
+/**
+ * What an OpenAI-compatible adapter checks of an upstream answer before it relays it: the choices the gateway
+ * reads (a message, and tool calls that are function calls). The rest of UpstreamCompletion is not checked:
+ * servers vary in what they send of it, and it passes through.
+ */
+export const ReadableUpstreamCompletionSchema = Open({
+  choices: Type.Array(
+    Open({ message: Open({ tool_calls: OptionalNullable(Type.Array(Open({ function: Open({}) }))) }) }),
+  ),
+});
+
+/** What an OpenAI-compatible adapter checks of a stream chunk: its choices are deltas, their tool calls objects. */
+export const ReadableUpstreamChunkSchema = Open({
+  choices: Type.Array(Open({ delta: Open({ tool_calls: OptionalNullable(Type.Array(Open({}))) }) })),
+});

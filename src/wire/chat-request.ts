@@ -37,7 +37,7 @@ export const RoleSchema = Type.Union([
   Type.Literal('function'),
 ]);
 
-export const MessageSchema = Open({
+export const ChatMessageSchema = Open({
   role: RoleSchema,
   content: Type.Optional(Type.Union([Type.String(), Type.Array(ContentPartSchema), Type.Null()])),
   name: Type.Optional(Type.String()),
@@ -91,7 +91,7 @@ export function withoutRoutingFields<T extends { models?: unknown; timeout_ms?: 
 
 export const ChatRequestSchema = Open({
   model: Type.String({ minLength: 1 }),
-  messages: Type.Array(MessageSchema, { minItems: 1 }),
+  messages: Type.Array(ChatMessageSchema, { minItems: 1 }),
   stream: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
   stream_options: Type.Optional(
     Type.Union([Type.Object({ include_usage: Type.Optional(Type.Boolean()) }), Type.Null()]),
@@ -120,7 +120,7 @@ export const ChatRequestSchema = Open({
 });
 
 export type ChatRequest = Static<typeof ChatRequestSchema>;
-export type ChatMessage = Static<typeof MessageSchema>;
+export type ChatMessage = Static<typeof ChatMessageSchema>;
 export type Role = Static<typeof RoleSchema>;
 export type TextPart = Static<typeof TextPartSchema>;
 export type ImagePart = Static<typeof ImagePartSchema>;

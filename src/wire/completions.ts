@@ -101,6 +101,11 @@ export const UpstreamTextCompletionSchema = Open({
   usage: Type.Optional(Nullable(UpstreamUsageSchema)),
 });
 
+/** What an adapter checks of an upstream text completion or chunk: choices with text and an index. */
+export const ReadableUpstreamTextCompletionSchema = Open({
+  choices: Type.Array(Open({ text: Type.String(), index: Type.Integer() })),
+});
+
 export type Completion = Static<typeof CompletionSchema>;
 export type CompletionChunk = Static<typeof CompletionChunkSchema>;
 export type CompletionFinishReason = Static<typeof CompletionFinishReasonSchema>;

@@ -6,8 +6,10 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderReference } from '../../src/api/index.js';
+import { defaultConfig } from '../../src/config/index.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { apiCall } from '../support/admin-call.js';
+import { startWithNativeProviders, type NativeProviders } from '../support/native-providers.js';
 
 let gateway: TestGateway;
 let doc: any;
@@ -22,11 +24,33 @@ function expectMatches(name: string, value: unknown): void {
   expect(ok, `${name}: ${JSON.stringify(check.errors)}\n${JSON.stringify(value)}`).toBe(true);
 }
 
+/**
+ * Asserts `value` matches the document's own schema for an answer of `POST path`: the `status` answer's JSON, or
+ * (with `event`) one event of its stream (`x-event-schema`).
+ */
+function expectAnswerMatches(path: string, status: number, value: unknown, event = false): void {
+  const content = event ? ['text/event-stream', 'x-event-schema'] : ['application/json', 'schema'];
+  const pointer = ['paths', path, 'post', 'responses', String(status), 'content', ...content]
+    .map((part) => part.replace(/~/g, '~0').replace(/\//g, '~1'))
+    .join('/');
+  const check = ajv.getSchema(`openapi.json#/${pointer}`);
+  expect(check, `no schema at ${pointer}`).toBeDefined();
+  const ok = check!(value);
+  expect(ok, `${path} ${status}: ${JSON.stringify(check!.errors)}\n${JSON.stringify(value)}`).toBe(true);
+}
+
+/** The data of each event of an event stream. */
+const streamEvents = (text: string): string[] =>
+  text
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => line.slice(6));
+
 const call = (method: string, path: string, body?: unknown, auth = key) =>
   apiCall(gateway.url, auth, method, path, body);
 
 beforeAll(async () => {
-  gateway = await startGateway({ overrides: { webhooks: { allow_private_urls: true } } as never });
+  gateway = await startGateway({ overrides: { webhooks: { ...defaultConfig().webhooks, allow_private_urls: true } } });
   ({ id: accountId, key } = await gateway.account());
   const response = await fetch(`${gateway.url}/v1/openapi.json`);
   expect(response.status).toBe(200);
@@ -113,6 +137,101 @@ describe('GET /v1/openapi.json', () => {
     }
   });
 
+  it('matches real Responses answers and their stream events, by the operation of /v1/responses', async () => {
+    const answer = await call('POST', '/v1/responses', { model: 'sandbox/echo', input: 'hello there' });
+    expect(answer.status).toBe(200);
+    expectAnswerMatches('/v1/responses', 200, answer.body);
+    expectMatches('Response', answer.body);
+    const { cost: _cost, ...usageWithoutCost } = answer.body.usage;
+    expect(
+      ajv.getSchema('openapi.json#/components/schemas/Response')!({ ...answer.body, usage: usageWithoutCost }),
+    ).toBe(false);
+    const tools = await call('POST', '/v1/responses', {
+      model: 'sandbox/echo',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'weather?' }] }],
+      instructions: 'Be brief.',
+      tools: [
+        { type: 'function', name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+      ],
+      tool_choice: 'required',
+    });
+    expect(tools.status).toBe(200);
+    expect(tools.body.output.some((item: any) => item.type === 'function_call')).toBe(true);
+    expectAnswerMatches('/v1/responses', 200, tools.body);
+
+    const stream = await call('POST', '/v1/responses', {
+      model: 'sandbox/lorem',
+      input: 'x',
+      max_output_tokens: 20,
+      stream: true,
+    });
+    const events = streamEvents(stream.text);
+    expect(events.length).toBeGreaterThan(4);
+    for (const event of events) expectAnswerMatches('/v1/responses', 200, JSON.parse(event), true);
+    expect(JSON.parse(events.at(-1)!).response.usage.cost).toBeTypeOf('number');
+
+    const failure = await call('POST', '/v1/responses', { model: 'sandbox/echo' });
+    expect(failure.status).toBe(400);
+    expectAnswerMatches('/v1/responses', 400, failure.body);
+  });
+
+  it("matches real Messages answers, stream events, token counts and Anthropic's errors, by the operations of /v1/messages", async () => {
+    const messages = [{ role: 'user', content: 'hello there' }];
+    const answer = await call('POST', '/v1/messages', { model: 'sandbox/echo', max_tokens: 50, messages });
+    expect(answer.status).toBe(200);
+    expectAnswerMatches('/v1/messages', 200, answer.body);
+    expectMatches('AnthropicMessage', answer.body);
+    expect(ajv.getSchema('openapi.json#/components/schemas/AnthropicMessage')!({ ...answer.body, usage: {} })).toBe(
+      false,
+    );
+    const tools = await call('POST', '/v1/messages', {
+      model: 'sandbox/echo',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'weather?' }] }],
+      tools: [{ name: 'weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
+      tool_choice: { type: 'any' },
+    });
+    expect(tools.status).toBe(200);
+    expect(tools.body.content.some((block: any) => block.type === 'tool_use')).toBe(true);
+    expectAnswerMatches('/v1/messages', 200, tools.body);
+
+    const stream = await call('POST', '/v1/messages', {
+      model: 'sandbox/lorem',
+      max_tokens: 20,
+      stream: true,
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    const events = streamEvents(stream.text);
+    expect(events.map((event) => JSON.parse(event).type)).toContain('message_delta');
+    for (const event of events) expectAnswerMatches('/v1/messages', 200, JSON.parse(event), true);
+
+    const count = await call('POST', '/v1/messages/count_tokens', { model: 'sandbox/echo', messages });
+    expect(count.status).toBe(200);
+    expectAnswerMatches('/v1/messages/count_tokens', 200, count.body);
+
+    const missing = await call('POST', '/v1/messages', { model: 'sandbox/echo', messages });
+    const unknown = await call('POST', '/v1/messages', { model: 'nope', max_tokens: 5, messages });
+    const keyless = await call(
+      'POST',
+      '/v1/messages',
+      { model: 'sandbox/echo', max_tokens: 5, messages },
+      'tg-live-00000000000000000000000000000000',
+    );
+    for (const [failure, status] of [
+      [missing, 400],
+      [unknown, 404],
+      [keyless, 401],
+    ] as const) {
+      expect(failure.status, failure.text).toBe(status);
+      expectAnswerMatches('/v1/messages', status, failure.body);
+      expectMatches('AnthropicError', failure.body);
+    }
+    // The chat error envelope is not Anthropic's.
+    expect(
+      ajv.getSchema('openapi.json#/components/schemas/AnthropicError')!({ error: { message: 'x', code: 'y' } }),
+    ).toBe(false);
+  });
+
   it('matches real webhook records and deliveries', async () => {
     const created = await call('POST', '/v1/webhooks', {
       url: 'http://127.0.0.1:9/hook',
@@ -170,5 +289,45 @@ describe('GET /v1/openapi.json', () => {
     for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
       for (const method of Object.keys(methods)) expect(reference).toContain(`## ${method.toUpperCase()} ${path}`);
     }
+  });
+});
+
+describe("GET /v1/openapi.json describes Anthropic's own answers, passed through natively", () => {
+  const CLAUDE = 'claude-haiku-5-5';
+  let native: NativeProviders;
+  let nativeKey: string;
+  beforeAll(async () => {
+    native = await startWithNativeProviders();
+    ({ key: nativeKey } = await native.gw.account());
+  });
+  afterAll(() => native.close());
+
+  it('matches a native Message (thinking and tool_use blocks), its stream events and an upstream error', async () => {
+    const send = (body: object) => apiCall(native.gw.url, nativeKey, 'POST', '/v1/messages', body);
+    const messages = [{ role: 'user', content: 'Think, then answer' }];
+    const body = { model: CLAUDE, max_tokens: 2_000, thinking: { type: 'enabled', budget_tokens: 1_024 }, messages };
+    native.anthropic.setBehavior({
+      kind: 'ok',
+      thinking: true,
+      tools: [{ name: 'read_file', input: { path: 'a.txt' } }],
+      stopReason: 'tool_use',
+    });
+    const answer = await send({
+      ...body,
+      tools: [{ name: 'read_file', input_schema: { type: 'object', properties: { path: { type: 'string' } } } }],
+    });
+    expect(answer.status, answer.text).toBe(200);
+    expectAnswerMatches('/v1/messages', 200, answer.body);
+    const stream = await send({ ...body, stream: true });
+    expect(stream.status).toBe(200);
+    const events = streamEvents(stream.text).map((event) => JSON.parse(event));
+    expect(events.map((event) => event.type)).toContain('content_block_delta');
+    for (const event of events) expectAnswerMatches('/v1/messages', 200, event, true);
+
+    native.anthropic.setBehavior({ kind: 'error', status: 400, message: 'max_tokens: too large' });
+    const failure = await send(body);
+    native.anthropic.setBehavior({ kind: 'ok' });
+    expect(failure.status).toBe(400);
+    expectAnswerMatches('/v1/messages', 400, failure.body);
   });
 });

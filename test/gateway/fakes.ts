@@ -7,7 +7,7 @@ import { GatewayError } from '../../src/errors/index.js';
 import type { GatewayEvent } from '../../src/events/index.js';
 import { Idempotency, type GatewayDeps } from '../../src/gateway/index.js';
 import type { RateDecision } from '../../src/limits/index.js';
-import type { ChatCompletion, ChatCompletionChunk, Provider } from '../../src/providers/index.js';
+import type { UpstreamCompletion, UpstreamChunk, Provider } from '../../src/providers/index.js';
 import {
   Breaker,
   type AttemptCall,
@@ -44,7 +44,10 @@ export function model(name = MODEL): CatalogModel {
   return catalog.resolve(name);
 }
 
-export function completion(text: string, usage?: { prompt_tokens: number; completion_tokens: number }): ChatCompletion {
+export function completion(
+  text: string,
+  usage?: { prompt_tokens: number; completion_tokens: number },
+): UpstreamCompletion {
   return {
     id: 'chatcmpl-up',
     object: 'chat.completion',
@@ -55,7 +58,7 @@ export function completion(text: string, usage?: { prompt_tokens: number; comple
   };
 }
 
-export function chunk(content: string, extra: Partial<ChatCompletionChunk> = {}): ChatCompletionChunk {
+export function chunk(content: string, extra: Partial<UpstreamChunk> = {}): UpstreamChunk {
   return {
     id: 'chatcmpl-up',
     object: 'chat.completion.chunk',

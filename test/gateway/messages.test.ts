@@ -2,8 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../../src/errors/index.js';
 import { authorizationOf, createMessage, type Answer, type RequestInput } from '../../src/gateway/index.js';
-import { UpstreamError, type MessagesEvent, type MessagesJson } from '../../src/providers/index.js';
-import type { StreamEvent } from '../../src/wire/index.js';
+import { UpstreamError, type MessagesEvent } from '../../src/providers/index.js';
+import type { StreamEvent, UpstreamAnthropicMessage } from '../../src/wire/index.js';
 import { API_KEY, chunk, completion, fakeDeps, model, streamOf, type Setup } from './fakes.js';
 
 const CLAUDE = 'claude-haiku-5-5';
@@ -41,7 +41,7 @@ async function drain<B>(result: Answer<B>, settled: unknown[]) {
 }
 
 /** Anthropic's own answer to a Messages request. */
-function anthropicMessage(usage: Record<string, unknown>): MessagesJson {
+function anthropicMessage(usage: Record<string, unknown>): UpstreamAnthropicMessage {
   return {
     id: 'msg_upstream',
     type: 'message',

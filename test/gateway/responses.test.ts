@@ -2,9 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../../src/errors/index.js';
 import { createResponse, type RequestInput, type ResponseResult } from '../../src/gateway/index.js';
-import { UpstreamError, type ResponsesJson } from '../../src/providers/index.js';
+import { UpstreamError } from '../../src/providers/index.js';
 import type { NewResponse, ResponseStore, StoredResponse } from '../../src/storage/index.js';
-import type { StreamEvent } from '../../src/wire/index.js';
+import type { StreamEvent, UpstreamResponse, UpstreamResponseEvent } from '../../src/wire/index.js';
 import { API_KEY, MODEL, account, chunk, completion, fakeDeps, streamOf, type Setup } from './fakes.js';
 
 function input(body: Record<string, unknown> = {}, extra: Partial<RequestInput> = {}): RequestInput {
@@ -54,7 +54,7 @@ async function drain(result: ResponseResult): Promise<StreamEvent[]> {
 const dataOf = (event: StreamEvent | undefined) => event?.data as Record<string, unknown>;
 
 /** OpenAI's own Response. */
-function openAiResponse(usage?: Record<string, unknown>): ResponsesJson {
+function openAiResponse(usage?: Record<string, unknown>): UpstreamResponse {
   return {
     id: 'resp_up1',
     object: 'response',
@@ -74,7 +74,7 @@ function openAiResponse(usage?: Record<string, unknown>): ResponsesJson {
 
 /** A deployment of OpenAI itself, which serves the Responses API natively. */
 function native(provider: Setup['provider'] = {}, setup: Omit<Setup, 'provider'> = {}) {
-  const events: ResponsesJson[] = [
+  const events: UpstreamResponseEvent[] = [
     { type: 'response.created', sequence_number: 0, response: { ...openAiResponse(), status: 'in_progress' } },
     { type: 'response.output_text.delta', sequence_number: 1, delta: 'Hello ' },
     { type: 'response.output_text.delta', sequence_number: 2, delta: 'from OpenAI' },

@@ -9,7 +9,7 @@ import {
   type ResponseMeta,
   type ResponseRequest,
 } from '../../src/protocols/openai-responses/index.js';
-import type { ChatCompletion, ChatCompletionChunk } from '../../src/providers/index.js';
+import type { UpstreamCompletion, UpstreamChunk } from '../../src/providers/index.js';
 
 function meta(): ResponseMeta {
   let n = 0;
@@ -109,7 +109,10 @@ describe('toChatRequest', () => {
   });
 });
 
-const completion = (message: ChatCompletion['choices'][number]['message'], finish: 'stop' | 'length' | 'tool_calls') =>
+const completion = (
+  message: UpstreamCompletion['choices'][number]['message'],
+  finish: 'stop' | 'length' | 'tool_calls',
+) =>
   ({
     id: 'chatcmpl-1',
     object: 'chat.completion',
@@ -123,7 +126,7 @@ const completion = (message: ChatCompletion['choices'][number]['message'], finis
       cost: 0.000012,
       prompt_tokens_details: { cached_tokens: 3 },
     },
-  }) satisfies ChatCompletion;
+  }) satisfies UpstreamCompletion;
 
 describe('responseFromChat', () => {
   it('gives the text as a message item and usage in the Responses shape, with cost', () => {
@@ -178,14 +181,14 @@ describe('responseFromChat', () => {
   });
 });
 
-const chunk = (delta: ChatCompletionChunk['choices'][number]['delta'], finish: 'stop' | 'tool_calls' | null = null) =>
+const chunk = (delta: UpstreamChunk['choices'][number]['delta'], finish: 'stop' | 'tool_calls' | null = null) =>
   ({
     id: 'c',
     object: 'chat.completion.chunk',
     created: 1,
     model: 'm',
     choices: [{ index: 0, delta, finish_reason: finish }],
-  }) satisfies ChatCompletionChunk;
+  }) satisfies UpstreamChunk;
 
 describe('ChatStreamTranslator', () => {
   it("tells text and then a tool call as OpenAI's typed events, numbered, ending with response.completed", () => {

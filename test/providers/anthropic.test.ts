@@ -7,7 +7,7 @@ import {
 } from '../../src/providers/anthropic/index.js';
 import { ANTHROPIC_TEXT, startMockAnthropic, type MockAnthropic } from '../support/mock-anthropic.js';
 import { PNG, callFor, collect, failure, text } from '../support/provider-calls.js';
-import { UpstreamError, type ChatCompletionChunk } from '../../src/providers/index.js';
+import { UpstreamError, type UpstreamChunk } from '../../src/providers/index.js';
 
 const KEY = 'sk-ant-test';
 let mock: MockAnthropic;
@@ -275,7 +275,7 @@ describe('streams', () => {
       [{ kind: 'stream-error', afterDeltas: 3, type: 'api_error' }, 'http', 500],
     ] as const) {
       mock.enqueue(behavior);
-      const chunks: ChatCompletionChunk[] = [];
+      const chunks: UpstreamChunk[] = [];
       const error = await failure(
         (async () => {
           for await (const chunk of provider.stream(call({}))) chunks.push(chunk);

@@ -8,7 +8,7 @@ import {
   type OpenAICompatibleProvider,
 } from '../../src/providers/openai-compatible/index.js';
 import { createSandboxProvider } from '../../src/providers/sandbox/index.js';
-import { UpstreamError, type TextCompletion, type TextCompletionCall } from '../../src/providers/index.js';
+import { UpstreamError, type UpstreamTextCompletion, type TextCompletionCall } from '../../src/providers/index.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
 
 const call = (body: TextCompletionCall['body'], signal = new AbortController().signal): TextCompletionCall => ({
@@ -18,13 +18,13 @@ const call = (body: TextCompletionCall['body'], signal = new AbortController().s
   timeoutMs: 5_000,
 });
 
-async function collect(chunks: AsyncIterable<TextCompletion>): Promise<TextCompletion[]> {
-  const all: TextCompletion[] = [];
+async function collect(chunks: AsyncIterable<UpstreamTextCompletion>): Promise<UpstreamTextCompletion[]> {
+  const all: UpstreamTextCompletion[] = [];
   for await (const chunk of chunks) all.push(chunk);
   return all;
 }
 
-const textOf = (chunks: TextCompletion[], index = 0) =>
+const textOf = (chunks: UpstreamTextCompletion[], index = 0) =>
   chunks
     .flatMap((chunk) => chunk.choices)
     .filter((choice) => choice.index === index)
@@ -150,7 +150,7 @@ describe('sandbox text completions', () => {
     expect(whole.choices[0]!.text.startsWith('abc')).toBe(true);
     expect(chunks.at(-1)).toMatchObject({ choices: [], usage: whole.usage });
     const controller = new AbortController();
-    const partial: TextCompletion[] = [];
+    const partial: UpstreamTextCompletion[] = [];
     for await (const chunk of sandbox.streamText!(call({ ...body, stream: true }, controller.signal))) {
       partial.push(chunk);
       if (partial.length === 2) controller.abort();

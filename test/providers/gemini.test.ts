@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createGeminiProvider, type GeminiProvider } from '../../src/providers/gemini/index.js';
 import { GEMINI_TEXT, startMockGemini, type MockGemini } from '../support/mock-gemini.js';
 import { PNG, callFor, collect, failure, text } from '../support/provider-calls.js';
-import type { ChatCompletionChunk, ChatRequest } from '../../src/providers/index.js';
+import type { UpstreamChunk, ChatRequest } from '../../src/providers/index.js';
 
 const KEY = 'gemini-test-key';
 let mock: MockGemini;
@@ -11,8 +11,7 @@ let provider: GeminiProvider;
 
 const call = callFor('gemini-test');
 const last = () => mock.requests[mock.requests.length - 1]!;
-const finish = (chunks: ChatCompletionChunk[]) =>
-  chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0]?.finish_reason;
+const finish = (chunks: UpstreamChunk[]) => chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0]?.finish_reason;
 
 beforeAll(async () => {
   mock = await startMockGemini({ apiKey: KEY });
@@ -259,7 +258,7 @@ describe('streams', () => {
       { kind: 'malformed', afterChunks: 3 },
     ] as const) {
       mock.enqueue(behavior);
-      const chunks: ChatCompletionChunk[] = [];
+      const chunks: UpstreamChunk[] = [];
       const error = await failure(
         (async () => {
           for await (const chunk of provider.stream(call({}))) chunks.push(chunk);
@@ -273,7 +272,7 @@ describe('streams', () => {
   it("an error event mid-stream fails with Google's code and message", async () => {
     for (const status of [429, 500, 503]) {
       mock.enqueue({ kind: 'stream-error', afterChunks: 2, status, message: `stream says ${status}` });
-      const chunks: ChatCompletionChunk[] = [];
+      const chunks: UpstreamChunk[] = [];
       const error = await failure(
         (async () => {
           for await (const chunk of provider.stream(call({}))) chunks.push(chunk);

@@ -7,12 +7,7 @@ import {
 } from '../../src/providers/openai-compatible/index.js';
 import { parseStreamEvent } from '../../src/providers/openai-compatible/stream-event.js';
 import { SseReader } from '../../src/providers/sse.js';
-import {
-  UpstreamError,
-  type ChatCompletionChunk,
-  type ChatRequest,
-  type ProviderCall,
-} from '../../src/providers/index.js';
+import { UpstreamError, type UpstreamChunk, type ChatRequest, type ProviderCall } from '../../src/providers/index.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
 import { collect, failure } from '../support/provider-calls.js';
 
@@ -34,7 +29,7 @@ const call = (extra: Partial<ProviderCall> = {}): ProviderCall => ({
   ...extra,
 });
 
-const content = (chunks: ChatCompletionChunk[]) => chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+const content = (chunks: UpstreamChunk[]) => chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
 
 beforeAll(async () => {
   mock = await startMockOpenAI({ apiKey: KEY });
@@ -86,11 +81,9 @@ describe('request shape', () => {
   });
 
   it('asks for usage on streams and keeps the client stream_options', async () => {
-    await collect(
-      provider.stream(
-        call({ body: body({ stream: true, stream_options: { include_usage: false, extra: 1 } as never }) }),
-      ),
-    );
+    // A field chat's stream_options does not name, which must still reach the upstream.
+    const streamOptions = { include_usage: false, extra: 1 };
+    await collect(provider.stream(call({ body: body({ stream: true, stream_options: streamOptions }) })));
     const [seen] = mock.requests;
     expect(seen?.headers.accept).toBe('text/event-stream');
     expect(seen?.body.stream).toBe(true);
@@ -137,7 +130,7 @@ describe('stream', () => {
     mock.setBehavior({ kind: 'ok', content: 'one two three four five', delayMs: 50, comment: true });
     const started = Date.now();
     let firstAt = 0;
-    const chunks: ChatCompletionChunk[] = [];
+    const chunks: UpstreamChunk[] = [];
     for await (const chunk of provider.stream(call({ body: body({ stream: true }) }))) {
       if (chunks.length === 0) firstAt = Date.now() - started;
       chunks.push(chunk);
@@ -193,7 +186,7 @@ describe('stream', () => {
 
   it('treats a cut stream as a protocol error', async () => {
     mock.setBehavior({ kind: 'cut', afterChunks: 2 });
-    const chunks: ChatCompletionChunk[] = [];
+    const chunks: UpstreamChunk[] = [];
     const err = await failure(
       (async () => {
         for await (const chunk of provider.stream(call({ body: body({ stream: true }) }))) chunks.push(chunk);
@@ -228,7 +221,7 @@ describe('stream', () => {
   it('stops promptly when aborted and rethrows the abort as-is', async () => {
     mock.setBehavior({ kind: 'ok', chunks: 50, delayMs: 50 });
     const controller = new AbortController();
-    const chunks: ChatCompletionChunk[] = [];
+    const chunks: UpstreamChunk[] = [];
     const started = Date.now();
     const err = await (async () => {
       for await (const chunk of provider.stream(call({ body: body({ stream: true }), signal: controller.signal }))) {
@@ -323,7 +316,7 @@ describe('upstream errors', () => {
   // undici's header and body timers tick every ~500 ms, so the gap has to be well above that.
   it('times out on a gap in the stream', async () => {
     mock.setBehavior({ kind: 'ok', chunks: 3, delayMs: 2_000 });
-    const chunks: ChatCompletionChunk[] = [];
+    const chunks: UpstreamChunk[] = [];
     const err = await failure(
       (async () => {
         for await (const chunk of provider.stream(call({ body: body({ stream: true }), timeoutMs: 300 })))

@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { createSandboxProvider } from '../../src/providers/sandbox/index.js';
 import {
   UpstreamError,
-  type ChatCompletionChunk,
+  type UpstreamChunk,
   type ChatRequest,
   type ProviderCall,
   type ToolDefinition,
@@ -26,7 +26,7 @@ const contentOf = async (body: Partial<ChatRequest>) => (await complete(body)).c
 const wordCount = (text: string) => text.split(/\s+/).filter(Boolean).length;
 
 /** Rebuilds per-choice content, tool calls and finish reasons from stream chunks. */
-function reassemble(chunks: ChatCompletionChunk[]) {
+function reassemble(chunks: UpstreamChunk[]) {
   const choices = new Map<
     number,
     { content: string | null; toolCall?: { id?: string; name?: string; arguments: string }; finish?: string | null }
@@ -331,7 +331,7 @@ describe('sandbox provider: streaming', () => {
 
   it('stops when the signal aborts', async () => {
     const controller = new AbortController();
-    const chunks: ChatCompletionChunk[] = [];
+    const chunks: UpstreamChunk[] = [];
     for await (const chunk of provider.stream(call({ model: 'lorem' }, controller.signal))) {
       chunks.push(chunk);
       if (chunks.length === 3) controller.abort();

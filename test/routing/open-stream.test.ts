@@ -1,14 +1,11 @@
 /** When a stream counts as answered (after which routing never retries): its first chunk with substance. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import type { ChatCompletionChunk, Provider, ProviderCall } from '../../src/providers/index.js';
+import type { UpstreamChunk, Provider, ProviderCall } from '../../src/providers/index.js';
 import type { Deployment } from '../../src/routing/index.js';
 import { openStream } from '../../src/routing/open-stream.js';
 
-const chunk = (
-  delta: ChatCompletionChunk['choices'][number]['delta'],
-  finish: 'stop' | null = null,
-): ChatCompletionChunk => ({
+const chunk = (delta: UpstreamChunk['choices'][number]['delta'], finish: 'stop' | null = null): UpstreamChunk => ({
   id: 'c',
   object: 'chat.completion.chunk',
   created: 0,
@@ -17,7 +14,7 @@ const chunk = (
 });
 const OPENER = chunk({ role: 'assistant', content: '' });
 
-type Step = ChatCompletionChunk | Error | number;
+type Step = UpstreamChunk | Error | number;
 function deployment(steps: Step[], failsAfterOpening = true): Deployment {
   const provider: Provider = {
     id: 'fake',
@@ -40,8 +37,8 @@ const call = {
   timeoutMs: 5_000,
 } as ProviderCall;
 
-async function rest(iterator: AsyncIterator<ChatCompletionChunk>): Promise<ChatCompletionChunk[]> {
-  const out: ChatCompletionChunk[] = [];
+async function rest(iterator: AsyncIterator<UpstreamChunk>): Promise<UpstreamChunk[]> {
+  const out: UpstreamChunk[] = [];
   for (let next = await iterator.next(); !next.done; next = await iterator.next()) out.push(next.value);
   return out;
 }

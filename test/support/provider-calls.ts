@@ -1,11 +1,6 @@
 /** What the adapter tests share: a provider call, collecting a stream, and catching an UpstreamError. */
 import { expect } from 'vitest';
-import {
-  UpstreamError,
-  type ChatCompletionChunk,
-  type ChatRequest,
-  type ProviderCall,
-} from '../../src/providers/index.js';
+import { UpstreamError, type UpstreamChunk, type ChatRequest, type ProviderCall } from '../../src/providers/index.js';
 
 /** A 1x1 PNG, base64. */
 export const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
@@ -21,8 +16,8 @@ export const callFor =
     ...extra,
   });
 
-export async function collect(iterable: AsyncIterable<ChatCompletionChunk>): Promise<ChatCompletionChunk[]> {
-  const chunks: ChatCompletionChunk[] = [];
+export async function collect(iterable: AsyncIterable<UpstreamChunk>): Promise<UpstreamChunk[]> {
+  const chunks: UpstreamChunk[] = [];
   for await (const chunk of iterable) chunks.push(chunk);
   return chunks;
 }
@@ -36,4 +31,4 @@ export async function failure(promise: Promise<unknown>): Promise<UpstreamError>
   return err as UpstreamError;
 }
 
-export const text = (chunks: ChatCompletionChunk[]) => chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+export const text = (chunks: UpstreamChunk[]) => chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');

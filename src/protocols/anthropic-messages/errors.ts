@@ -2,25 +2,16 @@
  * Errors in Anthropic's envelope, `{"type":"error","error":{"type":...,"message":...}}`, with the statuses its SDK
  * maps to its own error classes. The status and headers (`retry-after`, rate limits) stay the gateway's.
  */
-const ERROR_TYPES: Record<number, string> = {
-  400: 'invalid_request_error',
-  401: 'authentication_error',
-  402: 'billing_error',
-  403: 'permission_error',
-  404: 'not_found_error',
-  413: 'request_too_large',
-  429: 'rate_limit_error',
-  500: 'api_error',
+import { ANTHROPIC_ERROR_STATUS, type AnthropicErrorBody } from '../../wire/index.js';
+
+export type { AnthropicErrorBody };
+
+/** The error type for each status: Anthropic's table read backwards, and the 5xx statuses it does not name. */
+const ERROR_TYPES: Readonly<Record<number, string>> = {
+  ...Object.fromEntries(Object.entries(ANTHROPIC_ERROR_STATUS).map(([type, status]) => [status, type])),
   502: 'api_error',
   503: 'overloaded_error',
-  504: 'timeout_error',
-  529: 'overloaded_error',
 };
-
-export interface AnthropicErrorBody {
-  type: 'error';
-  error: { type: string; message: string };
-}
 
 /** Anthropic's error type for an HTTP status. */
 export function anthropicErrorType(status: number): string {

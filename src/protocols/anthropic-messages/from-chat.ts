@@ -2,29 +2,18 @@
  * Chat answers in Anthropic's terms: a completion as a Message, and a chat stream's chunks as the Messages
  * stream's events (message_start, ping, content_block_start/delta/stop, message_delta with usage, message_stop).
  */
-import type { FinishReason, StreamEvent, UpstreamChunk, UpstreamCompletion } from '../../wire/index.js';
+import type {
+  AnthropicMessage,
+  AnthropicOutputBlock,
+  AnthropicStopReason,
+  FinishReason,
+  StreamEvent,
+  UpstreamChunk,
+  UpstreamCompletion,
+} from '../../wire/index.js';
 
-export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal' | 'pause_turn';
-
-type OutputBlock = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown };
-
-export interface AnthropicUsage {
-  input_tokens: number;
-  output_tokens: number;
-  cache_creation_input_tokens?: number | null;
-  cache_read_input_tokens?: number | null;
-}
-
-export interface AnthropicMessage {
-  id: string;
-  type: 'message';
-  role: 'assistant';
-  model: string;
-  content: OutputBlock[];
-  stop_reason: StopReason | null;
-  stop_sequence: string | null;
-  usage: AnthropicUsage;
-}
+export type { AnthropicMessage };
+export type StopReason = AnthropicStopReason;
 
 const STOP: Record<FinishReason, StopReason> = {
   stop: 'end_turn',
@@ -51,7 +40,7 @@ function inputOf(args: string): unknown {
 /** A settled completion as a Message; `usage` is what was billed. */
 export function messageFromCompletion(id: string, completion: UpstreamCompletion): AnthropicMessage {
   const choice = completion.choices[0];
-  const content: OutputBlock[] = [];
+  const content: AnthropicOutputBlock[] = [];
   const text = choice?.message.content;
   if (typeof text === 'string' && text) content.push({ type: 'text', text });
   for (const call of choice?.message.tool_calls ?? [])

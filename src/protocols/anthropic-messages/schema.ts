@@ -124,27 +124,11 @@ export type ContentBlock = Static<typeof ContentBlockSchema>;
 export type ToolParam = Static<typeof ToolParamSchema>;
 export type ToolChoiceParam = Static<typeof ToolChoiceParamSchema>;
 
-/** The Message POST /v1/messages answers (the OpenAPI document's; answers are built in from-chat.ts or passed through). */
-export const MessageSchema = Open({
-  id: Type.String(),
-  type: Type.Literal('message'),
-  role: Type.Literal('assistant'),
-  model: Type.String({ description: "The catalog's model id" }),
-  content: Type.Array(Open({ type: Type.String() }), { description: 'text, tool_use, thinking, ... blocks' }),
-  stop_reason: Type.Union([Type.String(), Type.Null()]),
-  stop_sequence: Type.Union([Type.String(), Type.Null()]),
-  usage: Open({
-    input_tokens: Type.Integer(),
-    output_tokens: Type.Integer(),
-    cache_creation_input_tokens: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
-    cache_read_input_tokens: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
-  }),
-});
-
-export const AnthropicErrorSchema = Type.Object({
-  type: Type.Literal('error'),
-  error: Type.Object({
-    type: Type.String({ description: 'invalid_request_error, authentication_error, billing_error, ...' }),
-    message: Type.String(),
-  }),
-});
+// The answers (Message, stream events, token count, error envelope) are the wire contract's, shared with the
+// Anthropic adapter.
+export {
+  AnthropicErrorSchema,
+  AnthropicMessageSchema,
+  AnthropicStreamEventSchema,
+  AnthropicTokenCountSchema,
+} from '../../wire/index.js';

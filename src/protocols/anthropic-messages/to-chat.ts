@@ -3,7 +3,14 @@
  * cannot carry is left out: thinking blocks (their signatures mean something to Anthropic only), `cache_control`,
  * `top_k`, Anthropic's server tools.
  */
-import type { ChatMessage, ChatRequest, ContentPart, ToolChoice, ToolDefinition } from '../../wire/index.js';
+import {
+  isObject,
+  type ChatMessage,
+  type ChatRequest,
+  type ContentPart,
+  type ToolChoice,
+  type ToolDefinition,
+} from '../../wire/index.js';
 import type { ContentBlock, CountTokensRequest, MessageParam, MessagesRequest, ToolChoiceParam } from './schema.js';
 
 type Block = Record<string, unknown> & { type: string };
@@ -118,14 +125,16 @@ function toolResultText(block: Block): string {
     typeof content === 'string'
       ? content
       : Array.isArray(content)
-        ? content.map((part: Block) => (part.type === 'text' ? String(part.text ?? '') : '')).join('')
+        ? content
+            .map((part: Block) => (part.type === 'text' && typeof part.text === 'string' ? part.text : ''))
+            .join('')
         : '';
   return block.is_error === true ? `Error: ${text}` : text;
 }
 
 /** A user block as a chat content part; blocks chat has no place for are left out. */
 function contentPart(block: ContentBlock | Block): ContentPart | undefined {
-  const source = isRecord(block.source) ? block.source : undefined;
+  const source = isObject(block.source) ? block.source : undefined;
   switch (block.type) {
     case 'text':
       return { type: 'text', text: String(block.text) };
@@ -138,7 +147,7 @@ function contentPart(block: ContentBlock | Block): ContentPart | undefined {
       if (source?.type === 'url') return { type: 'image_url', image_url: { url: String(source.url) } };
       return undefined;
     case 'document':
-      if (source?.type === 'text') return { type: 'text', text: String(source.data ?? '') };
+      if (source?.type === 'text') return { type: 'text', text: typeof source.data === 'string' ? source.data : '' };
       if (source?.type === 'base64')
         return {
           type: 'file',
@@ -151,8 +160,4 @@ function contentPart(block: ContentBlock | Block): ContentPart | undefined {
     default:
       return undefined;
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

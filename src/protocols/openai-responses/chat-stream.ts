@@ -6,7 +6,7 @@
  * `response.incomplete`). Each event carries its `sequence_number`. A custom tool's call is told once its chat
  * arguments are whole (its free text is inside their JSON): `custom_tool_call_input.delta` with all of it, `.done`.
  */
-import type { ChatCompletionChunk, Usage } from '../../providers/index.js';
+import type { UpstreamChunk, UpstreamUsage } from '../../providers/index.js';
 import { callItem, finished, messageItem, responseShell, type ResponseMeta } from './from-chat.js';
 import type { ResponseRequest } from './schema.js';
 import { chatTools, customInput, type ChatTools } from './tools.js';
@@ -19,7 +19,7 @@ import type {
   ResponseObject,
 } from './types.js';
 
-type FinishReason = ChatCompletionChunk['choices'][number]['finish_reason'];
+type FinishReason = UpstreamChunk['choices'][number]['finish_reason'];
 
 export class ChatStreamTranslator {
   private readonly shell: ResponseObject;
@@ -53,7 +53,7 @@ export class ChatStreamTranslator {
     ];
   }
 
-  chunk(chunk: ChatCompletionChunk): ResponseEvent[] {
+  chunk(chunk: UpstreamChunk): ResponseEvent[] {
     const events: ResponseEvent[] = [];
     const choice = chunk.choices[0];
     if (!choice) return events;
@@ -96,7 +96,7 @@ export class ChatStreamTranslator {
   }
 
   /** The end of the answer, with its billed usage: the open item closed, then the Response complete. */
-  finish(usage: Usage | null | undefined): ResponseEvent[] {
+  finish(usage: UpstreamUsage | null | undefined): ResponseEvent[] {
     const events: ResponseEvent[] = [];
     this.close(events);
     const response = finished(this.shell, this.output, this.finishReason, usage);

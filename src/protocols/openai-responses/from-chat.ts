@@ -4,7 +4,7 @@
  * chat's usage the Response's (with `cost`). The request's settings are echoed as OpenAI
  * echoes them.
  */
-import type { ChatCompletion, ChatCompletionChunk, Usage } from '../../providers/index.js';
+import type { UpstreamCompletion, UpstreamChunk, UpstreamUsage } from '../../providers/index.js';
 import type { ResponseRequest } from './schema.js';
 import { chatTools, customInput, type ChatTools } from './tools.js';
 import type {
@@ -57,7 +57,7 @@ export function responseShell(request: ResponseRequest, meta: ResponseMeta): Res
 
 export function responseFromChat(
   request: ResponseRequest,
-  completion: ChatCompletion,
+  completion: UpstreamCompletion,
   meta: ResponseMeta,
 ): ResponseObject {
   const choice = completion.choices[0];
@@ -96,8 +96,8 @@ export function messageItem(id: string, text: string, status: 'in_progress' | 'c
 export function finished(
   shell: ResponseObject,
   output: OutputItem[],
-  finishReason: ChatCompletionChunk['choices'][number]['finish_reason'] | undefined,
-  usage: Usage | null | undefined,
+  finishReason: UpstreamChunk['choices'][number]['finish_reason'] | undefined,
+  usage: UpstreamUsage | null | undefined,
 ): ResponseObject {
   const reason =
     finishReason === 'length' ? 'max_output_tokens' : finishReason === 'content_filter' ? 'content_filter' : undefined;
@@ -112,7 +112,7 @@ export function finished(
 }
 
 /** Chat's usage in the Responses shape: prompt tokens are input, completion tokens output. */
-export function responseUsage(usage: Usage): ResponseUsage {
+export function responseUsage(usage: UpstreamUsage): ResponseUsage {
   const cached = detail(usage.prompt_tokens_details, 'cached_tokens');
   const reasoning = detail(usage.completion_tokens_details, 'reasoning_tokens');
   return {

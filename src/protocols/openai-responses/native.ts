@@ -3,15 +3,17 @@
  * (counted when it reports none), and the Response as the client gets it (the catalog's model id, the billed
  * usage with its cost).
  */
+import { isObject } from '../../wire/index.js';
 import type { ResponseRequest } from './schema.js';
 
 type Json = Record<string, unknown>;
 
-const isJson = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+/** A field's text: the string, or '' for anything else. */
+const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 
 /** The usage of a Response: input tokens (cached ones included) are prompt, output tokens (reasoning included) completion. */
 export function nativeUsage(response: unknown): { input: unknown; output: unknown } | undefined {
-  if (!isJson(response) || !isJson(response.usage)) return undefined;
+  if (!isObject(response) || !isObject(response.usage)) return undefined;
   return { input: response.usage.input_tokens, output: response.usage.output_tokens };
 }
 
@@ -35,13 +37,13 @@ export function outputText(response: Json): string {
   const output = Array.isArray(response.output) ? response.output : [];
   const texts: string[] = [];
   for (const item of output) {
-    if (!isJson(item)) continue;
-    if (item.type === 'function_call') texts.push(String(item.name ?? '') + String(item.arguments ?? ''));
-    if (item.type === 'custom_tool_call') texts.push(String(item.name ?? '') + String(item.input ?? ''));
+    if (!isObject(item)) continue;
+    if (item.type === 'function_call') texts.push(text(item.name) + text(item.arguments));
+    if (item.type === 'custom_tool_call') texts.push(text(item.name) + text(item.input));
     if (!Array.isArray(item.content)) continue;
     for (const part of item.content) {
-      if (isJson(part) && typeof part.text === 'string') texts.push(part.text);
-      else if (isJson(part) && typeof part.refusal === 'string') texts.push(part.refusal);
+      if (isObject(part) && typeof part.text === 'string') texts.push(part.text);
+      else if (isObject(part) && typeof part.refusal === 'string') texts.push(part.refusal);
     }
   }
   return texts.join('');
@@ -53,7 +55,7 @@ export function billedResponse(
   model: string,
   billed: { promptTokens: number; completionTokens: number; cost: number },
 ): Json {
-  const usage = isJson(response.usage) ? response.usage : {};
+  const usage = isObject(response.usage) ? response.usage : {};
   return {
     ...response,
     model,
@@ -69,7 +71,7 @@ export function billedResponse(
 
 /** A stream event as the client gets it: a Response it carries names the catalog's model. */
 export function withModel(event: Json, model: string): Json {
-  return isJson(event.response) ? { ...event, response: { ...event.response, model } } : event;
+  return isObject(event.response) ? { ...event, response: { ...event.response, model } } : event;
 }
 
 /** The prompt's text (llm.* events): the instructions and every text of the input. */
@@ -81,13 +83,13 @@ export function inputText(request: ResponseRequest): string {
       const content: unknown = item.content ?? item.output;
       if (typeof content === 'string') texts.push(content);
       else if (Array.isArray(content))
-        for (const part of content) if (isJson(part) && typeof part.text === 'string') texts.push(part.text);
+        for (const part of content) if (isObject(part) && typeof part.text === 'string') texts.push(part.text);
     }
   return texts.join('\n');
 }
 
 /** The response id a Response (or the event carrying it) names. */
 export function responseId(json: Json): string | undefined {
-  const response = isJson(json.response) ? json.response : json;
+  const response = isObject(json.response) ? json.response : json;
   return typeof response.id === 'string' ? response.id : undefined;
 }

@@ -7,9 +7,12 @@
  * OpenAI's hosted tools (`web_search`, `file_search`, ...) run on OpenAI's servers only: elsewhere they are left
  * out, as clients such as Codex add them by default (a `tool_choice` that forces one is refused in to-chat.ts).
  */
+import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { GatewayError } from '../../errors/index.js';
 import type { ToolDefinition } from '../../wire/index.js';
-import type { ResponseRequest, ResponseTool } from './schema.js';
+import { AdditionalToolsItemSchema, type ResponseRequest, type ResponseTool } from './schema.js';
+
+const AdditionalTools = TypeCompiler.Compile(AdditionalToolsItemSchema);
 
 /** The tool the client declared behind one chat tool name. */
 export interface DeclaredTool {
@@ -37,9 +40,8 @@ export function chatTools(request: ResponseRequest): ChatTools {
   request.tools?.forEach((tool, index) => flatten(flat, tool, `tools[${index}]`));
   if (typeof request.input !== 'string')
     request.input.forEach((item, index) => {
-      if (item.type !== 'additional_tools' || !('tools' in item) || !Array.isArray(item.tools)) return;
-      const tools: ResponseTool[] = item.tools;
-      tools.forEach((tool, i) => flatten(flat, tool, `input[${index}].tools[${i}]`));
+      if (item.type !== 'additional_tools' || !AdditionalTools.Check(item)) return;
+      item.tools.forEach((tool, i) => flatten(flat, tool, `input[${index}].tools[${i}]`));
     });
 
   const counts = new Map<string, number>();

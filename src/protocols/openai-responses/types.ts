@@ -1,74 +1,32 @@
-/** What tollgate answers on `POST /v1/responses`, in OpenAI's Responses format (the fields a client reads). */
-import type { StreamEvent } from '../../wire/index.js';
+/**
+ * What tollgate answers on `POST /v1/responses`, in OpenAI's Responses format: the wire contract's schemas
+ * (src/wire/responses.ts), named as the translation from chat uses them.
+ */
+import type {
+  ResponseCustomToolCallOutput,
+  ResponseEventEnvelope,
+  ResponseFromChat,
+  ResponseFunctionCallOutput,
+  ResponseMessageOutput,
+  ResponseOutputText,
+  ResponseOwnOutputItem,
+  ResponseStatus,
+  ResponseUsage,
+  StreamEvent,
+} from '../../wire/index.js';
 
-export interface OutputText {
-  type: 'output_text';
-  text: string;
-  annotations: unknown[];
-}
-
-export interface MessageOutput {
-  type: 'message';
-  id: string;
-  status: 'in_progress' | 'completed' | 'incomplete';
-  role: 'assistant';
-  content: OutputText[];
-}
-
-export interface FunctionCallOutput {
-  type: 'function_call';
-  id: string;
-  call_id: string;
-  name: string;
-  namespace?: string;
-  arguments: string;
-  status: 'in_progress' | 'completed' | 'incomplete';
-}
-
+export type OutputText = ResponseOutputText;
+export type MessageOutput = ResponseMessageOutput;
+export type FunctionCallOutput = ResponseFunctionCallOutput;
 /** A call of a custom (free-text) tool: its `input` is the text itself. */
-export interface CustomToolCallOutput {
-  type: 'custom_tool_call';
-  id: string;
-  call_id: string;
-  name: string;
-  namespace?: string;
-  input: string;
-  status: 'in_progress' | 'completed' | 'incomplete';
-}
-
-export type OutputItem = MessageOutput | FunctionCallOutput | CustomToolCallOutput;
-
-export interface ResponseUsage {
-  input_tokens: number;
-  input_tokens_details: { cached_tokens: number };
-  output_tokens: number;
-  output_tokens_details: { reasoning_tokens: number };
-  total_tokens: number;
-  /** The amount debited for this request (USD); 0 for test keys. */
-  cost: number;
-}
-
-export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed';
-
-export interface ResponseObject {
-  id: string;
-  object: 'response';
-  created_at: number;
-  status: ResponseStatus;
-  error: { code: string; message: string } | null;
-  incomplete_details: { reason: string } | null;
-  model: string;
-  output: OutputItem[];
-  usage: ResponseUsage | null;
-  [field: string]: unknown;
-}
-
+export type CustomToolCallOutput = ResponseCustomToolCallOutput;
+/** An output item tollgate writes from a chat answer. */
+export type OutputItem = ResponseOwnOutputItem;
+export type { ResponseStatus, ResponseUsage };
+/** A Response tollgate writes from a chat answer (the wire contract's Response with only its own items). */
+export type ResponseObject = ResponseFromChat;
 /** One typed stream event; `sequence_number` counts the stream's events from 0. */
-export interface ResponseEvent {
-  type: string;
-  sequence_number: number;
-  [field: string]: unknown;
-}
+export type ResponseEvent = ResponseEventEnvelope;
 
 /** A stream event as it goes on the wire: named by its type, which its data repeats. */
 export function sseOf(event: Record<string, unknown>): StreamEvent {

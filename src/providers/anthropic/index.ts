@@ -4,8 +4,8 @@
  */
 import { HttpClient } from '../http-client.js';
 import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';
-import { isObject } from '../translate.js';
-import type { ChatCompletion, ChatCompletionChunk } from '../types.js';
+import { isObject } from '../../wire/index.js';
+import type { UpstreamCompletion, UpstreamChunk } from '../types.js';
 import { createMessageAnthropic, streamMessageAnthropic } from './messages.js';
 import { toAnthropicRequest } from './request.js';
 import { StreamTranslator, anthropicError, fromAnthropicMessage } from './response.js';
@@ -36,14 +36,14 @@ export function createAnthropicProvider(options: AnthropicOptions): AnthropicPro
     ...(options.connections ? { connections: options.connections } : {}),
   });
 
-  async function complete(call: ProviderCall): Promise<ChatCompletion> {
+  async function complete(call: ProviderCall): Promise<UpstreamCompletion> {
     const { body, jsonTool } = toAnthropicRequest(id, call.body, false, call.defaultMaxTokens);
     const json = await http.json(call, '/messages', body);
     if (isObject(json) && json.type === 'error') throw anthropicError(id, json);
     return fromAnthropicMessage(id, json, jsonTool);
   }
 
-  async function* stream(call: ProviderCall): AsyncGenerator<ChatCompletionChunk> {
+  async function* stream(call: ProviderCall): AsyncGenerator<UpstreamChunk> {
     const { body, jsonTool } = toAnthropicRequest(id, call.body, true, call.defaultMaxTokens);
     const res = await http.openStream(call, '/messages', body);
     const translator = new StreamTranslator(id, jsonTool);

@@ -1,33 +1,37 @@
-/** Anthropic Messages answers -> OpenAI chat completions: the JSON message, the stream events and the errors. */
+/**
+ * Anthropic Messages answers -> OpenAI chat completions: the JSON message, the stream events and the errors.
+ * Anthropic's JSON is checked against the wire contract's `UpstreamAnthropic*` schemas before it is read: what
+ * fails its check is a `protocol` UpstreamError.
+ */
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import {
+  ANTHROPIC_ERROR_STATUS,
+  UpstreamAnthropicEventSchemas,
+  UpstreamAnthropicMessageSchema,
+  isObject,
+  type UpstreamAnthropicMessage,
+} from '../../wire/index.js';
 import { UpstreamError } from '../provider.js';
 import { eventDataJson } from '../sse.js';
-import { isObject } from '../translate.js';
-import type { ChatCompletion, ChatCompletionChunk, FinishReason, ToolCall, Usage } from '../types.js';
+import type { FinishReason, ToolCall, UpstreamChunk, UpstreamCompletion, UpstreamUsage } from '../types.js';
 import { JSON_TOOL } from './request.js';
 
-interface AnthropicUsage {
-  input_tokens?: number;
-  output_tokens?: number;
-  cache_creation_input_tokens?: number | null;
-  cache_read_input_tokens?: number | null;
+const MessageCheck = TypeCompiler.Compile(UpstreamAnthropicMessageSchema);
+const EventChecks = {
+  message_start: TypeCompiler.Compile(UpstreamAnthropicEventSchemas.message_start),
+  content_block_start: TypeCompiler.Compile(UpstreamAnthropicEventSchemas.content_block_start),
+  content_block_delta: TypeCompiler.Compile(UpstreamAnthropicEventSchemas.content_block_delta),
+  message_delta: TypeCompiler.Compile(UpstreamAnthropicEventSchemas.message_delta),
+};
+const EVENT_CHECKS = new Map<string, { Check(value: unknown): boolean }>(Object.entries(EventChecks));
+
+/** Whether Anthropic's message is one tollgate can read (its content blocks, above all). */
+export function isReadableMessage(json: unknown): json is UpstreamAnthropicMessage {
+  return MessageCheck.Check(json);
 }
 
-interface AnthropicBlock {
-  type: string;
-  text?: string;
-  id?: string;
-  name?: string;
-  input?: unknown;
-}
-
-interface AnthropicMessage {
-  id: string;
-  type: 'message';
-  model: string;
-  content: AnthropicBlock[];
-  stop_reason: string | null;
-  usage?: AnthropicUsage;
-}
+/** Whether a stream event of this type is one tollgate can read; types it does not read pass. */
+export const isReadableEvent = (type: string, event: unknown): boolean => EVENT_CHECKS.get(type)?.Check(event) ?? true;
 
 const FINISH: Record<string, FinishReason> = {
   end_turn: 'stop',
@@ -39,20 +43,6 @@ const FINISH: Record<string, FinishReason> = {
   refusal: 'content_filter',
 };
 
-/** The HTTP status an in-stream error type stands for. */
-const ERROR_STATUS: Record<string, number> = {
-  invalid_request_error: 400,
-  authentication_error: 401,
-  billing_error: 402,
-  permission_error: 403,
-  not_found_error: 404,
-  request_too_large: 413,
-  rate_limit_error: 429,
-  api_error: 500,
-  timeout_error: 504,
-  overloaded_error: 529,
-};
-
 function finishReason(stop: string | null | undefined, jsonTool: boolean): FinishReason | null {
   if (!stop) return null;
   if (jsonTool && stop === 'tool_use') return 'stop';
@@ -61,66 +51,47 @@ function finishReason(stop: string | null | undefined, jsonTool: boolean): Finis
 
 /**
  * Usage by OpenAI's count, or undefined when Anthropic did not report both counts (the gateway then counts
- * itself rather than charge an answer for zero tokens). Counts that are not numbers are passed on for the gateway
- * to refuse.
+ * itself rather than charge an answer for zero tokens). Counts that are not numbers are passed on (as NaN) for
+ * the gateway to refuse.
  */
-export function toUsage(usage: AnthropicUsage | undefined): Usage | undefined {
-  if (
-    typeof usage !== 'object' ||
-    usage === null ||
-    usage.input_tokens === undefined ||
-    usage.output_tokens === undefined
-  )
-    return undefined;
+export function toUsage(usage: unknown): UpstreamUsage | undefined {
+  if (!isObject(usage) || usage.input_tokens === undefined || usage.output_tokens === undefined) return undefined;
   // Cached prompt tokens are prompt tokens too: Anthropic reports them apart from input_tokens.
-  const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
-  const prompt = usage.input_tokens + cached;
-  const completion = usage.output_tokens;
+  const cached = optionalCount(usage.cache_creation_input_tokens) + optionalCount(usage.cache_read_input_tokens);
+  const prompt = reportedCount(usage.input_tokens) + cached;
+  const completion = reportedCount(usage.output_tokens);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-const isString = (value: unknown): value is string => typeof value === 'string';
+/** A count Anthropic may leave out or null: 0 then. */
+const optionalCount = (value: unknown): number => (typeof value === 'number' ? value : 0);
 
-/** A content block tollgate can read: text with a string text (or none), tool_use with its id and name; other types are skipped. */
-function isBlock(block: unknown): block is AnthropicBlock {
-  if (!isObject(block) || !isString(block.type)) return false;
-  if (block.type === 'text') return block.text === undefined || isString(block.text);
-  if (block.type === 'tool_use') return isString(block.id) && isString(block.name);
-  return true;
-}
+/** A count Anthropic reported: its number, or NaN when it is none, which the gateway's count check refuses. */
+const reportedCount = (value: unknown): number => (typeof value === 'number' ? value : NaN);
 
-/** A message tollgate can read: its content blocks; the other fields pass through unchecked. */
-function isMessage(json: Record<string, unknown>): json is Record<string, unknown> & AnthropicMessage {
-  return Array.isArray(json.content) && json.content.every(isBlock);
-}
-
-export function fromAnthropicMessage(provider: string, json: unknown, jsonTool: boolean): ChatCompletion {
-  if (!isObject(json) || !Array.isArray(json.content)) {
+export function fromAnthropicMessage(provider: string, json: unknown, jsonTool: boolean): UpstreamCompletion {
+  if (!isObject(json) || !Array.isArray(json.content))
     throw new UpstreamError(provider, 'protocol', `${provider} answered with JSON that is not a message`);
+  if (!MessageCheck.Check(json)) {
+    const at = MessageCheck.Errors(json).First()?.path ?? '';
+    throw new UpstreamError(provider, 'protocol', `${provider} answered with a message tollgate cannot read (${at})`);
   }
-  const message = json;
-  if (!isMessage(message)) {
-    throw new UpstreamError(
-      provider,
-      'protocol',
-      `${provider} answered with a message whose content blocks are malformed`,
-    );
-  }
+  const message: UpstreamAnthropicMessage = json;
   let text = '';
   const toolCalls: ToolCall[] = [];
   for (const block of message.content) {
-    if (block.type === 'text') text += block.text ?? '';
-    else if (block.type === 'tool_use') {
+    if (block.type === 'text') text += typeof block.text === 'string' ? block.text : '';
+    else if (block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string') {
       const args = JSON.stringify(block.input ?? {});
       if (jsonTool && block.name === JSON_TOOL) text += args;
-      else toolCalls.push({ id: block.id!, type: 'function', function: { name: block.name!, arguments: args } });
+      else toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: args } });
     }
   }
   return {
-    id: message.id,
+    id: message.id ?? '',
     object: 'chat.completion',
     created: Math.floor(Date.now() / 1000),
-    model: message.model,
+    model: message.model ?? '',
     choices: [
       {
         index: 0,
@@ -138,24 +109,27 @@ export function fromAnthropicMessage(provider: string, json: unknown, jsonTool: 
   };
 }
 
-const withUsage = (usage: Usage | undefined) => (usage ? { usage } : {});
+const withUsage = (usage: UpstreamUsage | undefined) => (usage ? { usage } : {});
 
 /** An `error` event (or an error body): the status its type stands for, so routing and mapping treat it alike. */
 export function anthropicError(provider: string, json: unknown): UpstreamError {
   const error = isObject(json) && isObject(json.error) ? json.error : undefined;
-  const status = ERROR_STATUS[typeof error?.type === 'string' ? error.type : ''] ?? 502;
-  return new UpstreamError(provider, 'http', String(error?.message ?? `${provider} reported an error`), { status });
+  const status = ANTHROPIC_ERROR_STATUS[typeof error?.type === 'string' ? error.type : ''] ?? 502;
+  const message = typeof error?.message === 'string' ? error.message : `${provider} reported an error`;
+  return new UpstreamError(provider, 'http', message, { status });
 }
 
 /**
  * Translates Anthropic's stream events one at a time into OpenAI chunks (null when an event carries nothing for
- * the client: ping, block stops). Text deltas become content, tool_use blocks become tool_calls deltas.
+ * the client: ping, block stops). Text deltas become content, tool_use blocks become tool_calls deltas. Each event
+ * the translation reads is checked against its schema first.
  */
 export class StreamTranslator {
   private id = '';
   private model = '';
   private readonly created = Math.floor(Date.now() / 1000);
-  private readonly usage: AnthropicUsage = {};
+  /** The token counts reported so far (message_start's, then message_delta's). */
+  private readonly usage: Record<string, unknown> = {};
   /** Content-block index -> OpenAI tool_calls index; -1 for the JSON-mode tool (its input is content). */
   private readonly tools = new Map<number | undefined, number>();
   private toolCount = 0;
@@ -169,24 +143,24 @@ export class StreamTranslator {
     private readonly jsonTool: boolean,
   ) {}
 
-  translate(type: string, data: string): ChatCompletionChunk | null {
+  translate(type: string, data: string): UpstreamChunk | null {
     const event = eventDataJson(this.provider, data);
     if (!isObject(event)) throw this.malformed(data);
-    return this.translateEvent(type, event as StreamEvent, data);
-  }
-
-  private translateEvent(type: string, event: StreamEvent, data: string): ChatCompletionChunk | null {
-    switch (event.type ?? type) {
-      case 'message_start':
-        this.id = event.message?.id ?? '';
-        this.model = event.message?.model ?? '';
-        Object.assign(this.usage, isObject(event.message?.usage) ? event.message.usage : {});
+    switch (typeof event.type === 'string' ? event.type : type) {
+      case 'message_start': {
+        if (!EventChecks.message_start.Check(event)) throw this.malformed(data);
+        const { message } = event;
+        this.id = message.id ?? '';
+        this.model = message.model ?? '';
+        Object.assign(this.usage, isObject(message.usage) ? message.usage : {});
         return this.chunk({ role: 'assistant', content: '' });
+      }
       case 'content_block_start': {
-        const block: unknown = event.content_block ?? {};
-        if (!isBlock(block)) throw this.malformed(data);
-        if (block.type === 'text' && block.text) return this.chunk({ content: block.text });
-        if (block.type !== 'tool_use') return null;
+        if (!EventChecks.content_block_start.Check(event)) throw this.malformed(data);
+        const block = event.content_block;
+        if (block.type === 'text')
+          return typeof block.text === 'string' && block.text ? this.chunk({ content: block.text }) : null;
+        if (block.type !== 'tool_use' || typeof block.id !== 'string' || typeof block.name !== 'string') return null;
         if (this.jsonTool && block.name === JSON_TOOL) {
           this.tools.set(event.index, -1);
           return null;
@@ -198,23 +172,20 @@ export class StreamTranslator {
         });
       }
       case 'content_block_delta': {
-        const delta: unknown = event.delta ?? {};
-        if (!isObject(delta)) throw this.malformed(data);
-        if (delta.type === 'text_delta') {
-          if (!isString(delta.text)) throw this.malformed(data);
-          return this.chunk({ content: delta.text });
-        }
-        if (delta.type !== 'input_json_delta') return null; // thinking and signature deltas stay upstream
-        if (!isString(delta.partial_json)) throw this.malformed(data);
+        if (!EventChecks.content_block_delta.Check(event)) throw this.malformed(data);
+        const { delta } = event;
+        if (delta.type === 'text_delta' && typeof delta.text === 'string') return this.chunk({ content: delta.text });
+        // Thinking and signature deltas stay upstream.
+        if (delta.type !== 'input_json_delta' || typeof delta.partial_json !== 'string') return null;
         const index = this.tools.get(event.index);
         if (index === undefined) return null;
         if (index === -1) return this.chunk({ content: delta.partial_json });
         return this.chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] });
       }
       case 'message_delta': {
+        if (!EventChecks.message_delta.Check(event)) throw this.malformed(data);
         Object.assign(this.usage, stripNulls(isObject(event.usage) ? event.usage : undefined));
-        const stop = isObject(event.delta) ? event.delta.stop_reason : undefined;
-        const reason = finishReason(stop == null ? null : String(stop), this.jsonTool);
+        const reason = finishReason(event.delta?.stop_reason, this.jsonTool);
         if (!reason) return null;
         this.finished = true;
         return this.chunk({}, reason);
@@ -230,7 +201,7 @@ export class StreamTranslator {
   }
 
   /** The closing chunk: usage from message_start and message_delta, choices empty (null if they reported none). */
-  usageChunk(): ChatCompletionChunk | null {
+  usageChunk(): UpstreamChunk | null {
     const usage = toUsage(this.usage);
     return usage
       ? { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage }
@@ -245,10 +216,7 @@ export class StreamTranslator {
     );
   }
 
-  private chunk(
-    delta: ChatCompletionChunk['choices'][number]['delta'],
-    reason: FinishReason | null = null,
-  ): ChatCompletionChunk {
+  private chunk(delta: UpstreamChunk['choices'][number]['delta'], reason: FinishReason | null = null): UpstreamChunk {
     return {
       id: this.id,
       object: 'chat.completion.chunk',
@@ -257,16 +225,6 @@ export class StreamTranslator {
       choices: [{ index: 0, delta, logprobs: null, finish_reason: reason }],
     };
   }
-}
-
-/** The fields of Anthropic's stream events read here; each is checked where it is read (a foreign format). */
-interface StreamEvent {
-  type?: string;
-  index?: number;
-  message?: { id?: string; model?: string; usage?: unknown };
-  content_block?: unknown;
-  delta?: unknown;
-  usage?: unknown;
 }
 
 function stripNulls(value: Record<string, unknown> | undefined): Record<string, unknown> {

@@ -5,7 +5,8 @@
 import { embeddingInputs, isVector, type EmbeddingCall, type UpstreamEmbeddings } from '../embeddings.js';
 import type { HttpClient } from '../http-client.js';
 import { UpstreamError } from '../provider.js';
-import { isObject, unsupported } from '../translate.js';
+import { unsupported } from '../translate.js';
+import { isObject } from '../../wire/index.js';
 
 export async function embedGemini(
   http: HttpClient,

@@ -4,8 +4,8 @@
  */
 import { HttpClient } from '../http-client.js';
 import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';
-import { isObject } from '../translate.js';
-import type { ChatCompletion, ChatCompletionChunk } from '../types.js';
+import { isObject } from '../../wire/index.js';
+import type { UpstreamCompletion, UpstreamChunk } from '../types.js';
 import { embedGemini } from './embeddings.js';
 import { toGeminiRequest } from './request.js';
 import { StreamTranslator, fromGeminiResponse, geminiError } from './response.js';
@@ -42,13 +42,13 @@ export function createGeminiProvider(options: GeminiOptions): GeminiProvider {
     ...(options.connections ? { connections: options.connections } : {}),
   });
 
-  async function complete(call: ProviderCall): Promise<ChatCompletion> {
+  async function complete(call: ProviderCall): Promise<UpstreamCompletion> {
     const json = await http.json(call, `${modelPath(call.body.model)}:generateContent`, toGeminiRequest(id, call.body));
     if (isObject(json) && json.error !== undefined) throw geminiError(id, 502, json);
     return fromGeminiResponse(id, json, call.body.model);
   }
 
-  async function* stream(call: ProviderCall): AsyncGenerator<ChatCompletionChunk> {
+  async function* stream(call: ProviderCall): AsyncGenerator<UpstreamChunk> {
     const res = await http.openStream(
       call,
       `${modelPath(call.body.model)}:streamGenerateContent?alt=sse`,

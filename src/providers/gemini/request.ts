@@ -1,5 +1,6 @@
 /** OpenAI chat request -> Gemini generateContent request (https://ai.google.dev/api/generate-content). */
-import { isImagePart, isObject, mediaTypeOf, parseDataUrl, textOf, unsupported } from '../translate.js';
+import { isImagePart, mediaTypeOf, parseDataUrl, textOf, unsupported } from '../translate.js';
+import { isObject } from '../../wire/index.js';
 import type { ChatMessage, ChatRequest, ContentPart, ToolChoice } from '../types.js';
 import { SKIP_SIGNATURE, requiresSignature, signatureOf } from './signature.js';
 

@@ -1,43 +1,54 @@
 /** Gemini GenerateContentResponse (one JSON body, or one per SSE event) -> OpenAI completions and chunks. */
+import { Type, type Static } from '@sinclair/typebox';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { UpstreamError } from '../provider.js';
 import { eventDataJson } from '../sse.js';
-import { isObject } from '../translate.js';
+import { Open, isObject } from '../../wire/index.js';
 import type {
-  ChatCompletion,
-  ChatCompletionChunk,
+  UpstreamCompletion,
+  UpstreamChunk,
   ChunkToolCallDelta,
   FinishReason,
   ToolCall,
-  Usage,
+  UpstreamUsage,
 } from '../types.js';
 import { withSignature } from './signature.js';
 
-interface GeminiPart {
-  text?: string;
-  thought?: boolean;
-  thoughtSignature?: string;
-  functionCall?: { name: string; args?: unknown; id?: string };
-}
+/** A part tollgate can read: its text a string, its function call one with a name; other fields pass. */
+const GeminiPartSchema = Open({
+  text: Type.Optional(Type.String()),
+  thought: Type.Optional(Type.Boolean()),
+  thoughtSignature: Type.Optional(Type.String()),
+  functionCall: Type.Optional(
+    Open({ name: Type.String(), args: Type.Optional(Type.Unknown()), id: Type.Optional(Type.String()) }),
+  ),
+});
 
-interface GeminiCandidate {
-  index?: number;
-  content?: { role?: string; parts?: GeminiPart[] };
-  finishReason?: string;
-}
+const GeminiCandidateSchema = Open({
+  index: Type.Optional(Type.Integer({ minimum: 0 })),
+  content: Type.Optional(
+    Open({ role: Type.Optional(Type.String()), parts: Type.Optional(Type.Array(GeminiPartSchema)) }),
+  ),
+  finishReason: Type.Optional(Type.String()),
+});
 
-interface GeminiResponse {
-  candidates?: GeminiCandidate[];
-  promptFeedback?: { blockReason?: string };
-  usageMetadata?: {
-    promptTokenCount?: number;
-    candidatesTokenCount?: number;
-    thoughtsTokenCount?: number;
-    toolUsePromptTokenCount?: number;
-  };
-  modelVersion?: string;
-  responseId?: string;
-  error?: unknown;
-}
+/**
+ * A GenerateContentResponse as tollgate reads it: its candidates. Usage is read where it is used (an answer without
+ * readable usage is counted by the gateway); the other fields pass through.
+ */
+const GeminiResponseSchema = Open({
+  candidates: Type.Optional(Type.Array(GeminiCandidateSchema)),
+  promptFeedback: Type.Optional(Open({ blockReason: Type.Optional(Type.String()) })),
+  usageMetadata: Type.Optional(Type.Unknown()),
+  modelVersion: Type.Optional(Type.String()),
+  responseId: Type.Optional(Type.String()),
+  error: Type.Optional(Type.Unknown()),
+});
+
+type GeminiPart = Static<typeof GeminiPartSchema>;
+type GeminiResponse = Static<typeof GeminiResponseSchema>;
+
+const ResponseCheck = TypeCompiler.Compile(GeminiResponseSchema);
 
 /** Safety and policy stops are content filters; FINISH_REASON_UNSPECIFIED and OTHER end the answer plainly. */
 const FILTERED = new Set([
@@ -57,30 +68,23 @@ export function finishReason(reason: string | undefined, hasCalls: boolean): Fin
   return hasCalls ? 'tool_calls' : 'stop';
 }
 
-/** Usage by OpenAI's count, or undefined when Gemini reported no prompt count (the gateway then counts itself). */
-export function toUsage(meta: GeminiResponse['usageMetadata']): Usage | undefined {
+/**
+ * Usage by OpenAI's count, or undefined when Gemini reported no prompt count (the gateway then counts itself).
+ * Counts that are not numbers are passed on (as NaN) for the gateway to refuse.
+ */
+export function toUsage(meta: unknown): UpstreamUsage | undefined {
   if (!isObject(meta) || meta.promptTokenCount === undefined) return undefined;
-  const prompt = (meta.promptTokenCount ?? 0) + (meta.toolUsePromptTokenCount ?? 0);
+  const prompt = reportedCount(meta.promptTokenCount) + optionalCount(meta.toolUsePromptTokenCount);
   // Thinking tokens count toward output.
-  const completion = (meta.candidatesTokenCount ?? 0) + (meta.thoughtsTokenCount ?? 0);
+  const completion = optionalCount(meta.candidatesTokenCount) + optionalCount(meta.thoughtsTokenCount);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-/** A part tollgate can read: its text a string, its function call one with a name. */
-function isPart(part: unknown): part is GeminiPart {
-  if (!isObject(part)) return false;
-  if (part.text !== undefined && typeof part.text !== 'string') return false;
-  return part.functionCall === undefined || (isObject(part.functionCall) && typeof part.functionCall.name === 'string');
-}
+/** A count Gemini may leave out (or null): 0 then. */
+const optionalCount = (value: unknown): number => (value == null ? 0 : reportedCount(value));
 
-function isCandidate(candidate: unknown): candidate is GeminiCandidate {
-  if (!isObject(candidate)) return false;
-  const { content } = candidate;
-  if (content === undefined) return true;
-  return (
-    isObject(content) && (content.parts === undefined || (Array.isArray(content.parts) && content.parts.every(isPart)))
-  );
-}
+/** A count Gemini reported: its number, or NaN when it is none, which the gateway's count check refuses. */
+const reportedCount = (value: unknown): number => (typeof value === 'number' ? value : NaN);
 
 function read(provider: string, json: unknown): GeminiResponse {
   if (!isObject(json)) {
@@ -90,33 +94,28 @@ function read(provider: string, json: unknown): GeminiResponse {
       `${provider} answered with JSON that is not a GenerateContentResponse`,
     );
   }
-  if (!isResponse(json))
+  if (!ResponseCheck.Check(json))
     throw new UpstreamError(provider, 'protocol', `${provider} answered with candidates tollgate cannot read`);
   return json;
 }
 
-/** An answer tollgate can read: its candidates; the other fields pass through unchecked. */
-function isResponse(json: Record<string, unknown>): json is Record<string, unknown> & GeminiResponse {
-  return json.candidates === undefined || (Array.isArray(json.candidates) && json.candidates.every(isCandidate));
-}
-
 function callsOf(parts: GeminiPart[], first: number): ToolCall[] {
   return parts
-    .filter((part) => part.functionCall)
-    .map((part, i): ToolCall => ({
-      id: withSignature(part.functionCall!.id ?? `call_${first + i}`, part.thoughtSignature),
+    .flatMap(({ functionCall: call, thoughtSignature }) => (call ? [{ call, thoughtSignature }] : []))
+    .map(({ call, thoughtSignature }, i): ToolCall => ({
+      id: withSignature(call.id ?? `call_${first + i}`, thoughtSignature),
       type: 'function',
-      function: { name: part.functionCall!.name, arguments: JSON.stringify(part.functionCall!.args ?? {}) },
+      function: { name: call.name, arguments: JSON.stringify(call.args ?? {}) },
     }));
 }
 
 const textOfParts = (parts: GeminiPart[]) =>
   parts.map((part) => (part.text !== undefined && !part.thought ? part.text : '')).join('');
 
-export function fromGeminiResponse(provider: string, json: unknown, model: string): ChatCompletion {
+export function fromGeminiResponse(provider: string, json: unknown, model: string): UpstreamCompletion {
   const response = read(provider, json);
   const candidates = response.candidates ?? [];
-  const choices: ChatCompletion['choices'] = candidates.map((candidate, i) => {
+  const choices: UpstreamCompletion['choices'] = candidates.map((candidate, i) => {
     const parts = candidate.content?.parts ?? [];
     const calls = callsOf(parts, 0);
     const text = textOfParts(parts);
@@ -159,7 +158,7 @@ export class StreamTranslator {
   private started = false;
   /** Tool calls announced so far, per candidate. */
   private readonly calls = new Map<number, number>();
-  usage: Usage | undefined;
+  usage: UpstreamUsage | undefined;
   finished = false;
 
   constructor(
@@ -167,12 +166,12 @@ export class StreamTranslator {
     private readonly model: string,
   ) {}
 
-  translate(data: string): ChatCompletionChunk | null {
+  translate(data: string): UpstreamChunk | null {
     const response = read(this.provider, eventDataJson(this.provider, data));
     if (response.error !== undefined) throw geminiError(this.provider, 502, response);
     this.id ||= response.responseId ? `chatcmpl-${response.responseId}` : `chatcmpl-gemini-${Date.now()}`;
     this.usage = toUsage(response.usageMetadata) ?? this.usage;
-    const choices: ChatCompletionChunk['choices'] = [];
+    const choices: UpstreamChunk['choices'] = [];
     const candidates = response.candidates ?? [];
     if (candidates.length === 0 && response.promptFeedback?.blockReason) {
       choices.push({
@@ -185,7 +184,7 @@ export class StreamTranslator {
     candidates.forEach((candidate, i) => {
       const index = candidate.index ?? i;
       const parts = candidate.content?.parts ?? [];
-      const delta: ChatCompletionChunk['choices'][number]['delta'] = {};
+      const delta: UpstreamChunk['choices'][number]['delta'] = {};
       if (!this.started) delta.role = 'assistant';
       const text = textOfParts(parts);
       if (text || !this.started) delta.content = text;
@@ -216,7 +215,7 @@ export class StreamTranslator {
   }
 
   /** The closing chunk, after the stream ended: the last usage reported, choices empty (null if none was). */
-  usageChunk(): ChatCompletionChunk | null {
+  usageChunk(): UpstreamChunk | null {
     if (!this.usage) return null;
     return {
       id: this.id,
@@ -236,7 +235,8 @@ export function geminiError(provider: string, status: number, json: unknown): Up
     Array.isArray(error?.details) &&
     error.details.some((detail) => isObject(detail) && detail.reason === 'API_KEY_INVALID');
   const code = typeof error?.code === 'number' && error.code >= 400 ? error.code : status;
-  return new UpstreamError(provider, 'http', String(error?.message ?? `${provider} answered HTTP ${status}`), {
+  const message = typeof error?.message === 'string' ? error.message : `${provider} answered HTTP ${status}`;
+  return new UpstreamError(provider, 'http', message, {
     status: badKey ? 401 : code,
   });
 }

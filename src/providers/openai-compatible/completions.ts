@@ -2,19 +2,20 @@
  * `POST {base}/completions` on an OpenAI-compatible server (vLLM, Ollama, Together, ...): the client's body passed
  * through, answers and stream chunks checked to carry text choices and returned unchanged.
  */
-import type { TextCompletion, TextCompletionCall } from '../completions.js';
+import type { UpstreamTextCompletion, TextCompletionCall } from '../completions.js';
 import { inBandError } from '../errors.js';
 import type { HttpClient } from '../http-client.js';
 import { UpstreamError } from '../provider.js';
 import type { SseEvent } from '../sse.js';
-import { isObject } from '../translate.js';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { ReadableUpstreamTextCompletionSchema, isObject } from '../../wire/index.js';
 import { eventJson, openAiStream } from './stream-event.js';
 
 export async function completeTextOpenAI(
   http: HttpClient,
   path: string,
   call: TextCompletionCall,
-): Promise<TextCompletion> {
+): Promise<UpstreamTextCompletion> {
   const { id } = http;
   const json = await http.json(call, path, { ...call.body, stream: false, stream_options: undefined });
   if (isObject(json) && 'error' in json) throw inBandError(id, json);
@@ -28,12 +29,12 @@ export function streamTextOpenAI(
   http: HttpClient,
   path: string,
   call: TextCompletionCall,
-): AsyncGenerator<TextCompletion> {
+): AsyncGenerator<UpstreamTextCompletion> {
   return openAiStream(http, path, call, call.body, parseTextEvent);
 }
 
 /** One event of a text-completion stream: the chunk, `'done'` for `[DONE]`, `'skip'` for an empty event. */
-function parseTextEvent(provider: string, event: SseEvent): TextCompletion | 'done' | 'skip' {
+function parseTextEvent(provider: string, event: SseEvent): UpstreamTextCompletion | 'done' | 'skip' {
   const json = eventJson(provider, event);
   if (typeof json === 'string') return json;
   // Some servers leave `text` out of the finishing choice.
@@ -51,13 +52,9 @@ function numberChoices(choices: unknown): void {
     if (isObject(choice) && choice.index === undefined) choice.index = position;
 }
 
-/** An answer the gateway can meter and relay: choices with text; the rest passes through unchecked. */
-function isTextCompletion(json: unknown): json is TextCompletion {
-  return (
-    isObject(json) &&
-    Array.isArray(json.choices) &&
-    json.choices.every(
-      (choice) => isObject(choice) && typeof choice.text === 'string' && Number.isInteger(choice.index),
-    )
-  );
+const TextCompletionCheck = TypeCompiler.Compile(ReadableUpstreamTextCompletionSchema);
+
+/** An answer the gateway can meter and relay: choices with text (ReadableUpstreamTextCompletionSchema); the rest passes through unchecked. */
+function isTextCompletion(json: unknown): json is UpstreamTextCompletion {
+  return TextCompletionCheck.Check(json);
 }

@@ -3,7 +3,7 @@ import { inBandError } from '../errors.js';
 import type { HttpClient } from '../http-client.js';
 import { UpstreamError } from '../provider.js';
 import { embeddingInputs, isVector, type EmbeddingCall, type UpstreamEmbeddings } from '../embeddings.js';
-import { isObject } from '../translate.js';
+import { isObject } from '../../wire/index.js';
 
 export async function embedOpenAI(http: HttpClient, path: string, call: EmbeddingCall): Promise<UpstreamEmbeddings> {
   const { id } = http;

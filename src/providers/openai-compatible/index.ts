@@ -3,11 +3,13 @@
  * Groq, local servers, ...), answers and stream chunks checked and returned unchanged.
  */
 import { KNOWN_PROVIDERS } from '../../config/index.js';
+import { isObject } from '../../wire/index.js';
+import { isUpstreamCompletion } from '../checks.js';
 import { inBandError } from '../errors.js';
 import { HttpClient } from '../http-client.js';
 import { UpstreamError, type Provider, type ProviderCall } from '../provider.js';
 import type { ResponsesCall } from '../responses.js';
-import type { ChatCompletion, ChatCompletionChunk } from '../types.js';
+import type { UpstreamCompletion, UpstreamChunk } from '../types.js';
 import { completeTextOpenAI, streamTextOpenAI } from './completions.js';
 import { embedOpenAI } from './embeddings.js';
 import { respondOpenAI, streamResponseOpenAI } from './responses.js';
@@ -38,16 +40,16 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   const http = new HttpClient({ id, baseUrl: options.baseUrl, headers, connections: options.connections });
 
-  async function complete(call: ProviderCall): Promise<ChatCompletion> {
+  async function complete(call: ProviderCall): Promise<UpstreamCompletion> {
     // One spread (an undefined field is left out of the JSON): object rest is a slow path on every request.
     const json = await http.json(call, chatPath, { ...call.body, stream: false, stream_options: undefined });
-    if (typeof json === 'object' && json !== null && 'error' in json) throw inBandError(id, json);
-    if (!isCompletion(json))
+    if (isObject(json) && 'error' in json) throw inBandError(id, json);
+    if (!isUpstreamCompletion(json))
       throw new UpstreamError(id, 'protocol', `${id} answered with JSON that is not a chat completion`);
     return json;
   }
 
-  function stream(call: ProviderCall): AsyncGenerator<ChatCompletionChunk> {
+  function stream(call: ProviderCall): AsyncGenerator<UpstreamChunk> {
     return openAiStream(http, chatPath, call, call.body, parseStreamEvent);
   }
 
@@ -71,28 +73,4 @@ export function createOpenAICompatibleProvider(options: OpenAICompatibleOptions)
     probe: (signal) => http.probe(modelsPath, signal, 10_000),
     close: () => http.close(),
   };
-}
-
-/** An answer the gateway can meter and relay: choices it can read; the rest passes through unchecked. */
-function isCompletion(json: unknown): json is ChatCompletion {
-  return (
-    typeof json === 'object' &&
-    json !== null &&
-    'choices' in json &&
-    Array.isArray(json.choices) &&
-    json.choices.every(isChoice)
-  );
-}
-
-/** A choice the gateway can meter and relay: a message object, and tool calls (if any) that are function calls. */
-function isChoice(choice: unknown): boolean {
-  if (typeof choice !== 'object' || choice === null || !('message' in choice)) return false;
-  const { message } = choice;
-  if (!message || typeof message !== 'object') return false;
-  const calls = 'tool_calls' in message ? message.tool_calls : undefined;
-  if (calls === undefined || calls === null) return true;
-  return (
-    Array.isArray(calls) &&
-    calls.every((call) => !!call && typeof call === 'object' && !!call.function && typeof call.function === 'object')
-  );
 }

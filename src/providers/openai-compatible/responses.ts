@@ -1,19 +1,30 @@
 /**
  * `POST {base}/responses` on OpenAI itself: the client's body passed through, the Response (or each stream event)
- * checked to be a JSON object and returned unchanged. An `error` event is an in-band failure.
+ * checked against the wire contract's `UpstreamResponse*` schemas and returned unchanged. An `error` event is an
+ * in-band failure.
  */
+import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { inBandError } from '../errors.js';
 import type { HttpClient } from '../http-client.js';
 import { UpstreamError } from '../provider.js';
-import { RESPONSE_END_EVENTS, type ResponsesCall, type ResponsesJson } from '../responses.js';
+import { RESPONSE_END_EVENTS, type ResponsesCall } from '../responses.js';
 import { eventDataJson, type SseEvent } from '../sse.js';
-import { isObject } from '../translate.js';
+import {
+  UpstreamResponseEventSchema,
+  UpstreamResponseSchema,
+  isObject,
+  type UpstreamResponse,
+  type UpstreamResponseEvent,
+} from '../../wire/index.js';
 
-export async function respondOpenAI(http: HttpClient, path: string, call: ResponsesCall): Promise<ResponsesJson> {
+const ResponseCheck = TypeCompiler.Compile(UpstreamResponseSchema);
+const EventCheck = TypeCompiler.Compile(UpstreamResponseEventSchema);
+
+export async function respondOpenAI(http: HttpClient, path: string, call: ResponsesCall): Promise<UpstreamResponse> {
   const { id } = http;
   const json = await http.json(call, path, { ...call.body, stream: false });
   if (isObject(json) && isObject(json.error) && !Array.isArray(json.output)) throw inBandError(id, json);
-  if (!isObject(json) || json.object !== 'response' || !Array.isArray(json.output))
+  if (!ResponseCheck.Check(json))
     throw new UpstreamError(id, 'protocol', `${id} answered with JSON that is not a Response`);
   return json;
 }
@@ -22,7 +33,7 @@ export async function* streamResponseOpenAI(
   http: HttpClient,
   path: string,
   call: ResponsesCall,
-): AsyncGenerator<ResponsesJson> {
+): AsyncGenerator<UpstreamResponseEvent> {
   const { id } = http;
   const res = await http.openStream(call, path, { ...call.body, stream: true });
   let finished = false;
@@ -35,7 +46,7 @@ export async function* streamResponseOpenAI(
     const json = parseResponseEvent(id, event);
     if (json === undefined) continue;
     yield json;
-    if (typeof json.type === 'string' && RESPONSE_END_EVENTS.has(json.type)) {
+    if (RESPONSE_END_EVENTS.has(json.type)) {
       finished = true;
       return;
     }
@@ -43,11 +54,11 @@ export async function* streamResponseOpenAI(
   if (!finished) throw new UpstreamError(id, 'protocol', `${id} stream ended early`);
 }
 
-function parseResponseEvent(provider: string, event: SseEvent): ResponsesJson | undefined {
+function parseResponseEvent(provider: string, event: SseEvent): UpstreamResponseEvent | undefined {
   const data = event.data.trim();
   if (data === '' || data === '[DONE]') return undefined;
   const json = eventDataJson(provider, data);
-  if (!isObject(json) || typeof json.type !== 'string')
+  if (!EventCheck.Check(json))
     throw new UpstreamError(provider, 'protocol', `${provider} sent a stream event without a type`);
   if (json.type === 'error' || event.event === 'error') throw inBandError(provider, json);
   return json;

@@ -2,8 +2,9 @@ import { inBandError } from '../errors.js';
 import type { HttpClient, RequestCall } from '../http-client.js';
 import { UpstreamError } from '../provider.js';
 import { eventDataJson, type SseEvent } from '../sse.js';
-import { isObject } from '../translate.js';
-import type { ChatCompletionChunk } from '../types.js';
+import { isObject } from '../../wire/index.js';
+import { isUpstreamChunk } from '../checks.js';
+import type { UpstreamChunk } from '../types.js';
 
 /**
  * POSTs `body` for a stream at `path` and yields its chunks as `parse` reads them, up to `[DONE]`; a stream that
@@ -76,38 +77,13 @@ function hasChoices(json: Record<string, unknown>): json is Record<string, unkno
  * Reads one event of an OpenAI-compatible chat stream: the chunk, `'done'` for `[DONE]`, `'skip'` for an empty
  * event. Throws UpstreamError for in-band errors (`http`) and for data that is not a chunk (`protocol`).
  */
-export function parseStreamEvent(provider: string, event: SseEvent): ChatCompletionChunk | 'done' | 'skip' {
+export function parseStreamEvent(provider: string, event: SseEvent): UpstreamChunk | 'done' | 'skip' {
   const json = eventJson(provider, event);
   if (typeof json === 'string') return json;
   const choices: unknown[] = json.choices;
-  for (const choice of choices) {
-    // Some servers leave `delta` out of the finishing chunk.
-    if (
-      typeof choice === 'object' &&
-      choice !== null &&
-      (!('delta' in choice) || choice.delta === undefined || choice.delta === null)
-    )
-      Object.assign(choice, { delta: {} });
-  }
-  if (!isChunk(json))
+  // Some servers leave `delta` out of the finishing chunk.
+  for (const choice of choices) if (isObject(choice) && choice.delta == null) choice.delta = {};
+  if (!isUpstreamChunk(json))
     throw new UpstreamError(provider, 'protocol', `${provider} sent a stream chunk whose choices are not deltas`);
   return json;
-}
-
-/** A chunk the relay can read: its choices are deltas; the rest passes through unchecked. */
-function isChunk(json: Record<string, unknown>): json is ChatCompletionChunk {
-  return Array.isArray(json.choices) && json.choices.every(isDeltaChoice);
-}
-
-/** A choice of a stream chunk the relay can read: a `delta` object, and tool calls (if any) that are a list of objects. */
-function isDeltaChoice(choice: unknown): boolean {
-  if (typeof choice !== 'object' || choice === null || !('delta' in choice)) return false;
-  const { delta } = choice;
-  if (typeof delta !== 'object' || delta === null) return false;
-  const calls = 'tool_calls' in delta ? delta.tool_calls : undefined;
-  return (
-    calls === undefined ||
-    calls === null ||
-    (Array.isArray(calls) && calls.every((call) => typeof call === 'object' && call !== null))
-  );
 }

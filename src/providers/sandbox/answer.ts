@@ -1,7 +1,7 @@
 /** The whole sandbox answer to a request, computed up front; `complete` and `stream` only present it. */
 import { countPromptTokens, countTextTokens } from '../../tokens/index.js';
 import { UpstreamError, type ProviderCall } from '../provider.js';
-import type { ChatRequest, FinishReason, ToolCall, ToolDefinition, Usage } from '../types.js';
+import type { ChatRequest, FinishReason, ToolCall, ToolDefinition, UpstreamUsage } from '../types.js';
 import { cutAtStop, cutToBytes, cutToTokens } from './cut.js';
 import { sampleValue } from './schema.js';
 import { hash, lastUserText, replyText } from './text.js';
@@ -16,7 +16,7 @@ export interface SandboxChoice {
 
 export interface SandboxAnswer {
   choices: SandboxChoice[];
-  usage: Usage;
+  usage: UpstreamUsage;
 }
 
 /** The most choices one sandbox request may ask for (`n`): a free answer must not multiply a long prompt. */

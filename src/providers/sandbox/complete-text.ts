@@ -10,7 +10,7 @@ import {
   completionPrompts,
   promptTokensOf,
   type CompletionPrompt,
-  type TextCompletion,
+  type UpstreamTextCompletion,
   type TextCompletionCall,
 } from '../completions.js';
 import { UpstreamError } from '../provider.js';
@@ -24,7 +24,7 @@ const DEFAULT_MAX_TOKENS = 16;
 const NO_SPECIAL = { disallowedSpecial: new Set<string>() };
 const SYSTEM_FINGERPRINT = 'fp_sandbox';
 
-type Choice = TextCompletion['choices'][number];
+type Choice = UpstreamTextCompletion['choices'][number];
 type Logprobs = NonNullable<Choice['logprobs']>;
 
 interface TextChoice {
@@ -37,7 +37,7 @@ interface TextChoice {
   offset: number;
 }
 
-export function completeSandboxText(call: TextCompletionCall): TextCompletion {
+export function completeSandboxText(call: TextCompletionCall): UpstreamTextCompletion {
   const { choices, usage } = answerOf(call);
   const top = call.body.logprobs;
   return {
@@ -55,7 +55,7 @@ export function completeSandboxText(call: TextCompletionCall): TextCompletion {
  * The answer in `text_completion` chunks: per choice the echoed prompt, word-sized pieces (a token each when
  * `logprobs` is asked), then a chunk with the finish reason; choices interleaved; then always a usage chunk.
  */
-export async function* streamSandboxText(call: TextCompletionCall): AsyncGenerator<TextCompletion> {
+export async function* streamSandboxText(call: TextCompletionCall): AsyncGenerator<UpstreamTextCompletion> {
   const { choices, usage } = answerOf(call);
   const top = call.body.logprobs;
   const perChoice = choices.map((choice): Choice[] => {
@@ -90,7 +90,10 @@ export async function* streamSandboxText(call: TextCompletionCall): AsyncGenerat
   yield { ...base, choices: [], usage };
 }
 
-function answerOf(call: TextCompletionCall): { choices: TextChoice[]; usage: NonNullable<TextCompletion['usage']> } {
+function answerOf(call: TextCompletionCall): {
+  choices: TextChoice[];
+  usage: NonNullable<UpstreamTextCompletion['usage']>;
+} {
   const { body } = call;
   const n = body.n ?? 1;
   if (n > SANDBOX_MAX_CHOICES)

@@ -3,7 +3,7 @@
  * `lorem` writes prompt-seeded lorem ipsum; every other model name echoes the last user message.
  */
 import type { Provider, ProviderCall } from '../provider.js';
-import type { ChatCompletion } from '../types.js';
+import type { UpstreamCompletion } from '../types.js';
 import { buildAnswer } from './answer.js';
 import { completeSandboxText, streamSandboxText } from './complete-text.js';
 import { sandboxEmbeddings } from './embed.js';
@@ -15,32 +15,39 @@ let anonymousCalls = 0;
 export function createSandboxProvider(): Provider {
   return {
     id: 'sandbox',
-    async complete(call) {
-      const answer = buildAnswer(call);
-      return {
-        ...head(call),
-        object: 'chat.completion',
-        choices: answer.choices.map((choice) => ({
-          index: choice.index,
-          message: {
-            role: 'assistant',
-            content: choice.content,
-            ...(choice.toolCall ? { tool_calls: [choice.toolCall] } : {}),
-            refusal: null,
-          },
-          logprobs: null,
-          finish_reason: choice.finishReason,
-        })),
-        usage: answer.usage,
-      } satisfies ChatCompletion;
-    },
+    complete: (call) => settled(() => completion(call)),
     async *stream(call) {
       const answer = buildAnswer(call);
       yield* streamAnswer(call, answer, { ...head(call), object: 'chat.completion.chunk' });
     },
-    embed: async (call) => sandboxEmbeddings(call),
-    completeText: async (call) => completeSandboxText(call),
+    embed: (call) => settled(() => sandboxEmbeddings(call)),
+    completeText: (call) => settled(() => completeSandboxText(call)),
     streamText: streamSandboxText,
+  };
+}
+
+/** A promise of what `make` returns, rejected (not thrown) when it throws, as an async adapter's would be. */
+function settled<T>(make: () => T): Promise<T> {
+  return new Promise((resolve) => resolve(make()));
+}
+
+function completion(call: ProviderCall): UpstreamCompletion {
+  const answer = buildAnswer(call);
+  return {
+    ...head(call),
+    object: 'chat.completion',
+    choices: answer.choices.map((choice) => ({
+      index: choice.index,
+      message: {
+        role: 'assistant',
+        content: choice.content,
+        ...(choice.toolCall ? { tool_calls: [choice.toolCall] } : {}),
+        refusal: null,
+      },
+      logprobs: null,
+      finish_reason: choice.finishReason,
+    })),
+    usage: answer.usage,
   };
 }
 

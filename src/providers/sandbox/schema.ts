@@ -1,5 +1,5 @@
 /** Deterministic sample values for a JSON schema: the arguments of sandbox tool calls and json_schema replies. */
-import { isObject } from '../translate.js';
+import { isObject } from '../../wire/index.js';
 import { cutToBytes } from './cut.js';
 
 /**
@@ -12,7 +12,8 @@ export function sampleValue(schema: unknown, text: string, budget = { bytes: Inf
   if ('const' in schema) return schema.const;
   const variants = schema.anyOf ?? schema.oneOf;
   if (Array.isArray(variants) && variants.length > 0) return sampleValue(variants[0], text, budget);
-  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
+  const types: unknown[] = Array.isArray(schema.type) ? schema.type : [schema.type];
+  const type = types.find((t) => t !== 'null');
   switch (type) {
     case 'string': {
       const piece = cutToBytes(text, budget.bytes);

@@ -1,10 +1,10 @@
 /** Presenting a sandbox answer in OpenAI's chat-completion chunks. */
 import type { ProviderCall } from '../provider.js';
-import type { ChatCompletionChunk } from '../types.js';
+import type { UpstreamChunk } from '../types.js';
 import type { SandboxAnswer, SandboxChoice } from './answer.js';
 
-type ChunkChoice = ChatCompletionChunk['choices'][number];
-type Head = Pick<ChatCompletionChunk, 'id' | 'object' | 'created' | 'model' | 'system_fingerprint'>;
+type ChunkChoice = UpstreamChunk['choices'][number];
+type Head = Pick<UpstreamChunk, 'id' | 'object' | 'created' | 'model' | 'system_fingerprint'>;
 
 /**
  * Per choice: an opening delta, content (or argument) pieces, a closing delta with the finish reason; choices
@@ -14,7 +14,7 @@ export async function* streamAnswer(
   call: ProviderCall,
   answer: SandboxAnswer,
   head: Head,
-): AsyncGenerator<ChatCompletionChunk> {
+): AsyncGenerator<UpstreamChunk> {
   const perChoice = answer.choices.map(choiceDeltas);
   const steps = Math.max(...perChoice.map((deltas) => deltas.length));
   for (let step = 0; step < steps; step++) {
