@@ -296,8 +296,8 @@ function literal(client: pg.PoolClient, value: Literal): string {
     if (!Number.isSafeInteger(value)) throw new Error(`not an integer for SQL: ${value}`);
     return String(value);
   }
-  // pg's escapeLiteral builds its answer a character at a time (~3.7 KB of garbage per request here); for a
-  // string with no quote or backslash its answer is the string in quotes, so only those strings go to it.
+  // pg's escapeLiteral builds its answer a character at a time, garbage on every request; for a string with no
+  // quote or backslash its answer is the string in quotes, so only those strings go to it.
   return NEEDS_ESCAPING.test(value) ? client.escapeLiteral(value) : `'${value}'`;
 }
 
