@@ -26,7 +26,7 @@ const call = (method: string, path: string, body?: unknown, auth = key) =>
   apiCall(gateway.url, auth, method, path, body);
 
 beforeAll(async () => {
-  gateway = await startGateway({ overrides: { webhooks: { allow_private_urls: true } } as never });
+  gateway = await startGateway({ overrides: { webhooks: { allow_private_urls: true } } });
   ({ id: accountId, key } = await gateway.account());
   const response = await fetch(`${gateway.url}/v1/openapi.json`);
   expect(response.status).toBe(200);

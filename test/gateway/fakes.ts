@@ -60,10 +60,8 @@ export function chunk(content: string, extra: Partial<ChatCompletionChunk> = {})
 }
 
 export function streamOf(chunks: ChatCompletionChunk[]): StreamStart {
-  const rest = (async function* () {
-    yield* chunks.slice(1);
-  })();
-  return { first: { done: false, value: chunks[0]! }, chunks: rest };
+  const rest = chunks.slice(1).values();
+  return { first: { done: false, value: chunks[0]! }, chunks: { next: () => Promise.resolve(rest.next()) } };
 }
 
 function decision(allowed: boolean): RateDecision {
@@ -103,7 +101,7 @@ export function fakeDeps(setup: Setup = {}) {
     release: vi.fn(function (this: { released: number }) {
       this.released++;
     }),
-    settle: vi.fn(async (request: (typeof settled)[number]) => {
+    settle: vi.fn((request: (typeof settled)[number]) => {
       settled.push(request);
       const billed = {
         promptTokens: request.promptTokens,
@@ -111,7 +109,7 @@ export function fakeDeps(setup: Setup = {}) {
         chargedNano: 1_500_000n,
       };
       if (request.event) events.push(request.event(billed));
-      return billed;
+      return Promise.resolve(billed);
     }),
   };
   const route = (requested: CatalogModel): Route => ({
@@ -130,25 +128,20 @@ export function fakeDeps(setup: Setup = {}) {
     };
   const router = {
     route: vi.fn((requested: CatalogModel) => route(requested)),
-    complete: vi.fn(async (r: Route, call: ProviderCall) => (calls.push(call), answer(call, r))),
-    stream: vi.fn(async (r: Route, call: ProviderCall) => (calls.push(call), answer(call, r))),
+    complete: vi.fn((r: Route, call: ProviderCall) => (calls.push(call), Promise.resolve(answer(call, r)))),
+    stream: vi.fn((r: Route, call: ProviderCall) => (calls.push(call), Promise.resolve(answer(call, r)))),
   };
   const wallet = {
-    accounts: { get: async (id: string) => (id === account.id ? account : undefined) },
-    reserve: vi.fn(async () => {
-      if (setup.refuse) throw setup.refuse;
-      return reservation;
-    }),
+    accounts: { get: (id: string) => Promise.resolve(id === account.id ? account : undefined) },
+    reserve: vi.fn(() => (setup.refuse ? Promise.reject(setup.refuse) : Promise.resolve(reservation))),
   };
   const limiter = { admit: vi.fn(() => decision(!setup.rateLimited)), addTokens: vi.fn() };
   const metrics = { rateLimited: { inc: vi.fn() }, recordChat: vi.fn() };
   const performance = { record: vi.fn(), recordUptime: vi.fn() };
   const deps = {
     auth: {
-      authenticate: async (authorization: string | undefined) => {
-        if (authorization !== API_KEY) throw new GatewayError('invalid_api_key');
-        return key;
-      },
+      authenticate: (authorization: string | undefined) =>
+        authorization === API_KEY ? Promise.resolve(key) : Promise.reject(new GatewayError('invalid_api_key')),
     },
     catalog,
     router,
@@ -181,9 +174,9 @@ function memoryIdempotencyStore(): IdempotencyStore {
   const records = new Map<string, IdempotencyRecord>();
   const id = (accountId: string, k: string) => `${accountId}\n${k}`;
   const store = {
-    async claim(claim: NewClaim) {
+    claim(claim: NewClaim) {
       const existing = records.get(id(claim.accountId, claim.key));
-      if (existing) return false;
+      if (existing) return Promise.resolve(false);
       const { fingerprint, requestId, leaseUntil } = claim;
       records.set(id(claim.accountId, claim.key), {
         fingerprint,
@@ -193,22 +186,23 @@ function memoryIdempotencyStore(): IdempotencyStore {
         response: null,
         expiresAt: leaseUntil,
       });
-      return true;
+      return Promise.resolve(true);
     },
-    async get(accountId: string, k: string) {
-      return records.get(id(accountId, k));
+    get(accountId: string, k: string) {
+      return Promise.resolve(records.get(id(accountId, k)));
     },
-    async complete(accountId: string, k: string, claim: string, response: string, expiresAt: number) {
+    complete(accountId: string, k: string, claim: string, response: string, expiresAt: number) {
       const record = records.get(id(accountId, k));
-      if (!record || record.claim !== claim) return false;
+      if (!record || record.claim !== claim) return Promise.resolve(false);
       records.set(id(accountId, k), { ...record, state: 'done', response, expiresAt });
-      return true;
+      return Promise.resolve(true);
     },
-    async release(accountId: string, k: string, claim: string) {
+    release(accountId: string, k: string, claim: string) {
       if (records.get(id(accountId, k))?.claim === claim) records.delete(id(accountId, k));
+      return Promise.resolve();
     },
-    async deleteExpired() {
-      return 0;
+    deleteExpired() {
+      return Promise.resolve(0);
     },
   };
   return store as unknown as IdempotencyStore;

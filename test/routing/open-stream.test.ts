@@ -18,7 +18,7 @@ const chunk = (
 const OPENER = chunk({ role: 'assistant', content: '' });
 
 type Step = ChatCompletionChunk | Error | number;
-function deployment(steps: Step[], failsAfterOpening = true): Deployment {
+function deployment(steps: Step[], failsAfterOpening = true): Pick<Deployment, 'provider'> {
   const provider: Provider = {
     id: 'fake',
     failsAfterOpening,
@@ -31,14 +31,14 @@ function deployment(steps: Step[], failsAfterOpening = true): Deployment {
       }
     },
   };
-  return { provider } as unknown as Deployment;
+  return { provider };
 }
-const call = {
+const call: ProviderCall = {
   body: { model: 'm', messages: [] },
   signal: new AbortController().signal,
   requestId: 'r',
   timeoutMs: 5_000,
-} as ProviderCall;
+};
 
 async function rest(iterator: AsyncIterator<ChatCompletionChunk>): Promise<ChatCompletionChunk[]> {
   const out: ChatCompletionChunk[] = [];
