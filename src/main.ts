@@ -11,9 +11,10 @@ import { ConfigError, VERSION, loadConfig } from './config/index.js';
 import { startTracing, stopTracing } from './observability/index.js';
 
 /**
- * A full collection runs once the old generation is twice what survived the last one. V8's own factor (1.1x to
- * 4x, from its speed heuristics) let a busy process grow to 330-360 MB RSS, or settle so low that it ran 4-6 full
- * collections in 6 s; at 2x, 220-260 MB under the same load, at the same CPU per request (docs/adr/0040-cheap-chat-path.md).
+ * A full collection runs once the old generation is twice what survived the last one. V8's own factor, chosen by
+ * its speed heuristics, either let a busy process's memory grow well beyond that or kept the heap so small that
+ * full collections came again and again; a fixed 2x held memory lower at the same CPU per request
+ * (docs/adr/0040-cheap-chat-path.md; the figures in docs/performance.md).
  */
 const HEAP_GROWING_PERCENT = 100;
 

@@ -76,7 +76,7 @@ async function runWrk(endpoint: Endpoint, connections: number, durationS: number
     env: { ...process.env, BENCH_BODY: endpoint.body, BENCH_AUTH: endpoint.auth ?? '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const unregister = onCleanup(async () => {
+  const unregister = onCleanup(() => {
     child.kill('SIGKILL');
   });
   let out = '';

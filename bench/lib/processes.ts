@@ -181,10 +181,10 @@ export function cpuUsedBetween(before: ReadonlyMap<number, number>, after: Reado
 // ---------------------------------------------------------------------------------------------------------------
 // Cleanup: every child and temporary directory is registered, and released on exit, error and signals.
 
-const cleanups: Array<() => Promise<void>> = [];
+const cleanups: Array<() => void | Promise<void>> = [];
 
 /** Registers `fn` to run at cleanup; the returned function unregisters it. */
-export function onCleanup(fn: () => Promise<void>): () => void {
+export function onCleanup(fn: () => void | Promise<void>): () => void {
   cleanups.push(fn);
   return () => {
     const index = cleanups.indexOf(fn);
@@ -205,7 +205,7 @@ export async function cleanupAll(): Promise<void> {
 
 export function tempDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  onCleanup(async () => rmSync(dir, { recursive: true, force: true }));
+  onCleanup(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
 

@@ -55,17 +55,18 @@ export function capCharge(actualNano: Nano, holdNano: Nano, freeNano: Nano): Nan
 }
 
 export class MemoryCreditState implements CreditState {
-  async budgets(account: AccountState, key: KeyRecord, limits: PlanLimits): Promise<Budgets> {
-    return this.budgetsNow(account, key, limits);
+  budgets(account: AccountState, key: KeyRecord, limits: PlanLimits): Promise<Budgets> {
+    return Promise.resolve(this.budgetsNow(account, key, limits));
   }
 
   /** Check and hold in one synchronous step: an `await` between them would let concurrent takes both pass. */
-  async take(hold: Hold, limits: PlanLimits): Promise<boolean> {
+  take(hold: Hold, limits: PlanLimits): Promise<boolean> {
     const budgets = this.budgetsNow(hold.account, hold.key, limits);
     const fits = (left: Nano | null) => left === null || left >= hold.amountNano;
-    if (!fits(budgets.balanceAvailable) || !fits(budgets.dailyRemaining) || !fits(budgets.keyRemaining)) return false;
+    if (!fits(budgets.balanceAvailable) || !fits(budgets.dailyRemaining) || !fits(budgets.keyRemaining))
+      return Promise.resolve(false);
     this.move(hold, hold.amountNano);
-    return true;
+    return Promise.resolve(true);
   }
 
   private budgetsNow(account: AccountState, key: KeyRecord, limits: PlanLimits): Budgets {
@@ -81,27 +82,29 @@ export class MemoryCreditState implements CreditState {
     };
   }
 
-  async release(hold: Hold): Promise<void> {
+  release(hold: Hold): Promise<void> {
     this.move(hold, -hold.amountNano);
+    return Promise.resolve();
   }
 
-  async charge(hold: Hold, actualNano: Nano, limits: PlanLimits): Promise<Nano> {
+  charge(hold: Hold, actualNano: Nano, limits: PlanLimits): Promise<Nano> {
     this.move(hold, -hold.amountNano);
     const { account } = hold;
     const charge = capCharge(actualNano, hold.amountNano, leastFree(this.budgetsNow(account, hold.key, limits)));
     account.pendingNano += charge;
     account.dailySpentNano += charge;
     keySpendOf(account, hold.key).spentNano += charge;
-    return charge;
+    return Promise.resolve(charge);
   }
 
-  async confirmed(hold: Hold, chargedNano: Nano, appliedNano: Nano): Promise<void> {
+  confirmed(hold: Hold, chargedNano: Nano, appliedNano: Nano): Promise<void> {
     const { account } = hold;
     account.pendingNano -= chargedNano;
     // The database clamped the debit: give back what the memory view counted beyond it.
     const unapplied = chargedNano + appliedNano;
     account.dailySpentNano -= unapplied;
     keySpendOf(account, hold.key).spentNano -= unapplied;
+    return Promise.resolve();
   }
 
   private move(hold: Hold, amount: Nano): void {

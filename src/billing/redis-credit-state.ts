@@ -72,7 +72,7 @@ export class RedisCreditState implements CreditState {
       await this.sweep();
     };
     this.timers.push(
-      setInterval(beat, HEARTBEAT_MS),
+      setInterval(() => void beat(), HEARTBEAT_MS),
       setInterval(() => void sweep().catch((e) => this.options.onError?.(e)), SWEEP_MS),
     );
     for (const timer of this.timers) timer.unref();

@@ -2,7 +2,7 @@
 import { KNOWN_PROVIDERS, type Config, type ProviderSettings } from '../config/index.js';
 import { messageOf } from '../errors/index.js';
 import { ProviderSet, UpstreamError } from '../providers/index.js';
-import type { Check } from './doctor.js';
+import type { Check } from './doctor-check.js';
 
 const PROBE_TIMEOUT_MS = 10_000;
 

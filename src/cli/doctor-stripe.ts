@@ -2,7 +2,7 @@
 import Stripe from 'stripe';
 import { messageOf } from '../errors/index.js';
 import { stripeClient } from '../payments/index.js';
-import type { Check } from './doctor.js';
+import type { Check } from './doctor-check.js';
 
 const STRIPE_TIMEOUT_MS = 5_000;
 /**

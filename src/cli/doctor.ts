@@ -8,15 +8,8 @@ import { existsSync } from 'node:fs';
 import { ConfigError, KNOWN_PROVIDERS, loadConfig, type Config } from '../config/index.js';
 import { messageOf } from '../errors/index.js';
 import { inspectStorage } from '../storage/index.js';
+import type { Check } from './doctor-check.js';
 import { print, printJson, printTable, type JsonOption } from './output.js';
-
-type Outcome = 'ok' | 'warn' | 'fail' | 'skip';
-
-export interface Check {
-  check: string;
-  outcome: Outcome;
-  detail: string;
-}
 
 const REDIS_TIMEOUT_MS = 3_000;
 

@@ -64,9 +64,10 @@ export class RedisChangeBus implements ChangeBus {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all(
-      [this.publisher, this.subscriber].map((redis) =>
-        redis.status === 'ready' ? redis.quit().catch(() => redis.disconnect()) : redis.disconnect(),
-      ),
+      [this.publisher, this.subscriber].map(async (redis) => {
+        if (redis.status !== 'ready') return redis.disconnect();
+        await redis.quit().catch(() => redis.disconnect());
+      }),
     );
   }
 

@@ -85,12 +85,18 @@ export function defaultConfig(): Config {
 
 type Env = Record<string, string | undefined>;
 
+/** Any part of a value, at any depth; arrays are given whole (merging replaces them). */
+type DeepPartial<T> = T extends readonly unknown[] ? T : T extends object ? { [K in keyof T]?: DeepPartial<T[K]> } : T;
+
+/** Settings to merge over the configuration, at any depth: the result is validated as a whole. */
+export type ConfigOverrides = DeepPartial<Config>;
+
 export interface LoadOptions {
   env?: Env;
   /** Explicit file path; otherwise TOLLGATE_CONFIG, otherwise ./tollgate.config.yaml if it exists. */
   file?: string;
   /** Programmatic overrides applied last (tests). */
-  overrides?: Partial<Config>;
+  overrides?: ConfigOverrides;
 }
 
 export function loadConfig(options: LoadOptions = {}): Config {

@@ -88,9 +88,11 @@ export function assetRoutes(scope: FastifyInstance, bundle: Bundle | undefined):
       .type(asset.type)
       .send(asset.body);
   });
-  scope.all('/api/*', async (request) => {
-    throw new GatewayError('not_found', { message: `Unknown route: ${request.method} ${request.url.split('?')[0]}` });
-  });
+  scope.all('/api/*', (request) =>
+    Promise.reject(
+      new GatewayError('not_found', { message: `Unknown route: ${request.method} ${request.url.split('?')[0]}` }),
+    ),
+  );
   // The app routes in the browser (/dashboard/keys, /dashboard/usage, ...): every page is the same shell.
   scope.get('/', page);
   scope.get('/*', page);

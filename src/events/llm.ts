@@ -38,22 +38,37 @@ export const LLM_EVENT_TYPES: readonly LlmEventType[] = [
   'llm.streaming.end',
 ];
 
-export type LlmEvent = {
-  [T in LlmEventType]: { type: T; accountId: string; keyId: string; /** Unix ms */ at: number; data: LlmDataByType[T] };
-}[LlmEventType];
+/** The event of one type. */
+export interface LlmEventOf<T extends LlmEventType> {
+  type: T;
+  accountId: string;
+  keyId: string;
+  /** Unix ms */
+  at: number;
+  data: LlmDataByType[T];
+}
+
+export type LlmEvent = { [T in LlmEventType]: LlmEventOf<T> }[LlmEventType];
 
 export function llmEvent<T extends LlmEventType>(
   type: T,
   accountId: string,
   keyId: string,
   data: LlmDataByType[T],
-): LlmEvent {
-  return { type, accountId, keyId, at: Date.now(), data } as LlmEvent;
+): LlmEventOf<T> {
+  return { type, accountId, keyId, at: Date.now(), data };
 }
 
 interface MessageLike {
   role: string;
   content?: unknown;
+}
+
+/** A text part's text: a string as it is, another scalar written out, anything else (or nothing) ''. */
+function textOf(part: object): string {
+  const text = 'text' in part ? part.text : undefined;
+  if (typeof text === 'string') return text;
+  return typeof text === 'number' || typeof text === 'boolean' || typeof text === 'bigint' ? String(text) : '';
 }
 
 /** The event's `prompt`: the text of the last user message (text parts joined), or '' when there is none. */
@@ -65,9 +80,7 @@ export function promptText(messages: readonly MessageLike[]): string {
     if (Array.isArray(message.content)) {
       return message.content
         .map((part: unknown) =>
-          part && typeof part === 'object' && 'type' in part && part.type === 'text'
-            ? String(('text' in part ? part.text : undefined) ?? '')
-            : '',
+          part && typeof part === 'object' && 'type' in part && part.type === 'text' ? textOf(part) : '',
         )
         .filter(Boolean)
         .join('\n');

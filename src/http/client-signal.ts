@@ -1,8 +1,8 @@
 /**
  * The signal that a request's client went away, handed down to the router and the providers' undici calls.
  *
- * Node's own AbortController costs about 3.4 µs to create here (an EventTarget is 0.1 µs), and every chat request
- * needs one, so this is a plain object with the part of AbortSignal that its users touch: `aborted`, `reason`,
+ * Node's own AbortController is costly to create (far more than a plain EventTarget; the figures in
+ * docs/performance.md), and every chat request needs one, so this is a plain object with the part of AbortSignal that its users touch: `aborted`, `reason`,
  * `throwIfAborted()` and abort listeners (undici, `timers/promises` and `events.once` all subscribe through
  * `addEventListener`). Listeners run once, when `abort` is first called.
  */

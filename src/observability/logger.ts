@@ -14,9 +14,10 @@ const LOG_FLUSH_CHARS = 64 * 1024;
 /**
  * stdout for pino: lines are gathered for up to LOG_FLUSH_MS (or 64 K characters) and go out in one synchronous
  * write. pino's default destination is asynchronous, and while a write is in flight it appends each line to a
- * pending string and measures it with Buffer.byteLength, which flattens it: ~5 KB of garbage per line at 7,000
- * lines a second. A write(2) per line cost ~3.6 % of the CPU at 50 connections; one per event-loop turn was still
- * one per request at one connection, each a system call that flushes this VM's TLB. Writing (partial writes,
+ * pending string and measures it with Buffer.byteLength, which flattens it: garbage that grows with every line
+ * under load. A write(2) per line is a system call per line, a visible share of the CPU under load; one per
+ * event-loop turn was still one per request at one connection, and on a virtual machine each flushes the TLB
+ * (the figures in docs/performance.md). Writing (partial writes,
  * EAGAIN) stays with pino's synchronous SonicBoom; a crash loses at most the last LOG_FLUSH_MS of lines.
  */
 class BufferedLines implements DestinationStream {
@@ -65,7 +66,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
 /**
  * The logger of the per-request access line, a child of `logger` (same destination and level). The line holds
  * ids, names and figures only, so it keeps the top-level censors and skips the nested and wildcard ones: with
- * `*.api_key`, pino runs its redactor over every field of every line, ~3 KB of garbage per request.
+ * `*.api_key`, pino runs its redactor over every field of every line, garbage on every request.
  */
 export function accessLogger<T extends { child(bindings: object, options: { redact: string[] }): T }>(logger: T): T {
   return logger.child({}, { redact: CREDENTIAL_KEYS });

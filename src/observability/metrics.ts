@@ -158,8 +158,8 @@ export class Metrics {
     this.counter(this.creditsDebited, `usd|${model}`, { model }).inc(usage.usd);
   }
 
-  // prom-client hashes and validates the label object on every `inc`, even through a labelled child (~1.5 % of
-  // the CPU samples at 50 connections): the hot path adds to plain numbers, handed over when the metrics are read.
+  // prom-client hashes and validates the label object on every `inc`, even through a labelled child, several
+  // times per request: the hot path adds to plain numbers, handed over when the metrics are read.
   private counter<T extends string>(
     metric: Counter<T>,
     key: string,

@@ -18,7 +18,7 @@ import {
 import { messageOf } from '../errors/index.js';
 
 let enabled = false;
-let shutdown: () => Promise<void> = async () => undefined;
+let shutdown: () => Promise<void> = () => Promise.resolve();
 const tracer = () => trace.getTracer('tollgate');
 
 export function tracingEnabled(): boolean {

@@ -33,7 +33,7 @@ export function createPayments(options: {
   config: Config;
   logger: Logger;
   events?: EventSink;
-  onCredited(accountId: string): void | Promise<void>;
+  onCredited: (accountId: string) => void | Promise<void>;
 }): Payments {
   const { secret_key, webhook_secret, api_base } = options.config.payments.stripe;
   const stripe = secret_key ? stripeClient(secret_key, api_base) : undefined;

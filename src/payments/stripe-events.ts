@@ -25,7 +25,7 @@ export interface StripeEventsOptions {
   /** Where `credit.recharge_failed` goes when Stripe reports a pending recharge failed. */
   events?: EventSink | undefined;
   /** An account's balance changed (a credit, a refund, a dispute): caches must reload it. */
-  onCredited(accountId: string): void | Promise<void>;
+  onCredited: (accountId: string) => void | Promise<void>;
 }
 
 export type EventOutcome = 'credited' | 'debited' | 'already_applied' | 'recorded' | 'ignored';
@@ -159,7 +159,7 @@ export class StripeEvents {
     return 'recorded';
   }
 
-  private async reversed(outcome: { accountId: string; movedNano: bigint } | undefined): Promise<EventOutcome> {
+  private reversed(outcome: { accountId: string; movedNano: bigint } | undefined): EventOutcome {
     if (!outcome) return 'ignored';
     if (outcome.movedNano === 0n) return 'already_applied';
     return outcome.movedNano < 0n ? 'debited' : 'credited';

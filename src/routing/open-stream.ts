@@ -17,7 +17,7 @@ const PREAMBLE_HOLD_MS = 2_000;
  * still retried: nothing has reached the client. A slow start (a model thinking) is committed after the hold.
  * Only for providers that declare `failsAfterOpening`; others have their first chunk forwarded on arrival.
  */
-export async function openStream(deployment: Deployment, call: ProviderCall): Promise<StreamStart> {
+export async function openStream(deployment: Pick<Deployment, 'provider'>, call: ProviderCall): Promise<StreamStart> {
   const upstream = deployment.provider.stream(call)[Symbol.asyncIterator]();
   let next = await upstream.next();
   if (!deployment.provider.failsAfterOpening || next.done || !isPreamble(next.value))

@@ -44,10 +44,10 @@ export function connect(options: ConnectOptions): Connection {
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
       types: {
-        getTypeParser: ((oid: number, format?: string) =>
+        getTypeParser: (oid: number, format?: 'text' | 'binary'): ((value: string) => unknown) =>
           oid === INT8_OID
             ? (value: string) => BigInt(value)
-            : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+            : (pg.types.getTypeParser(oid, format) as (value: string) => unknown),
       },
     });
     // A client losing its server must not crash the process: pg also emits 'error' on a checked-out client,

@@ -3,12 +3,12 @@
  * releasing name the claim, so a request whose lease ran out cannot overwrite whoever took the key over.
  */
 import type { Insertable, Kysely } from 'kysely';
-import type { Database, IdempotencyKeysTable } from './schema.js';
+import type { Database, IdempotencyKeysTable, IdempotencyState } from './schema.js';
 import { num } from './values.js';
 
 export interface IdempotencyRecord {
   fingerprint: string;
-  state: 'pending' | 'done';
+  state: IdempotencyState;
   claim: string;
   requestId: string;
   /** JSON of the stored answer (state `done`). */

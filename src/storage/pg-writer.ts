@@ -151,9 +151,10 @@ export class PgWriter {
     let next = firstAnswer;
     if (accounts.length)
       for (const row of answers[next++]!.rows)
-        current.set(row.id, { balanceNano: big(row.balance_nano), version: big(row.version) });
-    if (requestIds.length) for (const row of answers[next++]!.rows) written.set(row.request_id, big(row.amount_nano));
-    const stamp = big(answers[next]!.rows[0].us);
+        current.set(textOf(row, 'id'), { balanceNano: int8Of(row, 'balance_nano'), version: int8Of(row, 'version') });
+    if (requestIds.length)
+      for (const row of answers[next++]!.rows) written.set(textOf(row, 'request_id'), int8Of(row, 'amount_nano'));
+    const stamp = int8Of(answers[next]!.rows[0], 'us');
 
     const held = batch.purchasePaid || batch.rechargePaid ? answers[firstAnswer - 1]!.rows.length === 1 : true;
     const reversal = batch.paymentReversed && reversalOf(batch.paymentReversed, answers[firstAnswer - 1]!.rows[0]);
@@ -224,11 +225,8 @@ function reversalReadSql(reversal: PaymentReversed, lit: Lit): string[] {
   ];
 }
 
-function reversalOf(
-  reversal: PaymentReversed,
-  row: { amount_nano: string | bigint; final: number } | undefined,
-): ReturnType<typeof planReversal> {
-  return planReversal(reversal, row && { amountNano: big(row.amount_nano), final: Number(row.final) === 1 });
+function reversalOf(reversal: PaymentReversed, row: Row | undefined): ReturnType<typeof planReversal> {
+  return planReversal(reversal, row && { amountNano: int8Of(row, 'amount_nano'), final: Number(row.final) === 1 });
 }
 
 function reversalWriteSql(reversal: PaymentReversed, state: ReversalState, lit: Lit): string {
@@ -296,13 +294,30 @@ function literal(client: pg.PoolClient, value: Literal): string {
     if (!Number.isSafeInteger(value)) throw new Error(`not an integer for SQL: ${value}`);
     return String(value);
   }
-  // pg's escapeLiteral builds its answer a character at a time (~3.7 KB of garbage per request here); for a
-  // string with no quote or backslash its answer is the string in quotes, so only those strings go to it.
+  // pg's escapeLiteral builds its answer a character at a time, garbage on every request; for a string with no
+  // quote or backslash its answer is the string in quotes, so only those strings go to it.
   return NEEDS_ESCAPING.test(value) ? client.escapeLiteral(value) : `'${value}'`;
 }
 
 const NEEDS_ESCAPING = /['\\]/;
 
-function asArray(result: pg.QueryResult | pg.QueryResult[]): pg.QueryResult[] {
+/** A row of the batch's multi-statement read: its columns are read through `textOf` and `int8Of`. */
+type Row = Record<string, unknown>;
+
+function asArray(result: pg.QueryResult<Row> | pg.QueryResult<Row>[]): pg.QueryResult<Row>[] {
   return Array.isArray(result) ? result : [result];
+}
+
+function textOf(row: Row | undefined, column: string): string {
+  const value = row?.[column];
+  if (typeof value !== 'string') throw new Error(`PgWriter: no text in column ${column}`);
+  return value;
+}
+
+/** An int8 column (a bigint from the pool's parser, or its text). */
+function int8Of(row: Row | undefined, column: string): bigint {
+  const value = row?.[column];
+  if (typeof value !== 'bigint' && typeof value !== 'string' && typeof value !== 'number')
+    throw new Error(`PgWriter: no integer in column ${column}`);
+  return big(value);
 }

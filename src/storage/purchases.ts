@@ -1,9 +1,9 @@
 /** Credit purchases through a payment processor, and each account's customer and saved payment method there. */
 import type { Kysely, Selectable } from 'kysely';
-import type { CreditPurchasesTable, Database } from './schema.js';
+import type { CreditPurchasesTable, Database, PurchaseStatus } from './schema.js';
 import { big, numOrNull, num } from './values.js';
 
-export type PurchaseStatus = 'pending' | 'paid' | 'expired' | 'failed';
+export type { PurchaseStatus };
 
 export interface PurchaseRecord {
   id: string;

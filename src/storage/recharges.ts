@@ -1,9 +1,9 @@
 /** Auto-recharges charged to a saved card: the row that keeps one in flight per account and is credited once. */
 import type { Kysely, Selectable } from 'kysely';
-import type { CardRechargesTable, Database } from './schema.js';
+import type { CardRechargesTable, Database, RechargeStatus } from './schema.js';
 import { big, num, numOrNull } from './values.js';
 
-export type RechargeStatus = 'pending' | 'succeeded' | 'failed';
+export type { RechargeStatus };
 
 export interface RechargeRecord {
   id: string;

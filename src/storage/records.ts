@@ -1,7 +1,7 @@
 /** The shapes storage hands out: plain data, money in bigint nano-USD, times in Unix milliseconds. */
+import type { Environment, LedgerKind, Permission } from './schema.js';
 
-export type Environment = 'live' | 'test';
-export type Permission = 'full' | 'read_only' | 'project';
+export type { Environment, LedgerKind, Permission };
 
 export interface AutoRecharge {
   enabled: boolean;
@@ -57,8 +57,6 @@ export interface KeyRecord {
   lastUsedAt: number | null;
   revokedAt: number | null;
 }
-
-export type LedgerKind = 'grant' | 'topup' | 'recharge' | 'debit' | 'refund' | 'dispute' | 'correction';
 
 export interface LedgerRecord {
   id: string;

@@ -3,12 +3,19 @@
  * PostgreSQL's int8 parser), so money never passes through a float on its way out of the database.
  */
 import type { ColumnType } from 'kysely';
-import type { IdempotencyRecord } from './idempotency.js';
-import type { PurchaseStatus } from './purchases.js';
-import type { RechargeStatus } from './recharges.js';
-import type { Environment, LedgerKind, Permission } from './records.js';
-import type { EmailStatus } from './users.js';
-import type { DeliveryStatus } from './webhooks.js';
+
+// The values a column can hold belong to the table types: the stores import them from here (and re-export them
+// under the names the rest of the code uses), so this file imports nothing from the stores.
+
+export type Environment = 'live' | 'test';
+export type Permission = 'full' | 'read_only' | 'project';
+export type LedgerKind = 'grant' | 'topup' | 'recharge' | 'debit' | 'refund' | 'dispute' | 'correction';
+export type EmailStatus = 'pending' | 'verified' | 'unverified';
+export type DeliveryStatus = 'pending' | 'delivering' | 'succeeded' | 'dead' | 'failed';
+/** `pending` while the claiming request runs; `done` once its answer is stored. */
+export type IdempotencyState = 'pending' | 'done';
+export type PurchaseStatus = 'pending' | 'paid' | 'expired' | 'failed';
+export type RechargeStatus = 'pending' | 'succeeded' | 'failed';
 
 type Big = ColumnType<bigint, bigint | number, bigint | number>;
 type NullableBig = ColumnType<bigint | null, bigint | number | null, bigint | number | null>;
@@ -173,7 +180,7 @@ export interface IdempotencyKeysTable {
   account_id: string;
   idempotency_key: string;
   fingerprint: string;
-  state: IdempotencyRecord['state'];
+  state: IdempotencyState;
   claim: string;
   request_id: string;
   response: string | null;

@@ -2,16 +2,16 @@
  * Checkpoints SQLite's WAL from a worker thread, so that no request waits for it.
  *
  * With `synchronous = NORMAL` a commit only appends to the WAL; the fsync comes with the checkpoint, which
- * SQLite runs inside the commit that crosses 1,000 WAL pages: about 8 ms (4 MB flushed to disk) on the main
- * thread, for every request in flight. Here a second connection, in a worker, runs a PASSIVE checkpoint (it never
+ * SQLite runs inside the commit that crosses 1,000 WAL pages: a 4 MB flush to disk on the main thread, which
+ * every request in flight waits for. Here a second connection, in a worker, runs a PASSIVE checkpoint (it never
  * blocks the writer) CHECKPOINT_MS after a commit, so each flush is small and off the event loop. The worker
  * sleeps in `Atomics.wait` until told of a commit: an idle gateway costs it one wake-up, IDLE_RELEASE_MS after the
  * last commit.
  *
  * The WAL is restarted only once per RESTART_COMMITS commits. The first commit after a checkpoint that caught up
- * with the whole WAL restarts it, and SQLite fsyncs the new header inside that commit, on the event loop (0.2-1 ms
- * here): with a checkpoint 10 ms after any commit, that was every commit of a gateway whose requests come more
- * than 10 ms apart, and ~25 commits a second under load (docs/adr/0037-money-writers-outside-kysely.md). A third connection holds a read
+ * with the whole WAL restarts it, and SQLite fsyncs the new header inside that commit, on the event loop: with a
+ * checkpoint CHECKPOINT_MS after any commit, that was every commit of a gateway whose requests come further apart,
+ * and many commits a second under load (docs/adr/0037-money-writers-outside-kysely.md). A third connection holds a read
  * transaction begun just before each checkpoint: a writer cannot restart the WAL while a reader uses it, and the
  * checkpoint still copies everything up to that reader's snapshot. The worker lets go of it once
  * RESTART_COMMITS commits have been written since the last restart, or the WAL holds RESTART_PAGES pages (large
@@ -21,7 +21,10 @@ import type { closeSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
-/** Measured here: 10 ms kept p99 at one connection near its no-checkpoint floor; 50 ms did not (docs/adr/0037-money-writers-outside-kysely.md). */
+/**
+ * Short enough that each flush stays small: a longer wait let the p99 at one connection rise above its floor
+ * without checkpoints (docs/adr/0037-money-writers-outside-kysely.md; the figures in docs/performance.md).
+ */
 export const CHECKPOINT_MS = 10;
 /** Commits between WAL restarts (each one fsync on the event loop), at most about this many pages each. */
 export const RESTART_COMMITS = 100;

@@ -1,8 +1,9 @@
 /**
  * The embedded gateway's charges, made durable by one append to a journal file instead of one SQLite transaction
- * each. A SQLite commit of one request is ~20 system calls on the event loop (a header and a page for each of its
- * eight WAL frames, and the WAL-index locks); an append is one. Both leave the data in the OS's page cache (the
- * database runs with `synchronous = NORMAL`), so a charge survives a crash of the process either way.
+ * each. A SQLite commit of one request is a score of system calls on the event loop (a header and a page for each
+ * of its WAL frames, and the WAL-index locks; counted in docs/performance.md); an append is one. Both leave the
+ * data in the OS's page cache (the database runs with `synchronous = NORMAL`), so a charge survives a crash of the
+ * process either way.
  *
  * Every APPLY_MS the journaled batches are written to SQLite in one transaction, together with the sequence
  * number of the last one (`meta`), and the journal is emptied. At start-up, batches the database has not seen

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
-import type { Database } from './schema.js';
+import type { Database, EmailStatus } from './schema.js';
 import { num } from './values.js';
 
 /** 'pending': signed up where SMTP is configured, no sign-in until verified; 'unverified': signed up without SMTP. */
-export type EmailStatus = 'pending' | 'verified' | 'unverified';
+export type { EmailStatus };
 
 export interface DashboardUser {
   passwordHash: string;

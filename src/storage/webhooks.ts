@@ -5,7 +5,7 @@
  */
 import { type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { Dialect } from './connect.js';
-import type { Database, WebhookDeliveriesTable, WebhooksTable } from './schema.js';
+import type { Database, DeliveryStatus, WebhookDeliveriesTable, WebhooksTable } from './schema.js';
 import { num, numOrNull, storedJson } from './values.js';
 import { claimFairly, countDue, NO_CAPS, type ClaimCaps } from './webhook-claim.js';
 
@@ -37,7 +37,7 @@ export interface WebhookRecord {
   updatedAt: number;
 }
 
-export type DeliveryStatus = 'pending' | 'delivering' | 'succeeded' | 'dead' | 'failed';
+export type { DeliveryStatus };
 
 export interface DeliveryRecord {
   id: string;

@@ -30,8 +30,8 @@ const SAMPLES = 16;
 const SAMPLE_CHARS = 2 * 1024;
 
 /**
- * o200k tokens of a text. The tokenizer runs on the event loop at 0.1 to 10 MB/s (random letters, like base64,
- * are the slow end), so a 4 MiB prompt could stall the process for tens of seconds. Up to 128 KiB the count is
+ * o200k tokens of a text. The tokenizer runs on the event loop, and slowly (random letters, like base64, are the
+ * slow end; the figures in docs/performance.md), so a prompt of a few MiB could stall the process for seconds. Up to 128 KiB the count is
  * exact; beyond, it is extrapolated from 16 evenly spread 2 KiB samples (within a few percent for natural text;
  * the upstream's own usage, when reported, is what is charged).
  */
@@ -45,8 +45,8 @@ export function countTextTokens(text: string): number {
 }
 
 /**
- * BPE is quadratic in the length of one pre-tokenized piece (a run of letters, digits, punctuation or spaces): a
- * 64 KB word took seconds. Such runs are counted in slices of 256 characters (about a token per slice of error).
+ * BPE is quadratic in the length of one pre-tokenized piece (a run of letters, digits, punctuation or spaces): one
+ * long word could take seconds. Such runs are counted in slices of 256 characters (about a token per slice of error).
  */
 function exactCount(text: string): number {
   if (text.length < 1024) return countTokens(text, NO_SPECIAL);
@@ -66,8 +66,8 @@ function exactCount(text: string): number {
 
 /**
  * Prompt texts counted lately. A conversation sends its system prompt and its whole history again with every turn,
- * and an agent its tool definitions with every call: tokenizing runs at 0.1 to 10 MB/s, looking a text up hashes it
- * at about 1 GB/s, so a text that keeps coming back is tokenized once. Bounded by characters held, oldest out first.
+ * and an agent its tool definitions with every call: hashing a text to look it up is orders of magnitude faster
+ * than tokenizing it, so a text that keeps coming back is tokenized once. Bounded by characters held, oldest out first.
  */
 const recentCounts = new Map<string, number>();
 let recentChars = 0;

@@ -106,5 +106,5 @@ function describe(error: unknown): string {
     typeof err.cause === 'object' && err.cause !== null ? err.cause : {};
   const code = err.code ?? cause.code;
   const message = String(cause.message ?? err.message ?? error);
-  return code ? `${code}: ${message}` : message;
+  return (typeof code === 'string' || typeof code === 'number') && code ? `${code}: ${message}` : message;
 }

@@ -2,7 +2,20 @@ import { describe, expect, it } from 'vitest';
 import { MemoryCreditState, capCharge, type AccountState, type Hold } from '../../src/billing/index.js';
 import type { KeyRecord } from '../../src/storage/index.js';
 
-const key = { id: 'key_1', spendLimitNano: null, spentNano: 0n } as KeyRecord;
+const key: KeyRecord = {
+  id: 'key_1',
+  accountId: 'acct_1',
+  name: 'key',
+  hint: 'tg-live-…',
+  environment: 'live',
+  permissions: 'full',
+  models: [],
+  spendLimitNano: null,
+  spentNano: 0n,
+  createdAt: 0,
+  lastUsedAt: null,
+  revokedAt: null,
+};
 const limits = { requestsPerMinute: 1, tokensPerMinute: 1, dailyLimitNano: null };
 
 function account(balanceNano: bigint): AccountState {

@@ -84,7 +84,7 @@ describe('Vercel AI SDK with @ai-sdk/openai-compatible', () => {
     const weather = tool({
       description: 'Current weather in a city',
       inputSchema: z.object({ city: z.string(), days: z.number().int() }),
-      execute: async ({ city, days }) => `Sunny in ${city} for ${days} day(s).`,
+      execute: ({ city, days }) => Promise.resolve(`Sunny in ${city} for ${days} day(s).`),
     });
     const result = await generateText({
       model: tollgate(account.key)(MODEL),

@@ -36,7 +36,7 @@ function chatModel(apiKey: string, options: { maxRetries?: number; fetch?: typeo
   });
 }
 
-const getWeather = tool(async ({ city }) => `It is sunny in ${city}.`, {
+const getWeather = tool(({ city }) => Promise.resolve(`It is sunny in ${city}.`), {
   name: 'get_weather',
   description: 'Current weather in a city',
   schema: z.object({ city: z.string().describe('City name'), days: z.number().int() }),

@@ -150,7 +150,7 @@ export function recordingFetch(onResponse?: (response: Response) => void): { fet
     onResponse?.(response);
     return response;
   };
-  return { fetch: recording as typeof fetch, seen };
+  return { fetch: recording, seen };
 }
 
 /**
@@ -162,7 +162,7 @@ export function recordingFetch(onResponse?: (response: Response) => void): { fet
  */
 export async function retryAfterKey(
   gateway: ClientGateway,
-): Promise<{ key: string; onResponse(response: Response): void }> {
+): Promise<{ key: string; onResponse: (response: Response) => void }> {
   const { key } = await oneRpmAccount(gateway);
   const t = Math.ceil(Date.now() / 1000) * 1000;
   gateway.limiter.freeze(t);
@@ -172,7 +172,7 @@ export async function retryAfterKey(
   let resumed = false;
   return {
     key,
-    onResponse(response) {
+    onResponse: (response) => {
       if (response.status === 429 && !resumed) {
         resumed = true;
         gateway.limiter.resume();

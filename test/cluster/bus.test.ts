@@ -38,7 +38,10 @@ describe('change buses', () => {
     const bus = new LocalChangeBus();
     const heard: Change[] = [];
     bus.subscribe((change) => void heard.push(change));
-    bus.subscribe(async (change) => void heard.push(change));
+    bus.subscribe(async (change) => {
+      await Promise.resolve();
+      heard.push(change);
+    });
     await bus.publish({ accountId: 'acct_1', keyId: 'key_1' });
     expect(heard).toEqual([
       { accountId: 'acct_1', keyId: 'key_1' },

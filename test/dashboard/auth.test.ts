@@ -139,7 +139,7 @@ test('sign-up can be closed by configuration; Secure cookies behind an HTTPS pro
   const gateway = await startGateway({
     overrides: {
       dashboard: { enabled: true, signup: false, session_ttl_hours: 1, signin_attempts_per_minute: 10 },
-      server: { trust_proxy: true } as never,
+      server: { trust_proxy: true },
     },
   });
   try {

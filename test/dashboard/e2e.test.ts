@@ -24,7 +24,7 @@ beforeAll(async () => {
   await buildBundle();
   // Webhook endpoints on this machine are allowed here, as the operator of a test gateway would (contract).
   [gateway, browser] = await Promise.all([
-    startGateway({ overrides: { webhooks: { allow_private_urls: true, poll_interval_ms: 100 } } as never }),
+    startGateway({ overrides: { webhooks: { allow_private_urls: true, poll_interval_ms: 100 } } }),
     launch(),
   ]);
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });

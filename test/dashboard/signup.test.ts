@@ -98,7 +98,7 @@ test('without SMTP and grant_without_verification false, a self-serve account st
   const gateway = await startGateway({
     overrides: {
       signup: { grant_without_verification: false, per_ip_per_hour: 20, verification_ttl_hours: 24 },
-    } as never,
+    },
   });
   try {
     const email = uniqueEmail('nogrant');
@@ -216,7 +216,7 @@ test('sign-ups are limited per client address per hour; another address still si
   const gateway = await startGateway({
     overrides: {
       signup: { grant_without_verification: true, per_ip_per_hour: 2, verification_ttl_hours: 24 },
-    } as never,
+    },
   });
   try {
     for (let i = 0; i < 2; i++)

@@ -31,7 +31,7 @@ describeEach(DIALECTS)('dashboard webhooks on %s', (dialect) => {
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
     gateway = await startGateway({
       dialect,
-      overrides: { webhooks: { allow_private_urls: true, poll_interval_ms: 100 } } as never,
+      overrides: { webhooks: { allow_private_urls: true, poll_interval_ms: 100 } },
     });
   });
   afterAll(async () => {

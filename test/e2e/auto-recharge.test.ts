@@ -15,7 +15,7 @@ beforeAll(async () => {
   const sink = new Writable({ write: (chunk, _encoding, done) => void (logLines.push(String(chunk)), done()) });
   gateway = await startGateway({
     logger: pino({ level: 'warn' }, sink),
-    overrides: { credits: { auto_recharge: { max_amount: 50, max_per_day: 2 } } } as never,
+    overrides: { credits: { auto_recharge: { max_amount: 50, max_per_day: 2 } } },
   });
 });
 afterAll(async () => gateway?.close());

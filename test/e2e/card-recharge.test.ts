@@ -150,7 +150,7 @@ describeEach(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
     gw = await startGateway({
       dialect,
       env: { ...stripe.env, STRIPE_API_BASE: line.url },
-      overrides: { webhooks: WEBHOOKS } as never,
+      overrides: { webhooks: WEBHOOKS },
     });
   });
   afterAll(async () => {

@@ -199,7 +199,9 @@ describe('POST /v1/messages natively to Anthropic', () => {
       controller.signal,
     );
     let texts = 0;
-    const events = await readEvents(response, async ({ event }) => event === 'content_block_delta' && ++texts === 3);
+    const events = await readEvents(response, ({ event }) =>
+      Promise.resolve(event === 'content_block_delta' && ++texts === 3),
+    );
     controller.abort();
     const promptCost = promptOf(events[0]!.data.message.usage) * PROMPT_NANO;
     let charged = 0;

@@ -112,11 +112,11 @@ function functionsOf(bytes: number) {
   return functions;
 }
 
-const CONFIGURATIONS = [
-  { name: 'SQLite, holds in memory', dialect: 'sqlite' as const, env: {} as Record<string, string> },
+const CONFIGURATIONS: Array<{ name: string; dialect: 'sqlite' | 'postgres'; env: Record<string, string> }> = [
+  { name: 'SQLite, holds in memory', dialect: 'sqlite', env: {} },
   {
     name: 'PostgreSQL, holds shared in Redis',
-    dialect: 'postgres' as const,
+    dialect: 'postgres',
     env: { REDIS_URL: REDIS_TEST_URL, TOLLGATE_REDIS_PREFIX: `tgtest:limits:${process.pid}:${Date.now()}:` },
   },
 ];

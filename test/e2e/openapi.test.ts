@@ -6,7 +6,6 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderReference } from '../../src/api/index.js';
-import { defaultConfig } from '../../src/config/index.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { apiCall } from '../support/admin-call.js';
 import { startWithNativeProviders, type NativeProviders } from '../support/native-providers.js';
@@ -50,7 +49,7 @@ const call = (method: string, path: string, body?: unknown, auth = key) =>
   apiCall(gateway.url, auth, method, path, body);
 
 beforeAll(async () => {
-  gateway = await startGateway({ overrides: { webhooks: { ...defaultConfig().webhooks, allow_private_urls: true } } });
+  gateway = await startGateway({ overrides: { webhooks: { allow_private_urls: true } } });
   ({ id: accountId, key } = await gateway.account());
   const response = await fetch(`${gateway.url}/v1/openapi.json`);
   expect(response.status).toBe(200);

@@ -50,7 +50,7 @@ describe('logs', () => {
 describe('CORS', () => {
   it('is off for /v1 by default and answers only the origins the operator allows', async () => {
     const closed = await startGateway();
-    const open = await startGateway({ overrides: { server: { cors_origins: ['https://app.example.com'] } } as never });
+    const open = await startGateway({ overrides: { server: { cors_origins: ['https://app.example.com'] } } });
     try {
       const ask = (g: TestGateway, origin: string) =>
         fetch(`${g.baseURL}/models`, {

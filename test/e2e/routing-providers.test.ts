@@ -262,7 +262,7 @@ describe('token counting when the stream reports no usage', () => {
     let usage: any;
     for await (const chunk of await gw.client(key).chat.completions.create(request))
       if (chunk.usage) usage = chunk.usage;
-    const prompt = countPromptTokens(request as ChatRequest);
+    const prompt = countPromptTokens(request);
     const completion = countTextTokens(GEMINI_TEXT);
     expect(usage).toMatchObject({ prompt_tokens: prompt, completion_tokens: completion });
     expect(before - (await balance(key))).toBe(costNano(GEMINI, prompt, completion));

@@ -81,8 +81,8 @@ async function startGateway(
   });
   children.push(child);
   let text = '';
-  child.stdout!.on('data', (d: Buffer) => (text += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (text += d.toString()));
+  child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (text += d.toString()));
   const until = Date.now() + 40_000;
   while (!/API key:\s+tg-live-/.test(text) || !/listening on/.test(text)) {
     if (Date.now() > until || child.exitCode !== null) throw new Error(`the gateway did not start:\n${text}`);

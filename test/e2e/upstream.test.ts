@@ -10,7 +10,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultConfig, type Config, type ModelConfig } from '../../src/config/index.js';
 import { DEFAULT_MODELS } from '../../src/config/default-catalog.js';
 import { countPromptTokens, countTextTokens } from '../../src/tokens/index.js';
-import type { ChatRequest } from '../../src/providers/index.js';
 import { startGateway, ADMIN_TOKEN, type TestGateway } from '../support/gateway.js';
 import { startMockOpenAI, type MockOpenAI, type RecordedRequest } from '../support/mock-openai.js';
 
@@ -394,7 +393,7 @@ describe('a budget smaller than the request', () => {
     const budget = 0.001;
     await gw.setBalance(id, budget);
     const request = { model: model.id, messages: userMessage('Write a long essay.'), max_tokens: 100_000 };
-    const prompt = countPromptTokens(request as ChatRequest);
+    const prompt = countPromptTokens(request);
     const { pp, cp } = tokenCost();
     const affordable = Number((nano(budget) * 1000n - BigInt(prompt) * pp) / cp);
     expect(affordable).toBeLessThan(100_000);
@@ -412,7 +411,7 @@ describe('a budget smaller than the request', () => {
     const budget = 0.0005;
     await gw.setBalance(id, budget);
     const request = { model: model.id, messages: userMessage('Write a long essay.'), max_completion_tokens: 100_000 };
-    const prompt = countPromptTokens(request as ChatRequest);
+    const prompt = countPromptTokens(request);
     const { pp, cp } = tokenCost();
     const affordable = Number((nano(budget) * 1000n - BigInt(prompt) * pp) / cp);
     const res = await gw.client(key).chat.completions.create(request);
@@ -425,7 +424,7 @@ describe('a budget smaller than the request', () => {
   it('exactly prompt + 1 token is admitted with max_tokens 1; one nano-USD less is a 402 that never reaches the upstream', async () => {
     const { id, key } = await gw.account();
     const request = { model: model.id, messages: userMessage('Hello there, how are you?'), max_tokens: 1000 };
-    const prompt = countPromptTokens(request as ChatRequest);
+    const prompt = countPromptTokens(request);
     const minimum = costNano(model, prompt, 1);
 
     await gw.setBalance(id, Number(minimum - 1n) / 1e9);
@@ -579,7 +578,7 @@ describe('streams that fail after the first byte', () => {
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const data = sseData(await res.text());
     expect(data).not.toContain('[DONE]');
-    const events = data.map((d) => JSON.parse(d) as any);
+    const events = data.map((d) => JSON.parse(d));
     const errors = events.filter((e) => e.error);
     expect(errors.length).toBe(1);
     expect(events[events.length - 1]).toBe(errors[0]);
@@ -596,7 +595,7 @@ describe('streams that fail after the first byte', () => {
     // Charged for the prompt and the delivered tokens only, as the gateway meters them.
     const charged = start - (await balance(key));
     expect(charged).toBeGreaterThan(0n);
-    const prompt = countPromptTokens(request as ChatRequest);
+    const prompt = countPromptTokens(request);
     expect(charged).toBe(costNano(model, prompt, countTextTokens(delivered)));
     const full = costNano(model, prompt, countTextTokens(delivered + 'part3 part4 part5 part6 part7 part8 part9 '));
     expect(charged).toBeLessThan(full);
@@ -688,7 +687,7 @@ describe('a client that disconnects mid-stream', () => {
     // Charged (once the relay settles) for what was delivered: more than nothing, less than the whole answer.
     await until(async () => (await balance(key)) !== start);
     const charged = start - (await balance(key));
-    const prompt = countPromptTokens(request as ChatRequest);
+    const prompt = countPromptTokens(request);
     const fullText = Array.from({ length: 20 }, (_, i) => `token${i} `).join('');
     expect(charged).toBeGreaterThan(0n);
     expect(charged).toBeGreaterThanOrEqual(costNano(model, prompt, countTextTokens(received)));

@@ -52,8 +52,8 @@ function startProcess(database: TestDatabase, port: number): Promise<ChildProces
         resolve(child);
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
     child.once('exit', (code) => reject(new Error(`gateway exited (${code}):\n${output}`)));
   });
 }

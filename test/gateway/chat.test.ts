@@ -85,7 +85,9 @@ describe('a JSON answer', () => {
   it('settles at the upstream usage, answers with what was billed, and names the deployment that answered', async () => {
     const fallback = model('claude-haiku-5-5');
     const fake = fakeDeps({
-      provider: { complete: async () => completion('Hello there', { prompt_tokens: 12, completion_tokens: 4 }) },
+      provider: {
+        complete: () => Promise.resolve(completion('Hello there', { prompt_tokens: 12, completion_tokens: 4 })),
+      },
       answeredBy: { model: fallback, providerId: 'anthropic' },
     });
     const request = input({ models: ['claude-haiku-5-5'] });
@@ -113,7 +115,7 @@ describe('a JSON answer', () => {
   });
 
   it('counts the answer itself when the upstream reports no usage', async () => {
-    const fake = fakeDeps({ provider: { complete: async () => completion('one two three') } });
+    const fake = fakeDeps({ provider: { complete: () => Promise.resolve(completion('one two three')) } });
     await createChatCompletion(input(), fake.deps);
     expect(fake.settled).toHaveLength(1);
     expect(fake.settled[0]!.completionTokens).toBeGreaterThan(0);
@@ -145,7 +147,7 @@ describe('a JSON answer', () => {
 });
 
 describe('an upstream failure', () => {
-  const failing = (error: unknown) =>
+  const failing = (error: Error) =>
     fakeDeps({
       provider: {
         complete: () => Promise.reject(error),

@@ -70,8 +70,13 @@ export function chunk(content: string, extra: Partial<UpstreamChunk> = {}): Upst
 }
 
 /** An upstream's stream of chunks (or events), yielded as they would arrive. */
-export async function* streamOf<T>(items: T[]): AsyncGenerator<T, void, undefined> {
-  yield* items;
+export function streamOf<T>(items: T[]): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator]: () => {
+      const rest = items.values();
+      return { next: () => Promise.resolve(rest.next()) };
+    },
+  };
 }
 
 function decision(allowed: boolean): RateDecision {
@@ -115,7 +120,7 @@ export function fakeDeps(setup: Setup = {}) {
     release: vi.fn(function (this: { released: number }) {
       this.released++;
     }),
-    settle: vi.fn(async (request: (typeof settled)[number]) => {
+    settle: vi.fn((request: (typeof settled)[number]) => {
       settled.push(request);
       const billed = {
         promptTokens: request.promptTokens,
@@ -123,12 +128,12 @@ export function fakeDeps(setup: Setup = {}) {
         chargedNano: 1_500_000n,
       };
       if (request.event) events.push(request.event(billed));
-      return billed;
+      return Promise.resolve(billed);
     }),
   };
   // The provider records every call it is asked, then does what the test set up.
   const behaviour: Partial<Omit<Provider, 'id'>> = {
-    complete: async () => completion('Hello there', { prompt_tokens: 10, completion_tokens: 5 }),
+    complete: () => Promise.resolve(completion('Hello there', { prompt_tokens: 10, completion_tokens: 5 })),
     stream: () => streamOf([chunk('Hello'), chunk(' there')]),
     ...setup.provider,
   };
@@ -172,12 +177,12 @@ export function fakeDeps(setup: Setup = {}) {
     }),
   };
   const wallet = {
-    accounts: { get: async (id: string) => (id === account.id ? account : undefined) },
-    reserve: vi.fn(async (request?: { requestedMaxTokens?: number | undefined; modelMaxTokens: number }) => {
-      if (setup.refuse) throw setup.refuse;
+    accounts: { get: (id: string) => Promise.resolve(id === account.id ? account : undefined) },
+    reserve: vi.fn((request?: { requestedMaxTokens?: number | undefined; modelMaxTokens: number }) => {
+      if (setup.refuse) return Promise.reject(setup.refuse);
       if (setup.admitAsRequested && request && setup.lowerTo === undefined)
         reservation.admission.maxTokens = request.requestedMaxTokens ?? request.modelMaxTokens;
-      return reservation;
+      return Promise.resolve(reservation);
     }),
   };
   const limiter = { admit: vi.fn(() => decision(!setup.rateLimited)), addTokens: vi.fn() };
@@ -185,10 +190,8 @@ export function fakeDeps(setup: Setup = {}) {
   const performance = { record: vi.fn(), recordUptime: vi.fn() };
   const deps = {
     auth: {
-      authenticate: async (authorization: string | undefined) => {
-        if (authorization !== API_KEY) throw new GatewayError('invalid_api_key');
-        return key;
-      },
+      authenticate: (authorization: string | undefined) =>
+        authorization === API_KEY ? Promise.resolve(key) : Promise.reject(new GatewayError('invalid_api_key')),
     },
     catalog,
     router,
@@ -221,9 +224,9 @@ function memoryIdempotencyStore(): IdempotencyStore {
   const records = new Map<string, IdempotencyRecord>();
   const id = (accountId: string, k: string) => `${accountId}\n${k}`;
   const store = {
-    async claim(claim: NewClaim) {
+    claim(claim: NewClaim) {
       const existing = records.get(id(claim.accountId, claim.key));
-      if (existing) return false;
+      if (existing) return Promise.resolve(false);
       const { fingerprint, requestId, leaseUntil } = claim;
       records.set(id(claim.accountId, claim.key), {
         fingerprint,
@@ -233,22 +236,23 @@ function memoryIdempotencyStore(): IdempotencyStore {
         response: null,
         expiresAt: leaseUntil,
       });
-      return true;
+      return Promise.resolve(true);
     },
-    async get(accountId: string, k: string) {
-      return records.get(id(accountId, k));
+    get(accountId: string, k: string) {
+      return Promise.resolve(records.get(id(accountId, k)));
     },
-    async complete(accountId: string, k: string, claim: string, response: string, expiresAt: number) {
+    complete(accountId: string, k: string, claim: string, response: string, expiresAt: number) {
       const record = records.get(id(accountId, k));
-      if (!record || record.claim !== claim) return false;
+      if (!record || record.claim !== claim) return Promise.resolve(false);
       records.set(id(accountId, k), { ...record, state: 'done', response, expiresAt });
-      return true;
+      return Promise.resolve(true);
     },
-    async release(accountId: string, k: string, claim: string) {
+    release(accountId: string, k: string, claim: string) {
       if (records.get(id(accountId, k))?.claim === claim) records.delete(id(accountId, k));
+      return Promise.resolve();
     },
-    async deleteExpired() {
-      return 0;
+    deleteExpired() {
+      return Promise.resolve(0);
     },
   };
   return store as unknown as IdempotencyStore;

@@ -7,6 +7,7 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders } from '
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GatewayDeps } from '../../src/gateway/index.js';
 import { chatEndpoint } from '../../src/http/chat-endpoint.js';
 import { Metrics } from '../../src/observability/index.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
@@ -40,7 +41,7 @@ describe('the chat endpoint ahead of Fastify', () => {
   let key: string;
   beforeAll(async () => {
     gw = await startGateway({
-      overrides: { server: { body_limit_bytes: BODY_LIMIT, cors_origins: ['https://app.example.com'] } } as never,
+      overrides: { server: { body_limit_bytes: BODY_LIMIT, cors_origins: ['https://app.example.com'] } },
     });
     ({ key } = await gw.account());
   });
@@ -116,7 +117,15 @@ describe('the chat endpoint ahead of Fastify', () => {
 
   it('answers 503 and closes the connection instead of starting work once the server is closing', async () => {
     const handle = chatEndpoint({
-      deps: {} as never, // never reached: a closing server starts no work
+      // A closing server starts no work: anything read from these deps fails the test.
+      deps: new Proxy(
+        {},
+        {
+          get: (_, name) => {
+            throw new Error(`deps.${String(name)} was read`);
+          },
+        },
+      ) as GatewayDeps,
       metrics: new Metrics({ defaultMetrics: false }),
       bodyLimitBytes: BODY_LIMIT,
       corsOrigins: [],

@@ -29,7 +29,11 @@ describe('Dockerfile', () => {
   const runtime = stages.at(-1)!;
 
   it('has no linter findings', () => {
-    expect(validate(text, {}).map((d) => `${d.range.start.line + 1}: ${d.message}`)).toEqual([]);
+    expect(
+      validate(text, {}).map(
+        (d) => `${d.range.start.line + 1}: ${typeof d.message === 'string' ? d.message : d.message.value}`,
+      ),
+    ).toEqual([]);
   });
 
   it('is multi-stage and its runtime stage runs as a non-root user with a health check', () => {

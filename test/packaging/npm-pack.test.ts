@@ -45,7 +45,7 @@ afterAll(() => {
 });
 
 describe('the packed package, installed into an empty folder', { timeout: 120_000 }, () => {
-  it('holds the build and not the sources or tests', async () => {
+  it('holds the build and not the sources or tests', () => {
     const installed = join(consumer, 'node_modules', 'tollgate');
     expect(existsSync(join(installed, 'dist', 'main.js'))).toBe(true);
     expect(existsSync(join(installed, 'dist', 'web', 'index.html'))).toBe(true);

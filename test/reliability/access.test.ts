@@ -86,7 +86,7 @@ const ROUTES: Array<[string, string, unknown, Expect]> = [
 describe('keys and access', () => {
   let gateway: TestGateway;
   const logs: string[] = [];
-  const keys = {} as Record<Who, string | undefined>;
+  const keys: Partial<Record<Who, string>> = {};
   const fullKeys: string[] = [];
   let accountId: string;
 
@@ -96,7 +96,7 @@ describe('keys and access', () => {
     // Every API key is tried on every admin route: far more wrong admin tokens than the per-address throttle allows.
     gateway = await startGateway({
       logger,
-      overrides: { webhooks: { allow_private_urls: true }, server: { admin_auth_max_failures: 1_000 } } as never,
+      overrides: { webhooks: { allow_private_urls: true }, server: { admin_auth_max_failures: 1_000 } },
     });
     const { id, key } = await gateway.account({ plan: 'pay_as_you_go' });
     accountId = id;

@@ -208,9 +208,24 @@ describe('idempotency keys over time (store on SQLite, clock controlled)', () =>
     const { id } = await gateway.account();
     let now = Date.now();
     const idempotency = new Idempotency({ store: gateway.app.storage.idempotency, leaseMs: 120_000, now: () => now });
-    const key = { accountId: id, environment: 'live' } as KeyRecord;
+    const key: KeyRecord = {
+      id: 'key_idempotency',
+      accountId: id,
+      name: 'idempotency',
+      hint: 'tg-live-…',
+      environment: 'live',
+      permissions: 'full',
+      models: [],
+      spendLimitNano: null,
+      spentNano: 0n,
+      createdAt: now,
+      lastUsedAt: null,
+      revokedAt: null,
+    };
     let runs = 0;
-    const answer = async () => ({ kind: 'json' as const, headers: {}, body: { id: `answer-${++runs}` } as never });
+    type Body = { id: string };
+    const answer = (): Promise<{ kind: 'json'; headers: Record<string, string>; body: Body }> =>
+      Promise.resolve({ kind: 'json', headers: {}, body: { id: `answer-${++runs}` } });
     const call = () =>
       idempotency.run(key, { idempotencyKey: 'daily', body: { a: 1 }, requestId: `req_${runs}` }, answer);
     expect(await call()).toMatchObject({ body: { id: 'answer-1' } });
@@ -221,11 +236,10 @@ describe('idempotency keys over time (store on SQLite, clock controlled)', () =>
 
     // A claim whose request never finished (its process died) holds the key for the lease, then frees it.
     let hang: () => void = () => undefined;
-    const stuck = idempotency.run(
+    const stuck = idempotency.run<Body>(
       key,
       { idempotencyKey: 'crashed', body: {}, requestId: 'req_x' },
-      () =>
-        new Promise((resolve) => (hang = () => resolve({ kind: 'json', headers: {}, body: { id: 'late' } as never }))),
+      () => new Promise((resolve) => (hang = () => resolve({ kind: 'json', headers: {}, body: { id: 'late' } }))),
     );
     await new Promise((r) => setTimeout(r, 20));
     await expect(

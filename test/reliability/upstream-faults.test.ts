@@ -9,7 +9,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultConfig, type Config } from '../../src/config/index.js';
-import type { ChatRequest } from '../../src/providers/index.js';
 import { countPromptTokens, countTextTokens } from '../../src/tokens/index.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
 import { startMockOpenAI, type Behavior, type MockOpenAI } from '../support/mock-openai.js';
@@ -265,10 +264,7 @@ describe('upstream faults', { timeout: 60_000 }, () => {
           if (row.delivered === 'huge') expect(text.length).toBe(16 * MB);
           else expect(text).toBe(row.delivered);
           // Billed for what was delivered, but never past what the request allowed (an endless stream sent more).
-          charged = cost(
-            countPromptTokens(request as ChatRequest),
-            Math.min(countTextTokens(text), request.max_tokens),
-          );
+          charged = cost(countPromptTokens(request), Math.min(countTextTokens(text), request.max_tokens));
         }
       } finally {
         clearInterval(sampler);

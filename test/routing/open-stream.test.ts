@@ -15,7 +15,7 @@ const chunk = (delta: UpstreamChunk['choices'][number]['delta'], finish: 'stop' 
 const OPENER = chunk({ role: 'assistant', content: '' });
 
 type Step = UpstreamChunk | Error | number;
-function deployment(steps: Step[], failsAfterOpening = true): Deployment {
+function deployment(steps: Step[], failsAfterOpening = true): Pick<Deployment, 'provider'> {
   const provider: Provider = {
     id: 'fake',
     failsAfterOpening,
@@ -28,14 +28,14 @@ function deployment(steps: Step[], failsAfterOpening = true): Deployment {
       }
     },
   };
-  return { provider } as unknown as Deployment;
+  return { provider };
 }
-const call = {
+const call: ProviderCall = {
   body: { model: 'm', messages: [] },
   signal: new AbortController().signal,
   requestId: 'r',
   timeoutMs: 5_000,
-} as ProviderCall;
+};
 
 async function rest(iterator: AsyncIterator<UpstreamChunk>): Promise<UpstreamChunk[]> {
   const out: UpstreamChunk[] = [];

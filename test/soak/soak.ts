@@ -228,7 +228,10 @@ async function main(): Promise<number> {
     ]);
     clearInterval(sampler);
     const elapsed = (Date.now() - started) / 1000;
-    if (crashed) failures.push(`a request failed at the transport level: ${String(crashed)}`);
+    if (crashed)
+      failures.push(
+        `a request failed at the transport level: ${crashed instanceof Error ? String(crashed) : JSON.stringify(crashed)}`,
+      );
 
     // Memory: RSS right after a full GC at the end of the warm-up and at the end of the run (raw RSS saws up and
     // down by a quarter with the collector's rhythm, so single samples say little).

@@ -60,11 +60,11 @@ export async function startChildGateway(options: {
     children.add(running);
     let listening = false;
     let code: string | undefined;
-    running.stdout!.on('data', (d: Buffer) => {
+    running.stdout.on('data', (d: Buffer) => {
       text += d.toString();
       listening ||= /listening on/.test(text.slice(-4096));
     });
-    running.stderr!.on('data', (d: Buffer) => (text += d.toString()));
+    running.stderr.on('data', (d: Buffer) => (text += d.toString()));
     exited = new Promise((done) =>
       running.once('exit', (c, signal) => {
         code = String(c ?? signal);

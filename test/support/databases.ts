@@ -30,8 +30,8 @@ export async function createTestDatabase(dialect: 'sqlite' | 'postgres'): Promis
       dialect,
       dataDir,
       databaseUrl: undefined,
-      untilSessionsEnd: async () => 0,
-      drop: async () => rmSync(dataDir, { recursive: true, force: true }),
+      untilSessionsEnd: () => Promise.resolve(0),
+      drop: () => Promise.resolve(rmSync(dataDir, { recursive: true, force: true })),
     };
   }
   const name = `tg_test_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;

@@ -5,7 +5,7 @@
 import OpenAI from 'openai';
 import type { Logger } from 'pino';
 import { createApp, type App } from '../../src/app.js';
-import { loadConfig, type Config } from '../../src/config/index.js';
+import { loadConfig, type ConfigOverrides } from '../../src/config/index.js';
 import type { EventSink } from '../../src/events/index.js';
 import type { RateLimiter } from '../../src/limits/index.js';
 import { adminCall } from './admin-call.js';
@@ -33,7 +33,7 @@ export interface TestGateway {
 export interface GatewayOptions {
   dialect?: 'sqlite' | 'postgres';
   env?: Record<string, string>;
-  overrides?: Partial<Config>;
+  overrides?: ConfigOverrides;
   events?: EventSink;
   logger?: Logger;
   /** Replaces the rate limiter (e.g. one whose clock the test controls). */

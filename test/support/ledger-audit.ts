@@ -53,10 +53,9 @@ async function query(target: AuditTarget): Promise<{ rows: Record<keyof typeof Q
   const client = new pg.Client({ connectionString: target.databaseUrl });
   await client.connect();
   try {
-    const rows = {} as Record<keyof typeof QUERIES, any[]>;
-    for (const [name, sql] of Object.entries(QUERIES))
-      rows[name as keyof typeof QUERIES] = (await client.query(sql)).rows;
-    return { rows, integrity: 'n/a' };
+    const answers: Array<[string, any[]]> = [];
+    for (const [name, sql] of Object.entries(QUERIES)) answers.push([name, (await client.query(sql)).rows]);
+    return { rows: Object.fromEntries(answers) as Record<keyof typeof QUERIES, any[]>, integrity: 'n/a' };
   } finally {
     await client.end();
   }

@@ -3,7 +3,7 @@
  * headers and the request shape as the real API does (answering its 400 error body when they are wrong), answers
  * JSON messages or the documented SSE event stream, and can fail in every documented way.
  */
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RecordedRequest } from './mock-openai.js';
@@ -64,7 +64,7 @@ export async function startMockAnthropic(options: { apiKey: string }): Promise<M
   let behavior: AnthropicBehavior = { kind: 'ok' };
   let probeStatus = 200;
 
-  const server = createServer(async (req, res) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     res.on('error', () => {});
     const parts: Buffer[] = [];
     for await (const part of req) parts.push(part as Buffer);
@@ -104,7 +104,9 @@ export async function startMockAnthropic(options: { apiKey: string }): Promise<M
     const problem = validate(body, String(req.headers['anthropic-beta'] ?? '').split(','));
     if (problem) return error(res, 400, problem);
     await serve(queue.shift() ?? behavior, body, res, record);
-  });
+  };
+  // Node does not wait for a promise a request handler returns: each request is served on its own.
+  const server = createServer((req, res) => void handle(req, res));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

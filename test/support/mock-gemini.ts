@@ -3,7 +3,7 @@
  * and `:streamGenerateContent?alt=sse` with `x-goog-api-key`. It checks the request shape as the API does (its
  * 400 INVALID_ARGUMENT body when wrong), streams GenerateContentResponse events, and fails in documented ways.
  */
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RecordedRequest } from './mock-openai.js';
@@ -60,7 +60,7 @@ export async function startMockGemini(options: { apiKey: string }): Promise<Mock
   /** The thought signatures this server gave its function calls. */
   const signatures = new Set<string>();
 
-  const server = createServer(async (req, res) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     res.on('error', () => {});
     const parts: Buffer[] = [];
     for await (const part of req) parts.push(part as Buffer);
@@ -115,7 +115,9 @@ export async function startMockGemini(options: { apiKey: string }): Promise<Mock
     const problem = validate(body) ?? checkSignatures(body, match[1]!, signatures);
     if (problem) return error(res, 400, problem);
     await serve(queue.shift() ?? behavior, body, match[1]!, streaming, res, record, signatures);
-  });
+  };
+  // Node does not wait for a promise a request handler returns: each request is served on its own.
+  const server = createServer((req, res) => void handle(req, res));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

@@ -109,7 +109,7 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
   let behavior: Behavior = options.behavior ?? { kind: 'ok' };
   const storedResponses = new Set<string>();
 
-  const server = createServer(async (req, res) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     res.on('error', () => {});
     const text = await readBody(req);
     let body: any;
@@ -181,7 +181,9 @@ export async function startMockOpenAI(options: MockOpenAIOptions = {}): Promise<
       return sendError(res, { status: 400, message: 'We could not parse the JSON body of your request.' });
     }
     await serve(options.route?.(body) ?? queue.shift() ?? behavior, body, res);
-  });
+  };
+  // Node does not wait for a promise a request handler returns: each request is served on its own.
+  const server = createServer((req, res) => void handle(req, res));
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

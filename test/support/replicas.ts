@@ -132,7 +132,7 @@ export async function startReplicas(n: number, options: ReplicaOptions = {}): Pr
     // "listening on" is looked for in this run's own stdout, so an earlier run's line never counts.
     let stdout = '';
     let listening = false;
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       const text = d.toString();
       append(slot, text);
       if (!listening) {
@@ -140,7 +140,7 @@ export async function startReplicas(n: number, options: ReplicaOptions = {}): Pr
         listening = /listening on/.test(stdout);
       }
     });
-    child.stderr!.on('data', (d: Buffer) => append(slot, d.toString()));
+    child.stderr.on('data', (d: Buffer) => append(slot, d.toString()));
     let exitCode: string | undefined;
     child.once('error', (error) => append(slot, `--- spawn error: ${error.message}\n`));
     slot.exited = new Promise<void>((done) => {

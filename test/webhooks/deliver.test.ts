@@ -10,11 +10,12 @@ const dns = vi.hoisted(() => ({
   calls: [] as string[],
 }));
 vi.mock('node:dns/promises', () => ({
-  lookup: async (host: string) => {
+  lookup: (host: string) => {
     dns.calls.push(host);
     const answer = dns.answers.shift();
-    if (!answer) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
-    return answer;
+    if (!answer)
+      return Promise.reject(Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' }));
+    return Promise.resolve(answer);
   },
 }));
 

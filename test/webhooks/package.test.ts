@@ -63,8 +63,8 @@ describe.skipIf(!built)('examples/webhook-receiver.ts (needs `npm run build`)', 
           resolve();
         }
       };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', onData);
+      child.stdout.on('data', onData);
+      child.stderr.on('data', onData);
     });
     const body = JSON.stringify({
       id: 'evt_example',

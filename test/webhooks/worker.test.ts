@@ -54,10 +54,10 @@ function fakeStorage(claimDelayMs: number) {
       claimed = true;
       return [row];
     },
-    getMany: async () => [webhook],
-    async finishAttempt(_id: string, _token: string, result: AttemptResult) {
+    getMany: () => Promise.resolve([webhook]),
+    finishAttempt(_id: string, _token: string, result: AttemptResult) {
       finished.push(result);
-      return true;
+      return Promise.resolve(true);
     },
   };
   return { storage: { webhooks } as unknown as Storage, finished };

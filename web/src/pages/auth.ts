@@ -2,6 +2,7 @@
 import { html, render } from 'lit-html';
 import { ApiError, api, type ApiKey, type SessionInfo } from '../api.js';
 import type { Page } from '../app.js';
+import { textField } from '../forms.js';
 
 export function authPage(mode: 'signin' | 'signup'): Page {
   return (container, app) => {
@@ -14,9 +15,9 @@ export function authPage(mode: 'signin' | 'signup'): Page {
     async function submit(event: SubmitEvent) {
       event.preventDefault();
       const form = new FormData(event.target as HTMLFormElement);
-      const email = String(form.get('email') ?? '');
-      const password = String(form.get('password') ?? '');
-      if (signup && password !== String(form.get('confirm') ?? '')) {
+      const email = textField(form, 'email');
+      const password = textField(form, 'password');
+      if (signup && password !== textField(form, 'confirm')) {
         error = 'The passwords do not match.';
         return draw();
       }

@@ -3,6 +3,7 @@ import { html, render } from 'lit-html';
 import { ApiError, api, type ApiKey, type List, type Model } from '../api.js';
 import type { Page } from '../app.js';
 import { PERMISSION_LABELS, date, dateTime, usd } from '../format.js';
+import { textField } from '../forms.js';
 
 export const keysPage: Page = (container, app) => {
   let keys: ApiKey[] | undefined;
@@ -45,13 +46,13 @@ export const keysPage: Page = (container, app) => {
     event.preventDefault();
     const form = new FormData(event.target as HTMLFormElement);
     const body: Record<string, unknown> = {
-      name: String(form.get('name') ?? ''),
+      name: textField(form, 'name'),
       environment: form.get('environment'),
       permissions: form.get('permissions'),
     };
     if (body.permissions === 'project') {
       body.models = form.getAll('models').map(String);
-      const limit = String(form.get('spend_limit') ?? '').trim();
+      const limit = textField(form, 'spend_limit').trim();
       if (limit) body.spend_limit = Number(limit);
     }
     try {

@@ -1,6 +1,7 @@
 /** Auto-recharge and low-balance thresholds: the settings an account's own user may change. */
 import { html, nothing, render } from 'lit-html';
 import { ApiError, api, type Overview } from '../api.js';
+import { textField } from '../forms.js';
 
 export function settingsSection(container: HTMLElement): void {
   let overview: Overview | undefined;
@@ -15,7 +16,7 @@ export function settingsSection(container: HTMLElement): void {
   async function save(event: SubmitEvent) {
     event.preventDefault();
     const form = new FormData(event.target as HTMLFormElement);
-    const thresholds = String(form.get('thresholds') ?? '')
+    const thresholds = textField(form, 'thresholds')
       .split(',')
       .map((t) => t.trim())
       .filter(Boolean);

@@ -3,6 +3,7 @@ import { html, render } from 'lit-html';
 import { ApiError, api, type Delivery, type List, type Webhook } from '../api.js';
 import type { Page } from '../app.js';
 import { dateTime } from '../format.js';
+import { textField } from '../forms.js';
 
 const EVENTS: Array<[string, string]> = [
   ['credit.low_balance', 'Low balance'],
@@ -69,10 +70,10 @@ export const webhooksPage: Page = (container) => {
       formError = 'Choose at least one event.';
       return draw();
     }
-    const description = String(form.get('description') ?? '').trim();
+    const description = textField(form, 'description').trim();
     try {
       created = await api<Webhook>('POST', '/webhooks', {
-        url: String(form.get('url') ?? '').trim(),
+        url: textField(form, 'url').trim(),
         secret: newSecret(),
         events: types.map((type) => ({ type })),
         retryConfig: { maxAttempts: Number(form.get('attempts') || 3) },
