@@ -213,7 +213,7 @@ describe('errors as the SDK sees them', () => {
       .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.BadRequestError>;
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect(error.param).toBe('max_tokens');
-    expect(error.message).toMatch(/greater or equal to 1/);
+    expect(error.message).toMatch(/Invalid value for 'max_tokens': expected an integer of at least 1/);
   });
 
   it('answers 402 insufficient_credits when the balance cannot pay the prompt plus one token', async () => {
