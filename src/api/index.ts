@@ -7,11 +7,13 @@ import type { Static } from '@sinclair/typebox';
 import type {
   CreditBalanceSchema,
   CreditPurchaseSchema,
+  DeletedWebhookSchema,
   ErrorSchema,
   ModelListSchema,
   ModelSchema,
   WebhookDeliverySchema,
   WebhookSchema,
+  WebhookTestSchema,
 } from './schemas.js';
 
 export { openApiDocument } from './openapi.js';
@@ -47,5 +49,17 @@ export type Model = Static<typeof ModelSchema>;
 export type ModelList = Static<typeof ModelListSchema>;
 export type Webhook = Static<typeof WebhookSchema>;
 export type WebhookDelivery = Static<typeof WebhookDeliverySchema>;
+export type DeletedWebhook = Static<typeof DeletedWebhookSchema>;
+export type WebhookTest = Static<typeof WebhookTestSchema>;
 export type ErrorResponse = Static<typeof ErrorSchema>;
+export type {
+  Account,
+  AccountWithKeys,
+  ApiKey,
+  CreatedAccount,
+  CreatedApiKey,
+  CreditAdjustment,
+  CreditRefund,
+  LedgerEntry,
+} from './admin-schemas.js';
 export { renderReference } from './reference.js';

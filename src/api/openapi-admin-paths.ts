@@ -6,8 +6,19 @@ import {
   PatchAccountSchema,
   RefundPurchaseSchema,
 } from '../admin/index.js';
-import { json, objectOk, operation, path, query, type Json } from './openapi-builder.js';
-import { CreditPurchaseSchema, Page } from './schemas.js';
+import { json, operation, path, query, type Json } from './openapi-builder.js';
+import {
+  AccountSchema,
+  AccountWithKeysSchema,
+  ApiKeySchema,
+  CreatedAccountSchema,
+  CreatedApiKeySchema,
+  CreditAdjustmentSchema,
+  CreditPurchaseSchema,
+  CreditRefundSchema,
+  LedgerEntrySchema,
+  Page,
+} from './schemas.js';
 
 export function adminPaths(): Json {
   // 429: too many wrong admin tokens from the client's address.
@@ -21,22 +32,26 @@ export function adminPaths(): Json {
           query('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'Page size'),
           query('after', { type: 'string' }, 'Last id of the previous page'),
         ],
-        ok: objectOk(),
+        ok: json(Page(AccountSchema)),
       }),
       post: operation('admin', 'Create an account (with the sign-up grant) and its first live key', {
         ...admin,
         body: CreateAccountSchema,
-        ok: objectOk(),
+        ok: json(CreatedAccountSchema),
         okStatus: 201,
       }),
     },
     '/admin/accounts/{id}': {
-      get: operation('admin', 'An account with balance and keys', { ...admin, parameters: account, ok: objectOk() }),
+      get: operation('admin', 'An account with balance and keys', {
+        ...admin,
+        parameters: account,
+        ok: json(AccountWithKeysSchema),
+      }),
       patch: operation('admin', 'Change plan, limits, invoice billing, auto-recharge or low-balance thresholds', {
         ...admin,
         parameters: account,
         body: PatchAccountSchema,
-        ok: objectOk(),
+        ok: json(AccountSchema),
       }),
     },
     '/admin/accounts/{id}/keys': {
@@ -44,7 +59,7 @@ export function adminPaths(): Json {
         ...admin,
         parameters: account,
         body: CreateKeySchema,
-        ok: objectOk(),
+        ok: json(CreatedApiKeySchema),
         okStatus: 201,
       }),
     },
@@ -53,7 +68,7 @@ export function adminPaths(): Json {
         ...admin,
         parameters: account,
         body: AddCreditsSchema,
-        ok: objectOk(),
+        ok: json(CreditAdjustmentSchema),
       }),
     },
     '/admin/accounts/{id}/ledger': {
@@ -64,7 +79,7 @@ export function adminPaths(): Json {
           query('limit', { type: 'integer', minimum: 1, maximum: 500 }, 'Page size'),
           query('before', { type: 'string' }, 'Last id of the previous page'),
         ],
-        ok: objectOk(),
+        ok: json(Page(LedgerEntrySchema)),
       }),
     },
     '/admin/accounts/{id}/purchases': {
@@ -87,7 +102,7 @@ export function adminPaths(): Json {
           errors: [...admin.errors, 502],
           parameters: [...account, path('purchase', 'Purchase id (`cp_...`)')],
           body: RefundPurchaseSchema,
-          ok: objectOk(),
+          ok: json(CreditRefundSchema),
         },
       ),
     },
@@ -95,7 +110,7 @@ export function adminPaths(): Json {
       delete: operation('admin', 'Revoke a key', {
         ...admin,
         parameters: [path('id', 'Key id (`key_...`)')],
-        ok: objectOk(),
+        ok: json(ApiKeySchema),
       }),
     },
   };

@@ -63,7 +63,6 @@ export function operation(tag: string, summary: string, spec: OperationSpec): Js
 }
 
 export const json = (schema: TSchema): Json => ({ 'application/json': { schema: ref(schema) } });
-export const objectOk = (): Json => ({ 'application/json': { schema: { type: 'object' } } });
 export const ref = (schema: TSchema): Json =>
   schema.$id ? { $ref: `#/components/schemas/${schema.$id}` } : plain(schema, false);
 export const query = (name: string, schema: Json, description: string): Json => ({

@@ -19,15 +19,19 @@ import {
   ResponseSchema,
   ResponseStreamEventSchema,
 } from '../wire/index.js';
-import { json, objectOk, operation, path, query, ref, type Json } from './openapi-builder.js';
+import { json, operation, path, query, ref, type Json } from './openapi-builder.js';
 import {
   ChatCompletionChunkSchema,
   ChatCompletionSchema,
   CreditBalanceSchema,
   CreditPurchaseSchema,
+  HealthSchema,
   ModelListSchema,
   ModelSchema,
+  OpenApiDocumentSchema,
   Page,
+  ReadinessSchema,
+  StripeEventReceiptSchema,
 } from './schemas.js';
 
 export function chatPaths(): Json {
@@ -243,7 +247,7 @@ export function creditPaths(): Json {
         'credits',
         "Stripe's event deliveries (signed with the Stripe-Signature header; 400 when it does not verify, nothing changes)",
         {
-          ok: objectOk(),
+          ok: json(StripeEventReceiptSchema),
           errors: [400],
           security: [],
         },
@@ -256,21 +260,21 @@ export function operationsPaths(): Json {
   return {
     '/v1/openapi.json': {
       get: operation('operations', 'This document', {
-        ok: objectOk(),
+        ok: json(OpenApiDocumentSchema),
         errors: [],
         security: [],
       }),
     },
     '/health': {
       get: operation('operations', 'Liveness: the process answers', {
-        ok: objectOk(),
+        ok: json(HealthSchema),
         errors: [],
         security: [],
       }),
     },
     '/ready': {
       get: operation('operations', 'Readiness: the database answers (503 otherwise)', {
-        ok: objectOk(),
+        ok: json(ReadinessSchema),
         errors: [503],
         security: [],
       }),

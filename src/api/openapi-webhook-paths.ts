@@ -1,7 +1,7 @@
 /** The OpenAPI paths of webhook registrations and their deliveries (`/v1/webhooks`). */
 import { CreateWebhookSchema, PatchWebhookSchema } from '../webhooks/index.js';
-import { json, objectOk, operation, path, query, type Json } from './openapi-builder.js';
-import { Page, WebhookDeliverySchema, WebhookSchema } from './schemas.js';
+import { json, operation, path, query, type Json } from './openapi-builder.js';
+import { DeletedWebhookSchema, Page, WebhookDeliverySchema, WebhookSchema, WebhookTestSchema } from './schemas.js';
 
 export function webhookPaths(): Json {
   const id = [path('id', 'Webhook id (`wh_...`)')];
@@ -52,7 +52,7 @@ export function webhookPaths(): Json {
         ok: json(WebhookSchema),
         errors,
       }),
-      delete: operation('webhooks', 'Delete a webhook', { parameters: id, ok: objectOk(), errors }),
+      delete: operation('webhooks', 'Delete a webhook', { parameters: id, ok: json(DeletedWebhookSchema), errors }),
     },
     '/v1/webhooks/{id}/deliveries': {
       get: operation('webhooks', 'Recent deliveries of a webhook', {
@@ -64,7 +64,7 @@ export function webhookPaths(): Json {
     '/v1/webhooks/{id}/test': {
       post: operation('webhooks', 'Send a `webhook.test` event now and report the outcome', {
         parameters: id,
-        ok: objectOk(),
+        ok: json(WebhookTestSchema),
         errors,
       }),
     },

@@ -7,6 +7,7 @@
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { CapabilitiesSchema } from '../config/index.js';
+import { ADMIN_SCHEMAS } from './admin-schemas.js';
 import {
   AnthropicErrorSchema,
   AnthropicMessageSchema,
@@ -28,6 +29,7 @@ import {
 } from '../wire/index.js';
 
 export { ChatCompletionChunkSchema, ChatCompletionSchema, UsageSchema };
+export * from './admin-schemas.js';
 
 export const ErrorSchema = Type.Object(
   {
@@ -190,6 +192,23 @@ export const WebhookDeliverySchema = Type.Object(
   { $id: 'WebhookDelivery' },
 );
 
+export const DeletedWebhookSchema = Type.Object(
+  { id: Type.String(), object: Type.Literal('webhook'), deleted: Type.Literal(true) },
+  { $id: 'DeletedWebhook' },
+);
+
+export const WebhookTestSchema = Type.Object(
+  {
+    object: Type.Literal('webhook_test'),
+    success: Type.Boolean({ description: 'The endpoint answered 2xx' }),
+    status: Nullable(Type.Integer({ description: "The endpoint's HTTP status; null when it did not answer" })),
+    error: Nullable(Type.String({ description: 'Why the send failed' })),
+    duration_ms: Type.Integer({ minimum: 0 }),
+    delivery: WebhookDeliverySchema,
+  },
+  { $id: 'WebhookTest' },
+);
+
 export const CreditPurchaseSchema = Type.Object(
   {
     id: Type.String({ description: '`cp_...`' }),
@@ -209,6 +228,31 @@ export const CreditPurchaseSchema = Type.Object(
     paid_at: Nullable(UnixSeconds),
   },
   { $id: 'CreditPurchase' },
+);
+
+export const StripeEventReceiptSchema = Type.Object(
+  { received: Type.Literal(true) },
+  { $id: 'StripeEventReceipt', description: 'The event verified and handled (or known already)' },
+);
+
+export const HealthSchema = Type.Object({ status: Type.Literal('ok') }, { $id: 'Health' });
+
+export const ReadinessSchema = Type.Object(
+  {
+    status: Type.Literal('ready'),
+    database: Type.Union([Type.Literal('postgres'), Type.Literal('sqlite')]),
+  },
+  { $id: 'Readiness' },
+);
+
+export const OpenApiDocumentSchema = Type.Object(
+  {
+    openapi: Type.String({ pattern: '^3\\.1\\.\\d+$' }),
+    info: Type.Object({ title: Type.String(), version: Type.String() }),
+    paths: Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown())),
+    components: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { $id: 'OpenApiDocument', description: 'An OpenAPI 3.1 document (this one)' },
 );
 
 export const Page = <T extends TSchema>(item: T) =>
@@ -236,5 +280,12 @@ export const RESPONSE_SCHEMAS = [
   ModelListSchema,
   WebhookSchema,
   WebhookDeliverySchema,
+  DeletedWebhookSchema,
+  WebhookTestSchema,
   CreditPurchaseSchema,
+  StripeEventReceiptSchema,
+  HealthSchema,
+  ReadinessSchema,
+  OpenApiDocumentSchema,
+  ...ADMIN_SCHEMAS,
 ];

@@ -8,9 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderReference } from '../../src/api/index.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { apiCall } from '../support/admin-call.js';
+import { startMockStripe, type MockStripe } from '../support/mock-stripe.js';
 import { startWithNativeProviders, type NativeProviders } from '../support/native-providers.js';
 
 let gateway: TestGateway;
+let stripe: MockStripe;
 let doc: any;
 let key: string;
 let accountId: string;
@@ -24,18 +26,59 @@ function expectMatches(name: string, value: unknown): void {
 }
 
 /**
- * Asserts `value` matches the document's own schema for an answer of `POST path`: the `status` answer's JSON, or
- * (with `event`) one event of its stream (`x-event-schema`).
+ * The document's own schema for an answer of `method path`: the `status` answer's JSON, or (with `event`) one event
+ * of its stream (`x-event-schema`).
  */
-function expectAnswerMatches(path: string, status: number, value: unknown, event = false): void {
+function answerSchema(method: string, path: string, status: number, event = false) {
   const content = event ? ['text/event-stream', 'x-event-schema'] : ['application/json', 'schema'];
-  const pointer = ['paths', path, 'post', 'responses', String(status), 'content', ...content]
+  const pointer = ['paths', path, method.toLowerCase(), 'responses', String(status), 'content', ...content]
     .map((part) => part.replace(/~/g, '~0').replace(/\//g, '~1'))
     .join('/');
   const check = ajv.getSchema(`openapi.json#/${pointer}`);
   expect(check, `no schema at ${pointer}`).toBeDefined();
-  const ok = check!(value);
-  expect(ok, `${path} ${status}: ${JSON.stringify(check!.errors)}\n${JSON.stringify(value)}`).toBe(true);
+  return check!;
+}
+
+/** Asserts `value` matches the document's own schema for the `status` answer (or a stream event) of `method path`. */
+function expectAnswerMatches(method: string, path: string, status: number, value: unknown, event = false): void {
+  const check = answerSchema(method, path, status, event);
+  const ok = check(value);
+  expect(ok, `${method} ${path} ${status}: ${JSON.stringify(check.errors)}\n${JSON.stringify(value)}`).toBe(true);
+}
+
+/** Resolves a `#/components/schemas/...` reference of the document, and the object variant of a nullable. */
+function resolve(schema: any): any {
+  if (schema?.$ref) return resolve(doc.components.schemas[String(schema.$ref).split('/').at(-1)!]);
+  if (schema?.anyOf) return resolve(schema.anyOf.find((variant: any) => variant.$ref || variant.properties));
+  return schema;
+}
+
+/** The fields of `value` its schema does not name (the schemas are open: a real answer must not need that). */
+function undocumented(schema: any, value: unknown, where = '$'): string[] {
+  const resolved = resolve(schema);
+  if (!resolved || value === null || typeof value !== 'object') return [];
+  if (Array.isArray(value))
+    return resolved.items ? value.flatMap((item, i) => undocumented(resolved.items, item, `${where}[${i}]`)) : [];
+  if (!resolved.properties) return [];
+  return Object.entries(value).flatMap(([field, item]) =>
+    field in resolved.properties
+      ? undocumented(resolved.properties[field], item, `${where}.${field}`)
+      : [`${where}.${field}`],
+  );
+}
+
+/**
+ * Asserts a live answer has the status and matches the schema the document gives for it, naming every field it
+ * carries; returns its body.
+ */
+function expectAnswer(method: string, path: string, status: number, answer: { status: number; body: any }): any {
+  expect(answer.status, `${method} ${path}: ${JSON.stringify(answer.body)}`).toBe(status);
+  expectAnswerMatches(method, path, status, answer.body);
+  const schema = doc.paths[path][method.toLowerCase()].responses[String(status)].content['application/json'].schema;
+  expect(undocumented(schema, answer.body), `${method} ${path} ${status}: fields the document does not name`).toEqual(
+    [],
+  );
+  return answer.body;
 }
 
 /** The data of each event of an event stream. */
@@ -49,7 +92,8 @@ const call = (method: string, path: string, body?: unknown, auth = key) =>
   apiCall(gateway.url, auth, method, path, body);
 
 beforeAll(async () => {
-  gateway = await startGateway({ overrides: { webhooks: { allow_private_urls: true } } });
+  stripe = await startMockStripe();
+  gateway = await startGateway({ env: stripe.env, overrides: { webhooks: { allow_private_urls: true } } });
   ({ id: accountId, key } = await gateway.account());
   const response = await fetch(`${gateway.url}/v1/openapi.json`);
   expect(response.status).toBe(200);
@@ -57,7 +101,10 @@ beforeAll(async () => {
   doc = await response.json();
   ajv.addSchema(doc, 'openapi.json');
 });
-afterAll(() => gateway.close());
+afterAll(async () => {
+  await gateway?.close();
+  await stripe?.close();
+});
 
 describe('GET /v1/openapi.json', () => {
   it('is served without a key and is a valid OpenAPI 3.1 document', async () => {
@@ -139,7 +186,7 @@ describe('GET /v1/openapi.json', () => {
   it('matches real Responses answers and their stream events, by the operation of /v1/responses', async () => {
     const answer = await call('POST', '/v1/responses', { model: 'sandbox/echo', input: 'hello there' });
     expect(answer.status).toBe(200);
-    expectAnswerMatches('/v1/responses', 200, answer.body);
+    expectAnswerMatches('POST', '/v1/responses', 200, answer.body);
     expectMatches('Response', answer.body);
     const { cost: _cost, ...usageWithoutCost } = answer.body.usage;
     expect(
@@ -156,7 +203,7 @@ describe('GET /v1/openapi.json', () => {
     });
     expect(tools.status).toBe(200);
     expect(tools.body.output.some((item: any) => item.type === 'function_call')).toBe(true);
-    expectAnswerMatches('/v1/responses', 200, tools.body);
+    expectAnswerMatches('POST', '/v1/responses', 200, tools.body);
 
     const stream = await call('POST', '/v1/responses', {
       model: 'sandbox/lorem',
@@ -166,19 +213,19 @@ describe('GET /v1/openapi.json', () => {
     });
     const events = streamEvents(stream.text);
     expect(events.length).toBeGreaterThan(4);
-    for (const event of events) expectAnswerMatches('/v1/responses', 200, JSON.parse(event), true);
+    for (const event of events) expectAnswerMatches('POST', '/v1/responses', 200, JSON.parse(event), true);
     expect(JSON.parse(events.at(-1)!).response.usage.cost).toBeTypeOf('number');
 
     const failure = await call('POST', '/v1/responses', { model: 'sandbox/echo' });
     expect(failure.status).toBe(400);
-    expectAnswerMatches('/v1/responses', 400, failure.body);
+    expectAnswerMatches('POST', '/v1/responses', 400, failure.body);
   });
 
   it("matches real Messages answers, stream events, token counts and Anthropic's errors, by the operations of /v1/messages", async () => {
     const messages = [{ role: 'user', content: 'hello there' }];
     const answer = await call('POST', '/v1/messages', { model: 'sandbox/echo', max_tokens: 50, messages });
     expect(answer.status).toBe(200);
-    expectAnswerMatches('/v1/messages', 200, answer.body);
+    expectAnswerMatches('POST', '/v1/messages', 200, answer.body);
     expectMatches('AnthropicMessage', answer.body);
     expect(ajv.getSchema('openapi.json#/components/schemas/AnthropicMessage')!({ ...answer.body, usage: {} })).toBe(
       false,
@@ -192,7 +239,7 @@ describe('GET /v1/openapi.json', () => {
     });
     expect(tools.status).toBe(200);
     expect(tools.body.content.some((block: any) => block.type === 'tool_use')).toBe(true);
-    expectAnswerMatches('/v1/messages', 200, tools.body);
+    expectAnswerMatches('POST', '/v1/messages', 200, tools.body);
 
     const stream = await call('POST', '/v1/messages', {
       model: 'sandbox/lorem',
@@ -202,11 +249,11 @@ describe('GET /v1/openapi.json', () => {
     });
     const events = streamEvents(stream.text);
     expect(events.map((event) => JSON.parse(event).type)).toContain('message_delta');
-    for (const event of events) expectAnswerMatches('/v1/messages', 200, JSON.parse(event), true);
+    for (const event of events) expectAnswerMatches('POST', '/v1/messages', 200, JSON.parse(event), true);
 
     const count = await call('POST', '/v1/messages/count_tokens', { model: 'sandbox/echo', messages });
     expect(count.status).toBe(200);
-    expectAnswerMatches('/v1/messages/count_tokens', 200, count.body);
+    expectAnswerMatches('POST', '/v1/messages/count_tokens', 200, count.body);
 
     const missing = await call('POST', '/v1/messages', { model: 'sandbox/echo', messages });
     const unknown = await call('POST', '/v1/messages', { model: 'nope', max_tokens: 5, messages });
@@ -222,7 +269,7 @@ describe('GET /v1/openapi.json', () => {
       [keyless, 401],
     ] as const) {
       expect(failure.status, failure.text).toBe(status);
-      expectAnswerMatches('/v1/messages', status, failure.body);
+      expectAnswerMatches('POST', '/v1/messages', status, failure.body);
       expectMatches('AnthropicError', failure.body);
     }
     // The chat error envelope is not Anthropic's.
@@ -231,7 +278,7 @@ describe('GET /v1/openapi.json', () => {
     ).toBe(false);
   });
 
-  it('matches real webhook records and deliveries', async () => {
+  it('matches real webhook records, deliveries, test sends and deletions, by their operations', async () => {
     const created = await call('POST', '/v1/webhooks', {
       url: 'http://127.0.0.1:9/hook',
       secret: 's'.repeat(32),
@@ -239,22 +286,206 @@ describe('GET /v1/openapi.json', () => {
     });
     expect(created.status).toBe(201);
     expectMatches('Webhook', created.body);
-    const list = await call('GET', '/v1/webhooks');
-    for (const item of list.body.data) expectMatches('Webhook', item);
-    const test = await call('POST', `/v1/webhooks/${created.body.id}/test`, {});
-    expectMatches('WebhookDelivery', test.body.delivery);
-    const deliveries = await call('GET', `/v1/webhooks/${created.body.id}/deliveries`);
-    expect(deliveries.body.data.length).toBeGreaterThan(0);
-    for (const item of deliveries.body.data) expectMatches('WebhookDelivery', item);
+    expectAnswer('POST', '/v1/webhooks', 201, created);
+    const list = expectAnswer('GET', '/v1/webhooks', 200, await call('GET', '/v1/webhooks'));
+    for (const item of list.data) expectMatches('Webhook', item);
+    const test = expectAnswer(
+      'POST',
+      '/v1/webhooks/{id}/test',
+      200,
+      await call('POST', `/v1/webhooks/${created.body.id}/test`, {}),
+    );
+    expect(test).toMatchObject({ object: 'webhook_test', success: false, status: null });
+    expect(test.error).toBeTypeOf('string');
+    expectMatches('WebhookDelivery', test.delivery);
+    const deliveries = expectAnswer(
+      'GET',
+      '/v1/webhooks/{id}/deliveries',
+      200,
+      await call('GET', `/v1/webhooks/${created.body.id}/deliveries`),
+    );
+    expect(deliveries.data.length).toBeGreaterThan(0);
+    for (const item of deliveries.data) expectMatches('WebhookDelivery', item);
+
+    const deleted = expectAnswer(
+      'DELETE',
+      '/v1/webhooks/{id}',
+      200,
+      await call('DELETE', `/v1/webhooks/${created.body.id}`),
+    );
+    expect(deleted).toEqual({ id: created.body.id, object: 'webhook', deleted: true });
+    expectAnswer('DELETE', '/v1/webhooks/{id}', 404, await call('DELETE', `/v1/webhooks/${created.body.id}`));
+    // The schemas say what an answer must hold.
+    expect(answerSchema('POST', '/v1/webhooks/{id}/test', 200)({ ...test, success: 'no' })).toBe(false);
+    expect(answerSchema('DELETE', '/v1/webhooks/{id}', 200)({ ...deleted, deleted: false })).toBe(false);
   });
 
-  it("documents an account's purchases for the operator as pages of CreditPurchase", async () => {
-    const operation = doc.paths['/admin/accounts/{id}/purchases'].get;
-    expect(JSON.stringify(operation.responses['200'])).toContain('#/components/schemas/CreditPurchase');
-    expect(operation.parameters.map((p: any) => p.name)).toEqual(['id', 'limit', 'before']);
-    const listed = await gateway.admin('GET', `/admin/accounts/${accountId}/purchases`);
-    expect(listed.status).toBe(200);
-    expect(listed.body).toEqual({ object: 'list', data: [], has_more: false });
+  it('matches real admin answers by their operations: accounts, keys, credits, the ledger, purchases and refunds', async () => {
+    const created = expectAnswer(
+      'POST',
+      '/admin/accounts',
+      201,
+      await gateway.admin('POST', '/admin/accounts', { email: `openapi-${Date.now()}@example.com` }),
+    );
+    const id: string = created.id;
+    expect(created.api_key).toMatch(/^tg-live-/);
+    const page = expectAnswer('GET', '/admin/accounts', 200, await gateway.admin('GET', '/admin/accounts?limit=1000'));
+    expect(page.data.map((account: any) => account.id)).toContain(id);
+
+    const patched = expectAnswer(
+      'PATCH',
+      '/admin/accounts/{id}',
+      200,
+      await gateway.admin('PATCH', `/admin/accounts/${id}`, {
+        requests_per_minute: 100,
+        daily_limit: 'none',
+        low_balance_thresholds: [1, 2.5],
+        billing: { processor: 'invoice', monthly_ceiling: 100 },
+        auto_recharge: { enabled: true, threshold: 1, amount: 10 },
+      }),
+    );
+    expect(patched).toMatchObject({
+      overrides: { requests_per_minute: 100, daily_limit: 'none' },
+      billing: { processor: 'invoice', monthly_ceiling: 100 },
+      low_balance_thresholds: [1, 2.5],
+    });
+    const budget = expectAnswer(
+      'PATCH',
+      '/admin/accounts/{id}',
+      200,
+      await gateway.admin('PATCH', `/admin/accounts/${id}`, { daily_limit: 7, billing: null }),
+    );
+    expect(budget).toMatchObject({ overrides: { daily_limit: 7 }, limits: { daily_limit: 7 }, billing: null });
+
+    const key = expectAnswer(
+      'POST',
+      '/admin/accounts/{id}/keys',
+      201,
+      await gateway.admin('POST', `/admin/accounts/${id}/keys`, {
+        name: 'project',
+        permissions: 'project',
+        models: ['sandbox/echo'],
+        spend_limit: 5,
+      }),
+    );
+    expect(key.key).toMatch(/^tg-live-/);
+    expectAnswer('POST', '/admin/accounts/{id}/keys', 201, await gateway.admin('POST', `/admin/accounts/${id}/keys`));
+    const chat = await call(
+      'POST',
+      '/v1/chat/completions',
+      {
+        model: 'sandbox/echo',
+        messages: [{ role: 'user', content: 'hi' }],
+      },
+      key.key,
+    );
+    expect(chat.status).toBe(200);
+
+    const topUp = expectAnswer(
+      'POST',
+      '/admin/accounts/{id}/credits',
+      200,
+      await gateway.admin('POST', `/admin/accounts/${id}/credits`, { amount: 10, note: 'top-up' }),
+    );
+    expect(topUp).toMatchObject({ object: 'credit_adjustment', account_id: id, amount: 10 });
+    expectAnswer(
+      'POST',
+      '/admin/accounts/{id}/credits',
+      200,
+      await gateway.admin('POST', `/admin/accounts/${id}/credits`, { amount: -1 }),
+    );
+
+    const account = expectAnswer(
+      'GET',
+      '/admin/accounts/{id}',
+      200,
+      await gateway.admin('GET', `/admin/accounts/${id}`),
+    );
+    expect(account.keys).toHaveLength(3);
+    expect(account.keys.find((k: any) => k.id === key.id).last_used).toBeTypeOf('number');
+    const ledger = expectAnswer(
+      'GET',
+      '/admin/accounts/{id}/ledger',
+      200,
+      await gateway.admin('GET', `/admin/accounts/${id}/ledger`),
+    );
+    expect(ledger.data.map((entry: any) => entry.kind)).toEqual(
+      expect.arrayContaining(['grant', 'debit', 'topup', 'correction']),
+    );
+
+    // A purchase paid through Stripe (its event answered as documented), then refunded by the operator.
+    const purchase = await call('POST', '/v1/credits/purchases', { amount: 20 }, created.api_key);
+    expect(purchase.status).toBe(201);
+    const session = [...stripe.sessions.values()].find((s) => s.client_reference_id === purchase.body.id)!;
+    const paid = await stripe.deliver(gateway.url, stripe.event('checkout.session.completed', stripe.pay(session.id)));
+    expect(paid.status).toBe(200);
+    expectAnswerMatches('POST', '/webhooks/stripe', 200, paid.body);
+    const purchases = expectAnswer(
+      'GET',
+      '/admin/accounts/{id}/purchases',
+      200,
+      await gateway.admin('GET', `/admin/accounts/${id}/purchases`),
+    );
+    expect(purchases.data).toMatchObject([{ id: purchase.body.id, status: 'paid' }]);
+    const refund = expectAnswer(
+      'POST',
+      '/admin/accounts/{id}/purchases/{purchase}/refund',
+      200,
+      await gateway.admin('POST', `/admin/accounts/${id}/purchases/${purchase.body.id}/refund`, { amount: 5 }),
+    );
+    expect(refund).toMatchObject({ object: 'credit_refund', status: 'succeeded', amount_refunded: 5, debited: 5 });
+
+    const revoked = expectAnswer(
+      'DELETE',
+      '/admin/keys/{id}',
+      200,
+      await gateway.admin('DELETE', `/admin/keys/${key.id}`),
+    );
+    expect(revoked).toMatchObject({ id: key.id, revoked: true });
+    expect(revoked.revoked_at).toBeTypeOf('number');
+    expect(revoked).not.toHaveProperty('key');
+
+    expectAnswer('GET', '/admin/accounts/{id}', 404, await gateway.admin('GET', '/admin/accounts/acct_missing'));
+    expectAnswer('GET', '/admin/accounts', 400, await gateway.admin('GET', '/admin/accounts?limit=0'));
+    // The schemas say what an answer must hold.
+    const { balance: _balance, ...withoutBalance } = account;
+    expect(answerSchema('GET', '/admin/accounts/{id}', 200)(withoutBalance)).toBe(false);
+    expect(answerSchema('GET', '/admin/accounts/{id}', 200)({ ...account, keys: [{ ...key, revoked: 'no' }] })).toBe(
+      false,
+    );
+    expect(answerSchema('POST', '/admin/accounts/{id}/keys', 201)({ ...key, key: undefined })).toBe(false);
+    expect(answerSchema('GET', '/admin/accounts/{id}/ledger', 200)({ ...ledger, data: [{ kind: 'gift' }] })).toBe(
+      false,
+    );
+  });
+
+  it('matches the answers of /health, /ready and the document itself', async () => {
+    expect(expectAnswer('GET', '/health', 200, await call('GET', '/health', undefined, undefined))).toEqual({
+      status: 'ok',
+    });
+    expect(expectAnswer('GET', '/ready', 200, await call('GET', '/ready', undefined, undefined))).toEqual({
+      status: 'ready',
+      database: 'sqlite',
+    });
+    expectAnswerMatches('GET', '/v1/openapi.json', 200, doc);
+    const check = answerSchema('GET', '/v1/openapi.json', 200);
+    expect(check({ ...doc, openapi: '3.0.3' })).toBe(false);
+    expect(check({ openapi: '3.1.0', info: { title: 'x' }, paths: {} })).toBe(false);
+    expect(answerSchema('GET', '/ready', 200)({ status: 'ready' })).toBe(false);
+  });
+
+  it('describes every success answer by a real schema, never a bare object', () => {
+    for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, any>>))
+      for (const [method, operation] of Object.entries(methods))
+        for (const [status, response] of Object.entries(operation.responses as Record<string, any>)) {
+          if (!status.startsWith('2')) continue;
+          for (const [type, content] of Object.entries(response.content as Record<string, { schema: any }>)) {
+            const where = `${method.toUpperCase()} ${path} ${status} ${type}`;
+            const schema = content.schema;
+            if (type === 'application/json') expect(schema.$ref ?? schema.properties, where).toBeDefined();
+            else expect(schema.type, where).toBe('string');
+          }
+        }
   });
 
   it('names only routes that exist', async () => {
@@ -316,17 +547,17 @@ describe("GET /v1/openapi.json describes Anthropic's own answers, passed through
       tools: [{ name: 'read_file', input_schema: { type: 'object', properties: { path: { type: 'string' } } } }],
     });
     expect(answer.status, answer.text).toBe(200);
-    expectAnswerMatches('/v1/messages', 200, answer.body);
+    expectAnswerMatches('POST', '/v1/messages', 200, answer.body);
     const stream = await send({ ...body, stream: true });
     expect(stream.status).toBe(200);
     const events = streamEvents(stream.text).map((event) => JSON.parse(event));
     expect(events.map((event) => event.type)).toContain('content_block_delta');
-    for (const event of events) expectAnswerMatches('/v1/messages', 200, event, true);
+    for (const event of events) expectAnswerMatches('POST', '/v1/messages', 200, event, true);
 
     native.anthropic.setBehavior({ kind: 'error', status: 400, message: 'max_tokens: too large' });
     const failure = await send(body);
     native.anthropic.setBehavior({ kind: 'ok' });
     expect(failure.status).toBe(400);
-    expectAnswerMatches('/v1/messages', 400, failure.body);
+    expectAnswerMatches('POST', '/v1/messages', 400, failure.body);
   });
 });
