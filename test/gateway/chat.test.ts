@@ -1,42 +1,26 @@
 /** The chat request path on fake dependencies: admission, routing's answer, settlement, events, idempotency. */
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../../src/errors/index.js';
-import { admit, createChatCompletion, type Answer, type RequestInput } from '../../src/gateway/index.js';
+import { admit, createChatCompletion, type RequestInput } from '../../src/gateway/index.js';
 import { UpstreamError } from '../../src/providers/index.js';
-import { DONE, type ChatCompletion, type StreamEvent } from '../../src/wire/index.js';
-import { API_KEY, MODEL, account, chunk, completion, fakeDeps, model, recorded, streamOf } from './fakes.js';
+import { DONE, type ChatCompletion } from '../../src/wire/index.js';
+import {
+  API_KEY,
+  MODEL,
+  account,
+  chunk,
+  completion,
+  fakeDeps,
+  model,
+  recorded,
+  streamOf,
+  inputOf,
+  refusal,
+  drain,
+} from './fakes.js';
 
-function input(
-  body: Record<string, unknown> = {},
-  extra: Partial<RequestInput> = {},
-): RequestInput & { lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  return {
-    authorization: API_KEY,
-    body: { model: MODEL, messages: [{ role: 'user', content: 'Hi' }], ...body },
-    requestId: 'req_1',
-    signal: new AbortController().signal,
-    log: (fields) => void lines.push(fields),
-    lines,
-    ...extra,
-  };
-}
-
-async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
-  const error = await promise.then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  expect(error).toBeInstanceOf(GatewayError);
-  return error as GatewayError;
-}
-
-async function drain(result: Answer<ChatCompletion>): Promise<StreamEvent[]> {
-  if (result.kind !== 'stream') throw new Error('expected a stream');
-  const events: StreamEvent[] = [];
-  for await (const event of result.events) events.push(event);
-  return events;
-}
+const input = (body: Record<string, unknown> = {}, extra: Partial<RequestInput> = {}) =>
+  inputOf({ model: MODEL, messages: [{ role: 'user', content: 'Hi' }] }, body, extra);
 
 describe('chat admission', () => {
   it('refuses a request without a valid key at 401 before reading the body', async () => {

@@ -1,24 +1,15 @@
 /** POST /v1/completions on fake dependencies: text completions through completeText and streamText. */
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../src/errors/index.js';
-import { createCompletion, type Answer, type RequestInput } from '../../src/gateway/index.js';
+import { createCompletion, type RequestInput } from '../../src/gateway/index.js';
 import { UpstreamError } from '../../src/providers/index.js';
 import { countTextTokens } from '../../src/tokens/index.js';
-import { DONE, type StreamEvent, type UpstreamTextCompletion } from '../../src/wire/index.js';
-import { API_KEY, fakeDeps, streamOf, type Setup } from './fakes.js';
+import { DONE, type UpstreamTextCompletion } from '../../src/wire/index.js';
+import { fakeDeps, streamOf, type Setup, inputOf, refusal, drain } from './fakes.js';
 
 const ECHO = 'sandbox/echo';
 
-function input(body: Record<string, unknown> = {}, extra: Partial<RequestInput> = {}): RequestInput {
-  return {
-    authorization: API_KEY,
-    body: { model: ECHO, prompt: 'Say this', ...body },
-    requestId: 'req_1',
-    signal: new AbortController().signal,
-    log: () => undefined,
-    ...extra,
-  };
-}
+const input = (body: Record<string, unknown> = {}, extra: Partial<RequestInput> = {}) =>
+  inputOf({ model: ECHO, prompt: 'Say this' }, body, extra);
 
 function textCompletion(
   text: string,
@@ -33,22 +24,6 @@ function textCompletion(
     choices: [{ index, text, logprobs: null, finish_reason: null }],
     ...(usage ? { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } } : {}),
   };
-}
-
-async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
-  const error = await promise.then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  expect(error).toBeInstanceOf(GatewayError);
-  return error as GatewayError;
-}
-
-async function drain<B>(result: Answer<B>): Promise<StreamEvent[]> {
-  if (result.kind !== 'stream') throw new Error('expected a stream');
-  const events: StreamEvent[] = [];
-  for await (const event of result.events) events.push(event);
-  return events;
 }
 
 /** A deployment that serves text completions (both methods, or it serves none). */

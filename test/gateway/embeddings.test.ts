@@ -1,32 +1,14 @@
 /** POST /v1/embeddings on fake dependencies: the vectors, their encoding, and the bill. */
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../src/errors/index.js';
 import { createEmbeddings, type RequestInput } from '../../src/gateway/index.js';
 import { UpstreamError, type UpstreamEmbeddings } from '../../src/providers/index.js';
 import { countTextTokens } from '../../src/tokens/index.js';
-import { API_KEY, fakeDeps, type Setup } from './fakes.js';
+import { fakeDeps, type Setup, inputOf, refusal } from './fakes.js';
 
 const EMBED = 'text-embedding-3-small';
 
-function input(body: Record<string, unknown> = {}, extra: Partial<RequestInput> = {}): RequestInput {
-  return {
-    authorization: API_KEY,
-    body: { model: EMBED, input: ['first text', 'second text'], ...body },
-    requestId: 'req_1',
-    signal: new AbortController().signal,
-    log: () => undefined,
-    ...extra,
-  };
-}
-
-async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
-  const error = await promise.then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  expect(error).toBeInstanceOf(GatewayError);
-  return error as GatewayError;
-}
+const input = (body: Record<string, unknown> = {}, extra: Partial<RequestInput> = {}) =>
+  inputOf({ model: EMBED, input: ['first text', 'second text'] }, body, extra);
 
 function embedder(answer: UpstreamEmbeddings | Error, setup: Omit<Setup, 'provider'> = {}) {
   return fakeDeps({

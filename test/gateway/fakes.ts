@@ -1,11 +1,11 @@
 /** Fake dependencies of the request path: in memory, no network, no database; each records what it was asked. */
-import { vi } from 'vitest';
+import { expect, vi } from 'vitest';
 import type { Settlement } from '../../src/billing/index.js';
 import { Catalog, type CatalogModel } from '../../src/catalog/index.js';
 import { loadConfig } from '../../src/config/index.js';
 import { GatewayError } from '../../src/errors/index.js';
 import type { GatewayEvent } from '../../src/events/index.js';
-import { Idempotency, type GatewayDeps } from '../../src/gateway/index.js';
+import { Idempotency, type Answer, type GatewayDeps, type RequestInput } from '../../src/gateway/index.js';
 import type { RateDecision } from '../../src/limits/index.js';
 import type { UpstreamCompletion, UpstreamChunk, Provider } from '../../src/providers/index.js';
 import {
@@ -17,6 +17,8 @@ import {
   type Way,
 } from '../../src/routing/index.js';
 import type { IdempotencyRecord, IdempotencyStore, KeyRecord, NewClaim } from '../../src/storage/index.js';
+
+import type { StreamEvent } from '../../src/wire/index.js';
 
 export const API_KEY = 'Bearer tg_good';
 export const MODEL = 'gpt-6-luna';
@@ -260,3 +262,39 @@ function memoryIdempotencyStore(): IdempotencyStore {
 
 /** The request's record (metrics, log) is written in the next check phase. */
 export const recorded = () => new Promise((resolve) => setImmediate(resolve));
+
+/** A request's input on the fake key: `body` over the endpoint's defaults; its access-log lines kept in `lines`. */
+export function inputOf(
+  defaults: Record<string, unknown>,
+  body: Record<string, unknown> = {},
+  extra: Partial<RequestInput> = {},
+): RequestInput & { lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  return {
+    authorization: API_KEY,
+    body: { ...defaults, ...body },
+    requestId: 'req_1',
+    signal: new AbortController().signal,
+    log: (fields) => void lines.push(fields),
+    lines,
+    ...extra,
+  };
+}
+
+/** The GatewayError a request path threw. */
+export async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
+  const error = await promise.then(
+    () => undefined,
+    (thrown: unknown) => thrown,
+  );
+  expect(error).toBeInstanceOf(GatewayError);
+  return error as GatewayError;
+}
+
+/** A streamed answer's events, read to the end. */
+export async function drain<B>(result: Answer<B>): Promise<StreamEvent[]> {
+  if (result.kind !== 'stream') throw new Error('expected a stream');
+  const events: StreamEvent[] = [];
+  for await (const event of result.events) events.push(event);
+  return events;
+}

@@ -1,32 +1,14 @@
 /** POST /v1/messages on fake dependencies: translated through chat, or passed through to a native provider. */
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../src/errors/index.js';
 import { authorizationOf, createMessage, type Answer, type RequestInput } from '../../src/gateway/index.js';
 import { UpstreamError, type MessagesEvent } from '../../src/providers/index.js';
 import type { StreamEvent, UpstreamAnthropicMessage } from '../../src/wire/index.js';
-import { API_KEY, chunk, completion, fakeDeps, model, streamOf, type Setup } from './fakes.js';
+import { API_KEY, chunk, completion, fakeDeps, model, streamOf, type Setup, inputOf, refusal } from './fakes.js';
 
 const CLAUDE = 'claude-haiku-5-5';
 
-function input(body: Record<string, unknown> = {}, extra: Partial<RequestInput> = {}): RequestInput {
-  return {
-    authorization: API_KEY,
-    body: { model: CLAUDE, max_tokens: 200, messages: [{ role: 'user', content: 'Hi' }], ...body },
-    requestId: 'req_1',
-    signal: new AbortController().signal,
-    log: () => undefined,
-    ...extra,
-  };
-}
-
-async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
-  const error = await promise.then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  expect(error).toBeInstanceOf(GatewayError);
-  return error as GatewayError;
-}
+const input = (body: Record<string, unknown> = {}, extra: Partial<RequestInput> = {}) =>
+  inputOf({ model: CLAUDE, max_tokens: 200, messages: [{ role: 'user', content: 'Hi' }] }, body, extra);
 
 /** Every event of a stream, with how many settlements had been made when each was handed out. */
 async function drain<B>(result: Answer<B>, settled: unknown[]) {

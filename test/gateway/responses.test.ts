@@ -1,22 +1,13 @@
 /** POST /v1/responses on fake dependencies: translated through chat, or passed through to OpenAI natively. */
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../../src/errors/index.js';
-import { createResponse, type RequestInput, type ResponseResult } from '../../src/gateway/index.js';
+import { createResponse, type RequestInput } from '../../src/gateway/index.js';
 import { UpstreamError } from '../../src/providers/index.js';
 import type { NewResponse, ResponseStore, StoredResponse } from '../../src/storage/index.js';
 import type { StreamEvent, UpstreamResponse, UpstreamResponseEvent } from '../../src/wire/index.js';
-import { API_KEY, MODEL, account, chunk, completion, fakeDeps, streamOf, type Setup } from './fakes.js';
+import { MODEL, account, chunk, completion, fakeDeps, streamOf, type Setup, inputOf, refusal, drain } from './fakes.js';
 
-function input(body: Record<string, unknown> = {}, extra: Partial<RequestInput> = {}): RequestInput {
-  return {
-    authorization: API_KEY,
-    body: { model: MODEL, input: 'Hi', ...body },
-    requestId: 'req_1',
-    signal: new AbortController().signal,
-    log: () => undefined,
-    ...extra,
-  };
-}
+const input = (body: Record<string, unknown> = {}, extra: Partial<RequestInput> = {}) =>
+  inputOf({ model: MODEL, input: 'Hi' }, body, extra);
 
 /** The response ids in memory, bound to their account as the real store binds them. */
 function memoryStore(...existing: NewResponse[]) {
@@ -33,22 +24,6 @@ function memoryStore(...existing: NewResponse[]) {
     },
   };
   return { store: store as unknown as ResponseStore, recorded };
-}
-
-async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
-  const error = await promise.then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  expect(error).toBeInstanceOf(GatewayError);
-  return error as GatewayError;
-}
-
-async function drain(result: ResponseResult): Promise<StreamEvent[]> {
-  if (result.kind !== 'stream') throw new Error('expected a stream');
-  const events: StreamEvent[] = [];
-  for await (const event of result.events) events.push(event);
-  return events;
 }
 
 const dataOf = (event: StreamEvent | undefined) => event?.data as Record<string, unknown>;
