@@ -156,7 +156,7 @@ export class Wallet {
   }
 
   /** Called by a Reservation exactly once. */
-  async finish(reservation: Reservation, settle: SettleRequest | null): Promise<Settlement> {
+  async closeReservation(reservation: Reservation, settle: SettleRequest | null): Promise<Settlement> {
     const { hold } = reservation;
     const { account, key } = hold;
     this.openReservations--;
@@ -316,14 +316,14 @@ export class Reservation {
   settle(request: SettleRequest): Promise<Settlement> {
     if (this.done) throw new GatewayError('internal_error', { message: 'reservation settled twice' });
     this.done = true;
-    return this.wallet.finish(this, request);
+    return this.wallet.closeReservation(this, request);
   }
 
   /** Gives the hold back without charging (the request failed before any output). */
   release(): void {
     if (this.done) return;
     this.done = true;
-    void this.wallet.finish(this, null);
+    void this.wallet.closeReservation(this, null);
   }
 
   get settled(): boolean {

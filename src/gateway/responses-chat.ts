@@ -63,7 +63,7 @@ async function* translated(
   let usage: UpstreamUsage | undefined;
   for await (const { data } of relayed) {
     if (data === DONE.data) {
-      const events = translator.finish(usage);
+      const events = translator.end(usage);
       await remember(translator.id);
       for (const event of events) yield sseOf(event);
     } else if (isErrorEnvelope(data)) {

@@ -203,7 +203,7 @@ describe('ChatStreamTranslator', () => {
       ),
       ...translator.chunk(chunk({ tool_calls: [{ index: 0, function: { arguments: '{"a":' } }] })),
       ...translator.chunk(chunk({ tool_calls: [{ index: 0, function: { arguments: '1}' } }] }, 'tool_calls')),
-      ...translator.finish({ prompt_tokens: 5, completion_tokens: 3, total_tokens: 8, cost: 0.1 }),
+      ...translator.end({ prompt_tokens: 5, completion_tokens: 3, total_tokens: 8, cost: 0.1 }),
     ];
     expect(events.map((e) => e.type)).toEqual([
       'response.created',
@@ -393,7 +393,7 @@ describe("Codex's requests (additional_tools, namespaces, custom tools)", () => 
       ...translator.chunk(call('', 'exec')),
       ...translator.chunk(call('{"input":"text(')),
       ...translator.chunk(call('\\"hello\\")"}')),
-      ...translator.finish({ prompt_tokens: 5, completion_tokens: 3, total_tokens: 8, cost: 0 }),
+      ...translator.end({ prompt_tokens: 5, completion_tokens: 3, total_tokens: 8, cost: 0 }),
     ];
     expect(events.map((e) => e.type)).toEqual([
       'response.created',

@@ -96,7 +96,7 @@ export class ChatStreamTranslator {
   }
 
   /** The end of the answer, with its billed usage: the open item closed, then the Response complete. */
-  finish(usage: UpstreamUsage | null | undefined): ResponseEvent[] {
+  end(usage: UpstreamUsage | null | undefined): ResponseEvent[] {
     const events: ResponseEvent[] = [];
     this.close(events);
     const response = finished(this.shell, this.output, this.finishReason, usage);
