@@ -4,7 +4,9 @@
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { ValueErrorType } from '@sinclair/typebox/errors';
 import { invalidRequest } from '../errors/index.js';
+import { validationError } from '../errors/validation.js';
 import type { RetryConfig, WebhookEventSpec } from '../storage/index.js';
 import { DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, expandType } from './types.js';
 
@@ -129,20 +131,15 @@ function parseUrl(text: string): URL {
 
 function parse<T extends TSchema>(schema: T, body: unknown): Static<T> {
   if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw invalidRequest('The request body must be a JSON object');
+    throw validationError({ pointer: '', kind: 'invalid' });
   if (Value.Check(schema, body)) return body;
   const first = Value.Errors(schema, body).First();
-  const param = toParam(first?.path ?? '');
-  if (first?.value === undefined) throw invalidRequest(`Missing required field '${param}'`, param);
-  if (first.message === 'Unexpected property') throw invalidRequest(`Unknown field '${param}'`, param);
-  throw invalidRequest(`Invalid field '${param}': ${first.message}`, param);
-}
-
-/** `/events/0/type` -> `events[0].type` */
-function toParam(pointer: string): string {
-  return pointer
-    .split('/')
-    .filter(Boolean)
-    .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
-    .reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path ? `${path}.${part}` : part), '');
+  if (!first) throw validationError({ pointer: '', kind: 'invalid' });
+  const kind =
+    first.value === undefined
+      ? 'missing'
+      : first.type === ValueErrorType.ObjectAdditionalProperties
+        ? 'unknown'
+        : 'invalid';
+  throw validationError({ pointer: first.path, kind, schema: first.schema });
 }

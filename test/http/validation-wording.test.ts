@@ -43,6 +43,10 @@ interface Row {
 }
 
 const CHAT = '/v1/chat/completions';
+/** The webhooks API validates with its own TypeBox schemas (webhooks/validation.ts). */
+const WEBHOOKS = '/v1/webhooks';
+const SECRET = 'a'.repeat(32);
+const EVENT = '{"type":"llm.completion"}';
 const hi = '[{"role":"user","content":"hi"}]';
 
 const ROWS: Row[] = [
@@ -56,6 +60,7 @@ const ROWS: Row[] = [
   { fault: 'missing', route: '/v1/completions', body: '{"model":"sandbox/echo"}', param: 'prompt' },
   { fault: 'missing', route: '/v1/responses', body: '{"model":"sandbox/echo"}', param: 'input' },
   { fault: 'missing', route: '/admin/accounts', body: '{}', param: 'email' },
+  { fault: 'missing', route: WEBHOOKS, body: `{"secret":"${SECRET}","events":[${EVENT}]}`, param: 'url' },
   // A field of the wrong type.
   { fault: 'wrong type', route: CHAT, body: `{"model":5,"messages":${hi}}`, param: 'model' },
   { fault: 'wrong type', route: '/v1/embeddings', body: '{"model":5,"input":"hi"}', param: 'model' },
@@ -64,8 +69,9 @@ const ROWS: Row[] = [
   { fault: 'wrong type', route: '/admin/accounts', body: '{"email":5}', param: 'email' },
   { fault: 'wrong type', route: CHAT, body: '{"model":"sandbox/echo","messages":"hi"}', param: 'messages' },
   { fault: 'wrong type', route: '/admin/accounts', body: '{"email":"a@example.com","plan":5}', param: 'plan' },
+  { fault: 'wrong type', route: WEBHOOKS, body: `{"url":5,"secret":"${SECRET}","events":[${EVENT}]}`, param: 'url' },
   // The body is not an object.
-  ...[CHAT, '/v1/embeddings', '/v1/completions', '/v1/responses', '/admin/accounts'].flatMap((route) => [
+  ...[CHAT, '/v1/embeddings', '/v1/completions', '/v1/responses', '/admin/accounts', WEBHOOKS].flatMap((route) => [
     { fault: 'not an object' as const, route, body: '[]', param: null },
     { fault: 'not an object' as const, route, body: '"x"', param: null },
   ]),
@@ -105,6 +111,12 @@ const ROWS: Row[] = [
     route: '/admin/accounts',
     body: '{"email":"a@example.com","plann":"free"}',
     param: 'plann',
+  },
+  {
+    fault: 'unknown field',
+    route: WEBHOOKS,
+    body: `{"url":"https://example.com/hook","secret":"${SECRET}","events":[${EVENT}],"retries":3}`,
+    param: 'retries',
   },
 ];
 
