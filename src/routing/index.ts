@@ -101,19 +101,6 @@ export class Router {
     });
   }
 
-  complete(route: Route, call: ProviderCall): Promise<Routed<UpstreamCompletion>> {
-    return this.run(route, call, chatWay(call.body));
-  }
-
-  /** Opens the stream and waits for its first chunk with substance (see openStream); after that nothing is retried. */
-  stream(route: Route, call: ProviderCall): Promise<Routed<StreamStart>> {
-    return this.run(route, call, chatStreamWay(call.body));
-  }
-
-  embed(route: Route, call: EmbeddingCall): Promise<Routed<UpstreamEmbeddings>> {
-    return this.run(route, call, embeddingsWay(call.body));
-  }
-
   async close(): Promise<void> {
     this.fleet.close();
     await this.providers.close();

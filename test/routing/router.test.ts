@@ -4,9 +4,13 @@ import { Catalog } from '../../src/catalog/index.js';
 import { loadConfig, type RoutingConfig } from '../../src/config/index.js';
 import { UpstreamError, type ProviderCall } from '../../src/providers/index.js';
 import { backoffMs } from '../../src/routing/attempts.js';
-import { Breaker, Router, verdict, type Routed } from '../../src/routing/index.js';
+import { Breaker, Router, chatStreamWay, chatWay, verdict, type Route, type Routed } from '../../src/routing/index.js';
 import { startMockAnthropic, type MockAnthropic } from '../support/mock-anthropic.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
+
+/** A chat call through the router, as the gateway makes one: for the whole answer, or as a stream. */
+const complete = (router: Router, route: Route, c: ProviderCall) => router.run(route, c, chatWay(c.body));
+const stream = (router: Router, route: Route, c: ProviderCall) => router.run(route, c, chatStreamWay(c.body));
 
 describe('Breaker', () => {
   it('opens after the threshold, is half-open after the cool-down, reopens on one more fault, closes on success', () => {
@@ -103,7 +107,7 @@ describe('Router against a local Anthropic server', () => {
     const before = mock.requests.length;
     mock.enqueue({ kind: 'error', status: 529 });
     const route = router.route(model, 'live');
-    const routed = await router.complete(route, call());
+    const routed = await complete(router, route, call());
     expect(answerOf(routed).choices[0]!.message.content).toBeTruthy();
     expect(routed.providerId).toBe('anthropic');
     expect(mock.requests.length - before).toBe(2);
@@ -116,7 +120,7 @@ describe('Router against a local Anthropic server', () => {
     const before = mock.requests.length;
     const controller = new AbortController();
     const started = Date.now();
-    const pending = router.complete(router.route(model, 'live'), call(controller.signal));
+    const pending = complete(router, router.route(model, 'live'), call(controller.signal));
     setTimeout(() => controller.abort(), 50);
     expect((await pending).ok).toBe(false);
     expect(Date.now() - started).toBeLessThan(250);
@@ -126,7 +130,7 @@ describe('Router against a local Anthropic server', () => {
   it('test keys go to the sandbox whatever the model', async () => {
     const route = router.route(catalog.resolve('claude-haiku-5-5'), 'test');
     expect(route.providerId).toBe('sandbox');
-    const routed = await router.complete(route, call());
+    const routed = await complete(router, route, call());
     expect(routed.providerId).toBe('sandbox');
     expect(answerOf(routed).choices[0]!.message.content).toBe('Hi');
   });
@@ -172,8 +176,8 @@ describe('errors of our own making are not provider failures', () => {
       for (const streaming of [false, true]) {
         const unbuildable = call(undefined, { extra: extra() });
         const attempt = streaming
-          ? router.stream(router.route(model, 'live'), unbuildable)
-          : router.complete(router.route(model, 'live'), unbuildable);
+          ? stream(router, router.route(model, 'live'), unbuildable)
+          : complete(router, router.route(model, 'live'), unbuildable);
         const routed = await attempt;
         expect(routed.ok).toBe(false);
         expect(!routed.ok && routed.error).toBeInstanceOf(Error);
@@ -181,7 +185,7 @@ describe('errors of our own making are not provider failures', () => {
       }
       expect(mock.requests.length).toBe(before);
       expect(catalog.resolve('gpt-6-luna').active).toBe(true);
-      const routed = await router.complete(router.route(model, 'live'), call());
+      const routed = await complete(router, router.route(model, 'live'), call());
       expect(answerOf(routed).choices[0]!.message.content).toBeTruthy();
     },
   );
@@ -197,11 +201,11 @@ describe('errors of our own making are not provider failures', () => {
     });
     const signal = given.signal;
     mock.enqueue({ kind: 'ok' }, { kind: 'error', status: 400, message: 'bad field' });
-    const answered = await router.complete(route, given);
+    const answered = await complete(router, route, given);
     expect(answered.ok).toBe(true);
     expect(mock.requests.at(-1)!.body).not.toHaveProperty('models');
     expect(mock.requests.at(-1)!.body).not.toHaveProperty('timeout_ms');
-    const failed = await router.complete(route, given);
+    const failed = await complete(router, route, given);
     expect(failed.ok).toBe(false);
     expect([failed.model.id, failed.providerId]).toEqual(['gpt-6-luna', 'openai']);
     expect(!failed.ok && failed.error).toBeInstanceOf(UpstreamError);
