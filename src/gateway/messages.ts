@@ -79,7 +79,7 @@ export async function createMessage(input: RequestInput, deps: GatewayDeps): Pro
         return { kind: 'stream', headers, events: asMessagesEvents(answer.events, writer) };
       }
       headers['x-tollgate-cost'] = usdString(answer.chargedNano);
-      return { kind: 'json', headers, body: { ...messageFromCompletion(id, answer.body) } };
+      return { kind: 'json', headers, body: messageFromCompletion(id, answer.body) };
     },
     MESSAGES_PROTOCOL,
   );
