@@ -19,6 +19,7 @@ export type {
   ModelConfig,
   PlanConfig,
   Capabilities,
+  PricingConfig,
   ProviderSettings,
   DeploymentConfig,
   RoutingConfig,
@@ -254,11 +255,7 @@ function checkConsistency(config: Config): void {
         );
       }
     });
-    for (const side of PRICE_SIDES) {
-      if (!isExactUsd(model.pricing[side])) {
-        throw new ConfigError(`Invalid configuration: ${where}.pricing.${side}: more than 9 decimals`);
-      }
-    }
+    checkPricing(model.pricing, `${where}.pricing`);
     if (model.max_tokens > model.context_length) {
       throw new ConfigError(`Invalid configuration: ${where}.max_tokens: larger than context_length`);
     }
@@ -291,7 +288,16 @@ function checkConsistency(config: Config): void {
   });
 }
 
-const PRICE_SIDES: ReadonlyArray<'prompt' | 'completion'> = ['prompt', 'completion'];
+/** Every price of a model's pricing is exact to the nano-USD, and every change's date is a real one. */
+function checkPricing(value: unknown, where: string): void {
+  if (typeof value === 'number' && !where.endsWith('.above_prompt_tokens') && !isExactUsd(value))
+    throw new ConfigError(`Invalid configuration: ${where}: more than 9 decimals`);
+  if (typeof value === 'string' && where.endsWith('.effective_from') && Number.isNaN(Date.parse(value)))
+    throw new ConfigError(`Invalid configuration: ${where}: not a date`);
+  if (Array.isArray(value)) value.forEach((item, i) => checkPricing(item, `${where}[${i}]`));
+  else if (typeof value === 'object' && value !== null)
+    for (const [key, item] of Object.entries(value)) checkPricing(item, `${where}.${key}`);
+}
 
 /** The wire format a provider speaks: its own for known providers, else the configured `api` (default OpenAI's). */
 function apiOf(config: Config, id: string): ProviderApi | 'sandbox' {

@@ -26,6 +26,63 @@ export const DeploymentSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** Token prices: USD per 1,000 tokens of each kind. Absent kinds cost what `prompt` (inputs) or `completion` costs. */
+const tokenPrices = {
+  prompt: Type.Optional(UsdAmount),
+  completion: Type.Optional(UsdAmount),
+  input_cache_read: Type.Optional(UsdAmount),
+  input_cache_write: Type.Optional(UsdAmount),
+  input_cache_write_1h: Type.Optional(UsdAmount),
+  internal_reasoning: Type.Optional(UsdAmount),
+};
+/** Fees: USD per request, per input image, per server-side web search call. */
+const fees = {
+  request: Type.Optional(UsdAmount),
+  image: Type.Optional(UsdAmount),
+  web_search: Type.Optional(UsdAmount),
+};
+/** A UTC date (`2027-01-01`) or date-time (`2027-01-01T00:00:00Z`). */
+const UtcDateTime = Type.String({
+  pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]+)?)?Z)?$',
+});
+const HHMM = Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$' });
+
+/** A long-context tier: a request whose prompt is above `above_prompt_tokens` pays these prices on every token. */
+export const PriceTierSchema = Type.Object(
+  { above_prompt_tokens: Type.Integer({ minimum: 0 }), ...tokenPrices },
+  { additionalProperties: false },
+);
+
+/** Prices that differ from the base under some condition; the fields named replace the base's. */
+const overrides = {
+  ...tokenPrices,
+  ...fees,
+  tiers: Type.Optional(Type.Array(PriceTierSchema)),
+};
+const ServiceTierPricesSchema = Type.Object(overrides, { additionalProperties: false });
+
+export const PricingSchema = Type.Object(
+  {
+    ...overrides,
+    prompt: UsdAmount,
+    completion: UsdAmount,
+    /** Prices per service tier the provider sells (`priority`, `flex`; Anthropic's `fast`); an unlisted tier is refused. */
+    service_tiers: Type.Optional(Type.Record(Type.String({ minLength: 1 }), ServiceTierPricesSchema)),
+    /** Known price changes: from `effective_from` (UTC) on, the fields named replace the base's. */
+    changes: Type.Optional(
+      Type.Array(Type.Object({ effective_from: UtcDateTime, ...overrides }, { additionalProperties: false })),
+    ),
+    /** Daily windows (UTC, `from` inclusive, `to` exclusive, may wrap midnight) with their own prices: off-peak hours. */
+    daily: Type.Optional(
+      Type.Array(
+        Type.Object({ from_utc: HHMM, to_utc: HHMM, ...tokenPrices, ...fees }, { additionalProperties: false }),
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type PricingConfig = Static<typeof PricingSchema>;
+
 export const ModelSchema = Type.Object(
   {
     id: Type.String({ minLength: 1 }),
@@ -33,8 +90,7 @@ export const ModelSchema = Type.Object(
     provider: Type.String({ minLength: 1 }),
     upstream_model: Type.Optional(Type.String({ minLength: 1 })),
     name: Type.Optional(Type.String()),
-    /** USD per 1,000 tokens. */
-    pricing: Type.Object({ prompt: UsdAmount, completion: UsdAmount }, { additionalProperties: false }),
+    pricing: PricingSchema,
     context_length: PositiveInt,
     /** Completion tokens at most; 0 for a model that generates nothing (embeddings). */
     max_tokens: Type.Integer({ minimum: 0 }),
