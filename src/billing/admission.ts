@@ -11,8 +11,14 @@ export const NEGATIVE_BALANCE =
   'The balance is below zero because a payment was refunded or disputed. Add credits to continue.';
 
 export interface AdmissionInput {
+  /** The dearest rates that can apply to this request, per prompt and per completion token. */
   price: Price;
+  /** Per-request and per-call fees the request may incur at most. */
+  feesNano: Nano;
+  /** tollgate's count of the prompt: what the context length is checked against. */
   promptTokens: number;
+  /** The most prompt tokens the provider may bill (stored context, URLs and files included): what is held. */
+  promptCeiling: number;
   /** max_tokens / max_completion_tokens of the request, if any; 0 when nothing is generated (embeddings). */
   requestedMaxTokens: number | undefined;
   /** `n`: every choice may use the whole completion bound. */
@@ -37,7 +43,8 @@ export interface Admission {
 }
 
 export function admit(input: AdmissionInput): Admission {
-  const { promptTokens, requestedMaxTokens, modelMaxTokens, contextLength, price } = input;
+  const { promptTokens, requestedMaxTokens, modelMaxTokens, contextLength, price, feesNano } = input;
+  const held = Math.min(Math.max(input.promptCeiling, promptTokens), contextLength);
   if (requestedMaxTokens !== undefined && requestedMaxTokens > modelMaxTokens) {
     throw new GatewayError('invalid_request', {
       message: `max_tokens is too large: ${requestedMaxTokens}. This model supports at most ${modelMaxTokens} completion tokens.`,
@@ -74,14 +81,14 @@ export function admit(input: AdmissionInput): Admission {
     if (budget === null) continue;
     // No completion (embeddings): the input's price is the whole cost.
     if (worst === 0) {
-      if (costOf(price, promptTokens, 0) > budget) throw error();
+      if (costOf(price, held, 0) + feesNano > budget) throw error();
       continue;
     }
-    const tokens = Math.floor(affordableCompletionTokens(price, promptTokens, budget) / input.choices);
+    const tokens = Math.floor(affordableCompletionTokens(price, held, budget - feesNano) / input.choices);
     if (tokens < 1) throw error();
     cap = Math.min(cap, tokens);
   }
-  return { maxTokens: cap, lowered: cap < worst, holdNano: costOf(price, promptTokens, cap * input.choices) };
+  return { maxTokens: cap, lowered: cap < worst, holdNano: costOf(price, held, cap * input.choices) + feesNano };
 }
 
 export function secondsUntilUtcMidnight(now = Date.now()): number {

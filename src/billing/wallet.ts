@@ -21,27 +21,42 @@ import { MemoryCreditState, type Budgets, type CreditState, type Hold } from './
 import { findCrossings } from './low-balance.js';
 import type { Nano } from '../money/index.js';
 import type { PlanLimits } from './plans.js';
-import { costOf, type Price } from './pricing.js';
+import {
+  capUsage,
+  completionTokensOf,
+  priceUsage,
+  promptTokensOf,
+  type PriceSheet,
+  type Priced,
+  type TokenUsage,
+} from '../pricing/index.js';
 import { AutoRecharger, type RechargeOptions } from './recharge.js';
 
 export interface ReserveRequest extends Pick<
   AdmissionInput,
-  'price' | 'promptTokens' | 'requestedMaxTokens' | 'choices' | 'modelMaxTokens' | 'contextLength'
+  | 'price'
+  | 'feesNano'
+  | 'promptTokens'
+  | 'promptCeiling'
+  | 'requestedMaxTokens'
+  | 'choices'
+  | 'modelMaxTokens'
+  | 'contextLength'
 > {
   account: AccountState;
   key: KeyRecord;
   requestId: string;
-  /** The most prompt tokens an upstream may honestly report for this request (see `measurePrompt`); none when absent. */
-  promptCeiling?: number;
+  /** When the prices held were read (epoch ms); the settlement prices at the same moment. */
+  at: number;
 }
 
 export interface SettleRequest {
   requestId: string;
   model: string;
-  /** The answering model's price when it differs from the reserved one (request-level fallback models). */
-  price?: Price;
-  promptTokens: number;
-  completionTokens: number;
+  /** The answering model's prices in force when the request was admitted. */
+  sheet: PriceSheet;
+  /** What the provider reported (or tollgate counted), kind by kind. */
+  usage: TokenUsage;
   /**
    * The request's event (llm.completion or llm.error), built from what was billed and written in the debit's
    * transaction: the answer that waits for the debit then implies the event will be delivered.
@@ -55,6 +70,8 @@ export interface Settlement {
   /** The tokens billed: the reported usage, capped at what the request allowed. */
   promptTokens: number;
   completionTokens: number;
+  /** The same, kind by kind; undefined when nothing was billed (a released hold). */
+  usage?: TokenUsage;
 }
 
 /** An upstream reported more tokens than the request allowed; the charge was capped at the allowance. */
@@ -132,7 +149,9 @@ export class Wallet {
       // Built field by field: object spread of the request is a measurable share of this hot path.
       const admission = admit({
         price: request.price,
+        feesNano: request.feesNano,
         promptTokens: request.promptTokens,
+        promptCeiling: request.promptCeiling,
         requestedMaxTokens: request.requestedMaxTokens,
         choices: request.choices,
         modelMaxTokens: request.modelMaxTokens,
@@ -146,10 +165,10 @@ export class Wallet {
       if (free || (await this.credits.take(hold, limits))) {
         this.openReservations++;
         const ceiling = {
-          promptTokens: request.promptCeiling ?? Infinity,
+          promptTokens: request.contextLength,
           completionTokens: admission.maxTokens * request.choices,
         };
-        return new Reservation(this, hold, request.price, admission, ceiling);
+        return new Reservation(this, hold, admission, ceiling, request.at);
       }
       if (attempt >= RESERVE_ATTEMPTS) throw new GatewayError('insufficient_credits');
     }
@@ -165,11 +184,13 @@ export class Wallet {
       return { chargedNano: 0n, promptTokens: 0, completionTokens: 0 };
     }
 
-    const { promptTokens, completionTokens } = this.billable(reservation, settle, account.id);
+    const billedUsage = this.billable(reservation, settle, account.id);
+    const promptTokens = promptTokensOf(billedUsage);
+    const completionTokens = completionTokensOf(billedUsage);
     const usage = { day: utcDay(), environment: key.environment, model: settle.model };
     const keyUsed = { keyId: key.id, at: Date.now() };
     if (key.environment === 'test') {
-      const billed = { chargedNano: 0n, promptTokens, completionTokens };
+      const billed = { chargedNano: 0n, promptTokens, completionTokens, usage: billedUsage };
       const deliveries = settle.event
         ? this.rowsOf(() => durableRows(this.options.events, settle.event!(billed)))
         : undefined;
@@ -182,8 +203,8 @@ export class Wallet {
     }
     // Charge the actual cost, but beyond the hold never what other requests hold nor past any limit the user set:
     // estimation errors are the operator's, not theirs.
-    const cost = costOf(settle.price ?? reservation.price, promptTokens, completionTokens);
-    const chargedNano = await this.credits.charge(hold, cost, this.options.limitsFor(account));
+    const priced = priceUsage(settle.sheet, billedUsage);
+    const chargedNano = await this.credits.charge(hold, priced.costNano, this.options.limitsFor(account));
     const entry: LedgerEntryInput = {
       accountId: account.id,
       kind: 'debit',
@@ -193,13 +214,14 @@ export class Wallet {
       model: settle.model,
       promptTokens,
       completionTokens,
+      billing: billingRecord(billedUsage, priced),
       usage,
     };
-    const events = this.entryEvents(account, key.id, settle.event, promptTokens, completionTokens);
+    const events = this.entryEvents(account, key.id, settle.event, billedUsage);
     if (events) entry.events = events;
     this.unwritten.set(entry, { hold, chargedNano });
     const outcome = await this.committer.submit({ entry, keyUsed });
-    return { chargedNano: -outcome.applied, promptTokens, completionTokens };
+    return { chargedNano: -outcome.applied, promptTokens, completionTokens, usage: billedUsage };
   }
 
   /**
@@ -210,8 +232,7 @@ export class Wallet {
     account: AccountState,
     keyId: string,
     event: SettleRequest['event'],
-    promptTokens: number,
-    completionTokens: number,
+    usage: TokenUsage,
   ): EntryEvents | undefined {
     const sink = this.options.events;
     const thresholds = sink.wants('credit.low_balance', account.id)
@@ -223,7 +244,13 @@ export class Wallet {
       needsBalance: thresholds !== undefined && thresholds.length > 0,
       rows: (applied, after) =>
         this.rowsOf(() => {
-          const rows = event ? durableRows(sink, event({ chargedNano: -applied, promptTokens, completionTokens })) : [];
+          const billed = {
+            chargedNano: -applied,
+            promptTokens: promptTokensOf(usage),
+            completionTokens: completionTokensOf(usage),
+            usage,
+          };
+          const rows = event ? durableRows(sink, event(billed)) : [];
           for (const thresholdNano of thresholds ? findCrossings(after - applied, after, thresholds) : []) {
             const created = Math.floor(Date.now() / 1000);
             rows.push(
@@ -252,21 +279,22 @@ export class Wallet {
     }
   }
 
-  /** The reported usage, capped at what the request allowed upstream (its completion bound, its prompt's ceiling). */
-  private billable(reservation: Reservation, settle: SettleRequest, accountId: string) {
+  /** The reported usage, capped at what the request allowed upstream (its completion bound, the context length). */
+  private billable(reservation: Reservation, settle: SettleRequest, accountId: string): TokenUsage {
     const { ceiling } = reservation;
-    const promptTokens = Math.min(settle.promptTokens, ceiling.promptTokens);
-    const completionTokens = Math.min(settle.completionTokens, ceiling.completionTokens);
-    if (promptTokens < settle.promptTokens || completionTokens < settle.completionTokens) {
+    const billed = capUsage(settle.usage, ceiling.promptTokens, ceiling.completionTokens);
+    const reported = { promptTokens: promptTokensOf(settle.usage), completionTokens: completionTokensOf(settle.usage) };
+    const allowed = { promptTokens: promptTokensOf(billed), completionTokens: completionTokensOf(billed) };
+    if (allowed.promptTokens < reported.promptTokens || allowed.completionTokens < reported.completionTokens) {
       this.options.onUsageCapped?.({
         requestId: settle.requestId,
         accountId,
         model: settle.model,
-        reported: { promptTokens: settle.promptTokens, completionTokens: settle.completionTokens },
-        billed: { promptTokens, completionTokens },
+        reported,
+        billed: allowed,
       });
     }
-    return { promptTokens, completionTokens };
+    return billed;
   }
 
   private onCommitted(batch: WriteBatch, result: CommitResult): void {
@@ -294,10 +322,11 @@ export class Reservation {
   constructor(
     private readonly wallet: Wallet,
     readonly hold: Hold,
-    readonly price: Price,
     readonly admission: Admission,
     /** The most tokens this request may be billed for. */
     readonly ceiling: { promptTokens: number; completionTokens: number },
+    /** When the request was admitted: its prices are those in force then. */
+    readonly admittedAt: number,
   ) {}
 
   get account(): AccountState {
@@ -329,4 +358,32 @@ export class Reservation {
   get settled(): boolean {
     return this.done;
   }
+}
+
+/** The ledger's record of a debit: its tokens per kind and the prices applied (nano-USD per 1,000 tokens, per unit). */
+function billingRecord(usage: TokenUsage, priced: Priced): string {
+  const { rates } = priced;
+  return JSON.stringify({
+    tokens: {
+      input: usage.input,
+      input_cache_read: usage.cacheRead,
+      input_cache_write: usage.cacheWrite,
+      input_cache_write_1h: usage.cacheWrite1h,
+      output: usage.output,
+      internal_reasoning: usage.reasoning,
+      images: usage.images,
+      web_search: usage.webSearch,
+    },
+    prices_nano_per_1k: {
+      prompt: String(rates.prompt),
+      completion: String(rates.completion),
+      input_cache_read: String(rates.cacheRead),
+      input_cache_write: String(rates.cacheWrite),
+      input_cache_write_1h: String(rates.cacheWrite1h),
+      internal_reasoning: String(rates.reasoning),
+    },
+    ...(priced.tier !== undefined ? { tier_above_prompt_tokens: priced.tier } : {}),
+    ...(priced.serviceTier !== undefined ? { service_tier: priced.serviceTier } : {}),
+    cost_nano: String(priced.costNano),
+  });
 }

@@ -1,12 +1,13 @@
 /** The gateway's model catalog: resolved names, prices in nano-USD, status and filters. */
-import { parseUsd, type Price } from '../billing/index.js';
 import {
   KNOWN_PROVIDERS,
   SANDBOX_PROVIDER_ID,
   type Capabilities,
   type Config,
   type ModelConfig,
+  type PricingConfig,
 } from '../config/index.js';
+import { PriceRules } from '../pricing/index.js';
 import { GatewayError } from '../errors/index.js';
 import type { ModelFigures } from './live-figures.js';
 
@@ -16,8 +17,10 @@ export interface CatalogModel {
   providerId: string;
   providerName: string;
   upstreamModel: string;
-  price: Price;
-  pricingUsd: { prompt: number; completion: number };
+  /** The prices in force at any moment (`pricing.at(admittedAt)`). */
+  pricing: PriceRules;
+  /** The prices as configured (USD per 1,000 tokens, fees per unit), shown in `GET /v1/models`. */
+  pricingUsd: PricingConfig;
   contextLength: number;
   maxTokens: number;
   capabilities: Capabilities;
@@ -150,8 +153,8 @@ function toCatalogModel(
     providerId: model.provider,
     providerName,
     upstreamModel: model.upstream_model ?? model.id,
-    price: { promptPer1k: parseUsd(model.pricing.prompt), completionPer1k: parseUsd(model.pricing.completion) },
-    pricingUsd: { prompt: model.pricing.prompt, completion: model.pricing.completion },
+    pricing: new PriceRules(model.pricing),
+    pricingUsd: model.pricing,
     contextLength: model.context_length,
     maxTokens: model.max_tokens,
     capabilities: model.capabilities,
@@ -179,7 +182,7 @@ export function renderModel(
     created: model.created,
     owned_by: model.providerId,
     provider: { id: model.providerId, name: model.providerName },
-    pricing: { prompt: model.pricingUsd.prompt, completion: model.pricingUsd.completion, unit: '1k_tokens' },
+    pricing: { ...model.pricingUsd, unit: '1k_tokens' },
     context_length: model.contextLength,
     max_tokens: model.maxTokens,
     capabilities: { ...model.capabilities },

@@ -1,6 +1,7 @@
 /** What `tollgate models` does (the command and its options are in program.ts). */
 import { Catalog, renderModel } from '../catalog/index.js';
 import { loadConfig } from '../config/index.js';
+import { parseUsd } from '../money/index.js';
 import { money, print, printJson, printTable, type JsonOption } from './output.js';
 
 /** The performance block of a model that has not served traffic (the CLI sees none). */
@@ -18,8 +19,8 @@ export function listModels(options: ListModelsOptions): void {
     models.map((m) => [
       m.id,
       m.providerName,
-      money(m.price.promptPer1k),
-      money(m.price.completionPer1k),
+      money(parseUsd(m.pricingUsd.prompt)),
+      money(parseUsd(m.pricingUsd.completion)),
       m.contextLength.toLocaleString('en-US'),
       m.active ? 'active' : `inactive: ${m.statusMessage}`,
     ]),

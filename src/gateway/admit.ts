@@ -8,6 +8,7 @@ import { requirePermission, type Operation } from '../auth/index.js';
 import type { AccountState, Reservation, ReserveRequest } from '../billing/index.js';
 import type { CatalogModel } from '../catalog/index.js';
 import { GatewayError } from '../errors/index.js';
+import { holdRates } from '../pricing/index.js';
 import type { Route } from '../routing/index.js';
 import type { KeyRecord } from '../storage/index.js';
 import type { GatewayDeps } from './deps.js';
@@ -63,8 +64,20 @@ export async function admit(
   return { key, headers: await admitRate(deps, account, 0) };
 }
 
-/** What a metered request holds credit for, besides what routing decides (the price). */
-export type Hold = Omit<ReserveRequest, 'account' | 'key' | 'requestId' | 'price'>;
+/** What a metered request holds credit for, besides what routing decides (the prices). */
+export interface Hold extends Omit<
+  ReserveRequest,
+  'account' | 'key' | 'requestId' | 'price' | 'feesNano' | 'promptCeiling' | 'at'
+> {
+  /** The most prompt tokens the provider may bill; `promptTokens` when absent. */
+  promptCeiling?: number | undefined;
+  /** Input images (a per-image fee). */
+  images?: number | undefined;
+  /** The most server-side web searches the request allows. */
+  webSearches?: number | undefined;
+  /** The service tier the request asks for. */
+  serviceTier?: string | undefined;
+}
 
 /** A metered request's key and the models that may answer it (`model`, then the request's `models`). */
 export interface Routable {
@@ -90,6 +103,30 @@ export async function routeAndReserve(
   const account = await accountOf(deps, key);
   const route = chosen ?? deps.router.route(model, key.environment, { fallbacks, timeoutMs });
   const headers = await admitRate(deps, account, hold.promptTokens, route.providerId);
-  const reservation = await deps.wallet.reserve({ requestId, account, key, price: route.price, ...hold });
+  const at = Date.now();
+  const promptCeiling = Math.min(Math.max(hold.promptCeiling ?? 0, hold.promptTokens), hold.contextLength);
+  const { feesNano, ...price } = holdRates(
+    route.models.map((m) => m.pricing.at(at)),
+    {
+      promptTokens: promptCeiling,
+      images: hold.images ?? 0,
+      webSearches: hold.webSearches ?? 0,
+      serviceTier: hold.serviceTier,
+    },
+  );
+  const reservation = await deps.wallet.reserve({
+    requestId,
+    account,
+    key,
+    at,
+    price,
+    feesNano,
+    promptTokens: hold.promptTokens,
+    promptCeiling,
+    requestedMaxTokens: hold.requestedMaxTokens,
+    choices: hold.choices,
+    modelMaxTokens: hold.modelMaxTokens,
+    contextLength: hold.contextLength,
+  });
   return { route, headers, reservation };
 }

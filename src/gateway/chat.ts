@@ -16,7 +16,8 @@ import { admitMetered, meteredCall, type Admitted, type Authenticated, type Mete
 import { relayChatStream, type ChatStreamEvent } from './relay.js';
 import type { Answer, RequestInput } from './request.js';
 import { validateChatRequest } from './schema.js';
-import { billedUsage, settleAnswer, upstreamCount } from './settle.js';
+import { billedUsage, settleAnswer } from './settle.js';
+import { chatUsage, countedUsage } from '../pricing/index.js';
 
 export async function createChatCompletion(input: RequestInput, deps: GatewayDeps): Promise<Answer<ChatCompletion>> {
   const started = performance.now();
@@ -110,10 +111,9 @@ export async function settleCompletion(
   const billed = await settleAnswer(
     context,
     signal,
-    () => ({
-      prompt: upstreamCount(completion.usage?.prompt_tokens) ?? context.promptTokens,
-      completion: upstreamCount(completion.usage?.completion_tokens) ?? completionTokensOf(completion),
-    }),
+    () =>
+      chatUsage(completion.usage, completion.service_tier) ??
+      countedUsage(context.promptTokens, completionTokensOf(completion)),
     () => completionText(completion),
   );
   const body = { ...completion, model: context.model.id, usage: billedUsage(completion.usage, billed) };

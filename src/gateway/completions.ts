@@ -35,7 +35,8 @@ import { openAiProtocol } from './idempotency.js';
 import { admitMetered, meteredCall, type Authenticated, type MeteredRequest } from './metered.js';
 import type { Answer, RequestInput } from './request.js';
 import { compiledValidator } from './schema.js';
-import { billedUsage, settleAnswer, upstreamCount } from './settle.js';
+import { billedUsage, settleAnswer } from './settle.js';
+import { chatUsage, countedUsage } from '../pricing/index.js';
 
 /** OpenAI's completion bound when a request sets no `max_tokens`. */
 const DEFAULT_COMPLETION_MAX_TOKENS = 16;
@@ -143,10 +144,8 @@ async function settleText(
   const billed = await settleAnswer(
     context,
     signal,
-    () => ({
-      prompt: upstreamCount(completion.usage?.prompt_tokens) ?? context.promptTokens,
-      completion: upstreamCount(completion.usage?.completion_tokens) ?? generatedTokens(echoed, completion.choices),
-    }),
+    () =>
+      chatUsage(completion.usage) ?? countedUsage(context.promptTokens, generatedTokens(echoed, completion.choices)),
     () => completion.choices[0]?.text ?? '',
   );
   return { ...completion, model: context.model.id, usage: billedUsage(completion.usage, billed) };

@@ -16,7 +16,8 @@ import { openAiProtocol } from './idempotency.js';
 import { admitMetered, meteredCall, type Authenticated, type MeteredRequest } from './metered.js';
 import type { RequestInput } from './request.js';
 import { compiledValidator } from './schema.js';
-import { settleAnswer, upstreamCount } from './settle.js';
+import { settleAnswer } from './settle.js';
+import { countedUsage, reportedCount } from '../pricing/index.js';
 
 const validate = compiledValidator(EmbeddingRequestSchema);
 
@@ -62,7 +63,7 @@ export async function createEmbeddings(
       const { context, result, headers } = await meteredCall(admitted, embeddingsWay(upstream));
 
       // 6. Settle at the upstream's count (or ours), durable before the answer leaves; 7. record off the path.
-      const used = () => ({ prompt: upstreamCount(result.promptTokens) ?? promptTokens, completion: 0 });
+      const used = () => countedUsage(reportedCount(result.promptTokens) ?? promptTokens, 0);
       const billed = await settleAnswer(context, input.signal, used, () => '');
       const list = embeddingList(result.vectors, encoding === 'base64', context.model.id, billed);
       return { kind: 'json', headers, body: list };

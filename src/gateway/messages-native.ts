@@ -10,10 +10,11 @@ import type { MessagesEvent, MessagesJson, Provider } from '../providers/index.j
 import type { AttemptCall, Deployment, Way } from '../routing/index.js';
 import { countTextTokens } from '../tokens/index.js';
 import { isObject } from '../wire/index.js';
-import { contentText, promptTokensOf, relayNative, type NativeStart } from './messages-relay.js';
+import { contentText, relayNative, type NativeStart } from './messages-relay.js';
 import { meteredCall, type Admitted } from './metered.js';
 import type { Answer } from './request.js';
-import { settleAnswer, upstreamCount } from './settle.js';
+import { settleAnswer } from './settle.js';
+import { anthropicUsage, countedUsage } from '../pricing/index.js';
 
 /**
  * An admitted Messages request, answered by the route's deployments natively: `body` is the client's (with the
@@ -41,11 +42,8 @@ export async function answerNatively(admitted: Admitted, body: MessagesJson): Pr
     attempt: (deployment, attempt) => messenger(deployment).createMessage(messagesCall(deployment, attempt)),
   };
   const { context, result: message, headers } = await meteredCall(admitted, way);
-  const usage = isObject(message.usage) ? message.usage : {};
-  const used = () => ({
-    prompt: promptTokensOf(usage) ?? context.promptTokens,
-    completion: upstreamCount(usage.output_tokens) ?? countTextTokens(contentText(message.content)),
-  });
+  const used = () =>
+    anthropicUsage(message.usage) ?? countedUsage(context.promptTokens, countTextTokens(contentText(message.content)));
   const billed = await settleAnswer(context, signal, used, () => contentText(message.content));
   headers['x-tollgate-cost'] = usdString(billed.chargedNano);
   return { kind: 'json', headers, body: { ...message, model: context.model.id } };

@@ -10,7 +10,8 @@ import type { MessagesEvent } from '../providers/index.js';
 import { fromUpstream } from '../routing/index.js';
 import { isObject, type StreamEvent } from '../wire/index.js';
 import type { RequestContext } from './deps.js';
-import { upstreamCount } from './settle.js';
+import { anthropicUsage, countedUsage, reportedCount } from '../pricing/index.js';
+import { UpstreamError } from '../providers/index.js';
 import { StreamMeter } from './stream-meter.js';
 
 /** A native stream up to its first event with substance: the events read so far and the rest. */
@@ -30,15 +31,21 @@ export async function* relayNative(
   const { rest } = start;
   const usage: Record<string, unknown> = {};
   let stopped = false;
+  // message_delta said why the message stopped and carries the final output count.
+  let whole = false;
   const meter = new StreamMeter(context, messageId(start) ?? context.requestId);
-  // The prompt as Anthropic counts it once message_start has said, else ours.
-  const settle = (completionTokens: number, failure?: GatewayError) =>
-    meter.settle(promptTokensOf(usage) ?? context.promptTokens, completionTokens, failure);
+  // The prompt as Anthropic counts it once message_start has said, else ours; the output as reported when whole,
+  // else what was delivered.
+  const settle = (outputTokens: number, failure?: GatewayError) =>
+    meter.settle(
+      anthropicUsage({ ...usage, output_tokens: outputTokens }) ?? countedUsage(context.promptTokens, outputTokens),
+      failure,
+    );
 
   // The answer is whole (message_delta said why it stopped): the charge is made durable before message_stop leaves.
   const settleWhole = async (): Promise<bigint | GatewayError> => {
     try {
-      return (await settle(upstreamCount(usage.output_tokens) ?? meter.tokens())).chargedNano;
+      return (await settle(reportedCount(usage.output_tokens) ?? meter.tokens())).chargedNano;
     } catch (error) {
       return fromUpstream(error);
     }
@@ -55,7 +62,10 @@ export async function* relayNative(
         } else if (event === 'content_block_start' || event === 'content_block_delta') {
           meter.deliver(deliveredText(event === 'content_block_start' ? data.content_block : data.delta));
         } else if ((event === 'message_delta' || event === 'message_stop') && !meter.settled) {
-          if (event === 'message_delta') Object.assign(usage, withoutNulls(data.usage));
+          if (event === 'message_delta') {
+            Object.assign(usage, withoutNulls(data.usage));
+            whole = true;
+          }
           const charged = await settleWhole();
           if (charged instanceof GatewayError) return void (yield errorEvent(charged));
           if (event === 'message_delta')
@@ -73,6 +83,12 @@ export async function* relayNative(
       return;
     }
     if (signal.aborted) return;
+    // Closed before message_delta: message_start's output count is not the answer's; charged what was delivered.
+    if (!whole && !meter.settled) {
+      const failure = fromUpstream(new UpstreamError(context.providerId, 'protocol', 'The stream ended early'));
+      await settle(meter.tokens(), failure);
+      return void (yield errorEvent(failure));
+    }
     // The upstream said why it stopped but closed before message_stop: the stream still ends as Anthropic's do.
     if (!stopped) {
       const charged = meter.settled ? 0n : await settleWhole();
@@ -110,20 +126,6 @@ function nextOf(start: NativeStart): () => Promise<IteratorResult<MessagesEvent>
     }
     return start.rest.next();
   };
-}
-
-/**
- * Anthropic's prompt tokens: input plus cache writes plus cache reads, all billed at the prompt price; undefined
- * unless input_tokens is a whole number.
- */
-export function promptTokensOf(usage: Record<string, unknown>): number | undefined {
-  const input = upstreamCount(usage.input_tokens);
-  if (input === undefined) return undefined;
-  return (
-    input +
-    (upstreamCount(usage.cache_creation_input_tokens) ?? 0) +
-    (upstreamCount(usage.cache_read_input_tokens) ?? 0)
-  );
 }
 
 /** The text a block or delta delivers: text, thinking, a tool's name or its input's JSON. */

@@ -9,7 +9,8 @@ import { errorEnvelope, type ErrorEnvelope } from '../errors/index.js';
 import { fromUpstream } from '../routing/index.js';
 import { DONE, type UpstreamUsage } from '../wire/index.js';
 import type { RequestContext } from './deps.js';
-import { billedUsage, upstreamCount } from './settle.js';
+import { billedUsage } from './settle.js';
+import { chatUsage, countedUsage, type TokenUsage } from '../pricing/index.js';
 import { StreamMeter, type StreamFailure } from './stream-meter.js';
 
 /** What every OpenAI stream chunk has: its id and time, the model, its choices, and maybe the usage. */
@@ -19,6 +20,8 @@ export interface OpenAiChunk {
   model: string;
   choices: unknown[];
   usage?: UpstreamUsage | null | undefined;
+  /** The service tier OpenAI served at (priced at its own rates). */
+  service_tier?: unknown;
 }
 
 /**
@@ -68,8 +71,10 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
   let created = Math.floor(Date.now() / 1000);
   const meter = new StreamMeter(context, (!first.done && first.value.id) || id);
   const answer = format.answer && (() => format.answer!(meter));
-  const settle = (promptTokens: number, completionTokens: number, failure?: StreamFailure) =>
-    meter.settle(promptTokens, completionTokens, failure, answer);
+  const settle = (usage: TokenUsage, failure?: StreamFailure) => meter.settle(usage, failure, answer);
+  // Cut short, the stream is charged the whole prompt the provider took in and what was delivered.
+  const delivered = () => countedUsage(context.promptTokens, format.deliveredTokens(meter));
+  let serviceTier: unknown;
 
   try {
     try {
@@ -77,6 +82,7 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
         const chunk = next.value;
         id = chunk.id || id;
         created = chunk.created || created;
+        serviceTier = chunk.service_tier ?? serviceTier;
         if (chunk.usage !== undefined) {
           // Upstreams asked for usage put it (or `usage: null`) on chunks; clients that did not ask never see it.
           if (chunk.usage) {
@@ -93,7 +99,7 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
       if (signal.aborted) return;
       // After the first byte an error is one event with the envelope, and no [DONE].
       const failure = fromUpstream(error);
-      await settle(context.promptTokens, format.deliveredTokens(meter), failure);
+      await settle(delivered(), failure);
       yield { data: errorEnvelope(failure) };
       return;
     }
@@ -101,9 +107,7 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
 
     let settlement: Settlement;
     try {
-      const promptTokens = upstreamCount(upstreamUsage?.prompt_tokens) ?? context.promptTokens;
-      const completionTokens = upstreamCount(upstreamUsage?.completion_tokens) ?? format.deliveredTokens(meter);
-      settlement = await settle(promptTokens, completionTokens);
+      settlement = await settle(chatUsage(upstreamUsage, serviceTier) ?? delivered());
     } catch (error) {
       yield { data: errorEnvelope(fromUpstream(error)) };
       return;
@@ -116,7 +120,7 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
     yield DONE;
   } finally {
     // The client went away (or a settle failed): charge what was delivered, close the upstream.
-    if (!meter.settled) await settle(context.promptTokens, format.deliveredTokens(meter)).catch(() => undefined);
+    if (!meter.settled) await settle(delivered()).catch(() => undefined);
     void chunks.return?.().catch(() => undefined);
   }
 }

@@ -22,7 +22,8 @@ import type { GatewayDeps } from './deps.js';
 import { admitMetered, meteredCall, type MeteredRequest } from './metered.js';
 import type { ResponseRequestState, ResponseResult } from './responses-request.js';
 import { openResponseStream, relayResponseStream } from './responses-relay.js';
-import { settleAnswer, upstreamCount } from './settle.js';
+import { settleAnswer } from './settle.js';
+import { countedUsage, responsesUsage } from '../pricing/index.js';
 
 export async function answerNatively(
   deps: GatewayDeps,
@@ -63,13 +64,7 @@ export async function answerNatively(
   });
 
   // Settle at the upstream's usage (or tollgate's count of the output), durable before the answer leaves.
-  const used = () => {
-    const usage = nativeUsage(answer);
-    return {
-      prompt: upstreamCount(usage?.input) ?? context.promptTokens,
-      completion: upstreamCount(usage?.output) ?? countTextTokens(outputText(answer)),
-    };
-  };
+  const used = () => responsesUsage(answer) ?? countedUsage(context.promptTokens, countTextTokens(outputText(answer)));
   const billed = await settleAnswer(context, input.signal, used, () => outputText(answer));
   const { promptTokens, completionTokens, chargedNano } = billed;
   await remember(responseId(answer), context.providerId).catch(() => undefined);

@@ -17,7 +17,8 @@ import { RESPONSE_END_EVENTS, type ResponsesCall, type ResponsesJson } from '../
 import { fromUpstream, type Deployment } from '../routing/index.js';
 import type { StreamEvent } from '../wire/index.js';
 import type { RequestContext } from './deps.js';
-import { upstreamCount } from './settle.js';
+import { countedUsage, responsesUsage } from '../pricing/index.js';
+import { UpstreamError } from '../providers/index.js';
 import { StreamMeter } from './stream-meter.js';
 
 export interface ResponseStreamStart {
@@ -36,9 +37,11 @@ export async function* relayResponseStream(
   context: RequestContext,
   { first, events }: ResponseStreamStart,
   signal: AbortSignal,
-  keep: (id: string | undefined) => Promise<unknown>,
+  keep: (id: string | undefined, contextTokens: number) => Promise<unknown>,
 ): AsyncGenerator<StreamEvent, void, undefined> {
   let sequence = 0;
+  // Cut short, the stream is charged the whole prompt the provider took in and what was delivered.
+  const delivered = () => countedUsage(context.promptTokens, meter.tokens());
   const meter = new StreamMeter(context, (!first.done && responseId(first.value)) || `resp_${context.requestId}`);
   const errorEvent = (failure: GatewayError) =>
     sseOf({
@@ -66,20 +69,26 @@ export async function* relayResponseStream(
       if (signal.aborted) return;
       // After the first byte a failure is OpenAI's `error` event, and the stream ends.
       const failure = fromUpstream(error);
-      await meter.settle(context.promptTokens, meter.tokens(), failure);
+      await meter.settle(delivered(), failure);
       yield errorEvent(failure);
       return;
     }
-    if (signal.aborted || !end) return;
+    if (signal.aborted) return;
+    if (!end) {
+      const failure = new UpstreamError(context.providerId, 'protocol', 'The stream ended before its final event');
+      const error = fromUpstream(failure);
+      await meter.settle(delivered(), error);
+      yield errorEvent(error);
+      return;
+    }
 
     const response = typeof end.response === 'object' && end.response !== null ? end.response : {};
     let billedEnd: ResponsesJson;
+    let carried = 0;
     try {
-      const usage = nativeUsage(response);
-      const promptTokens = upstreamCount(usage?.input) ?? context.promptTokens;
-      const completionTokens = upstreamCount(usage?.output) ?? meter.tokens();
       const failed = end.type === 'response.failed' ? failureOf(response) : undefined;
-      const settlement = await meter.settle(promptTokens, completionTokens, failed);
+      const settlement = await meter.settle(responsesUsage(response) ?? delivered(), failed);
+      carried = settlement.promptTokens + settlement.completionTokens;
       const cost = usdNumber(settlement.chargedNano);
       const billed = { promptTokens: settlement.promptTokens, completionTokens: settlement.completionTokens, cost };
       billedEnd = { ...end, response: billedResponse({ ...response }, context.model.id, billed) };
@@ -88,13 +97,13 @@ export async function* relayResponseStream(
       return;
     }
     if (end.type !== 'response.failed') {
-      await keep(responseId(end));
+      await keep(responseId(end), carried);
       meter.end();
     }
     yield sseOf(billedEnd);
   } finally {
     // The client went away (or a settle failed): charge what was delivered, close the upstream.
-    if (!meter.settled) await meter.settle(context.promptTokens, meter.tokens()).catch(() => undefined);
+    if (!meter.settled) await meter.settle(delivered()).catch(() => undefined);
     void events.return?.().catch(() => undefined);
   }
 }

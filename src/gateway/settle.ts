@@ -2,19 +2,11 @@
 import { usdNumber, type Settlement } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
 import { withSpan } from '../observability/index.js';
+import { completionTokensOf, promptTokensOf, type TokenUsage } from '../pricing/index.js';
 import type { RequestContext } from './deps.js';
 import { outcomeEvent, type Answered } from './events.js';
 import { failed } from './fail.js';
 import { recordOutcome } from './record.js';
-
-/**
- * A token count from an upstream's usage, if it is one: a non-negative safe integer. Anything else (a fraction, a
- * string, a negative or enormous number) is ignored and tollgate counts instead: such a value cannot be priced
- * (BigInt throws) nor stored, and a settlement that fails after the answer would leave its hold unreleased.
- */
-export function upstreamCount(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
-}
 
 /**
  * Settles, turning a database that cannot confirm the charge into a 503 (the charge stays queued). The request's
@@ -22,24 +14,23 @@ export function upstreamCount(value: unknown): number | undefined {
  */
 export async function settleOrFail(
   context: RequestContext,
-  promptTokens: number,
-  completionTokens: number,
+  usage: TokenUsage,
   answered: Answered,
 ): Promise<Settlement> {
   try {
-    // At the price of the model that answered (a request's fallback model may cost less than the reservation's).
+    // At the prices of the model that answered (a request's fallback model may cost less than the reservation's),
+    // in force when the request was admitted.
     const event = outcomeEvent(context, answered);
     const settlement = {
       requestId: context.requestId,
       model: context.model.id,
-      price: context.model.price,
-      promptTokens,
-      completionTokens,
+      sheet: context.model.pricing.at(context.reservation.admittedAt),
+      usage,
       ...(event ? { event } : {}),
     };
     return await withSpan(
       'settle',
-      { 'gen_ai.usage.input_tokens': promptTokens, 'gen_ai.usage.output_tokens': completionTokens },
+      { 'gen_ai.usage.input_tokens': promptTokensOf(usage), 'gen_ai.usage.output_tokens': completionTokensOf(usage) },
       () => context.reservation.settle(settlement),
     );
   } catch (error) {
@@ -51,23 +42,22 @@ export async function settleOrFail(
 }
 
 /**
- * Steps 6-7 of an answer that came whole: settles at the counts `used` gives (the upstream's usage, else tollgate's
- * count), durable before the answer leaves, then records the request off the path. A count that throws (an answer
+ * Steps 6-7 of an answer that came whole: settles at the usage `used` gives (the upstream's, else tollgate's count), durable before the answer leaves, then records the request off the path. A count that throws (an answer
  * that cannot be measured) fails the request and releases its hold: a 502, not a hold left open.
  */
 export async function settleAnswer(
   context: RequestContext,
   signal: AbortSignal,
-  used: () => { prompt: number; completion: number },
+  used: () => TokenUsage,
   text: () => string,
 ): Promise<Settlement> {
-  let counts: { prompt: number; completion: number };
+  let usage: TokenUsage;
   try {
-    counts = used();
+    usage = used();
   } catch (error) {
     throw failed(context, error, signal);
   }
-  const billed = await settleOrFail(context, counts.prompt, counts.completion, { text });
+  const billed = await settleOrFail(context, usage, { text });
   const { promptTokens, completionTokens, chargedNano } = billed;
   recordOutcome(context, { ok: true, promptTokens, completionTokens, chargedNano, generationMs: 0 });
   return billed;

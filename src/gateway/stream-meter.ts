@@ -6,6 +6,7 @@
 import type { Settlement } from '../billing/index.js';
 import { llmEvent } from '../events/index.js';
 import { MAX_ANSWER_BYTES, tooLarge } from '../providers/index.js';
+import type { TokenUsage } from '../pricing/index.js';
 import { countTextTokens } from '../tokens/index.js';
 import type { RequestContext } from './deps.js';
 import { requestData } from './events.js';
@@ -86,24 +87,18 @@ export class StreamMeter {
   }
 
   /**
-   * Charges the stream at these counts (a failed one too: for what was delivered), durable before the relay sends
+   * Charges the stream at this usage (a failed one too: for what was delivered), durable before the relay sends
    * its last event, then records it off the path. `answer` is llm.completion's text (all that was delivered unless
    * given).
    */
   async settle(
-    promptTokens: number,
-    completionTokens: number,
+    usage: TokenUsage,
     failure?: StreamFailure,
     answer: () => string = () => this.text(),
   ): Promise<Settlement> {
     this.settled = true;
     const error = failure && { code: failure.code, message: failure.message };
-    const settlement = await settleOrFail(
-      this.context,
-      promptTokens,
-      completionTokens,
-      error ? { error } : { text: answer },
-    );
+    const settlement = await settleOrFail(this.context, usage, error ? { error } : { text: answer });
     recordOutcome(this.context, {
       ok: !failure,
       ...(failure ? { status: failure.status, error } : {}),

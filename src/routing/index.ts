@@ -37,8 +37,8 @@ export interface Route {
   readonly model: CatalogModel;
   /** The provider of the first candidate (`x-tollgate-provider` until a deployment answers). */
   readonly providerId: string;
-  /** What to reserve: the dearest price among the models that may answer. */
-  readonly price: Price;
+  /** The models that may answer (the requested one, then fallbacks): the hold is at the dearest of their prices. */
+  readonly models: readonly CatalogModel[];
   readonly candidates: readonly Deployment[];
   /** Epoch ms by which the upstream must have started answering (request `timeout_ms`); 0 = none. */
   readonly deadline: number;
@@ -83,18 +83,18 @@ export class Router {
   route(model: CatalogModel, environment: Environment, options?: RouteOptions): Route {
     const deadline = options?.timeoutMs ? Date.now() + options.timeoutMs : 0;
     if (environment === 'test')
-      return { model, providerId: SANDBOX_PROVIDER_ID, price: model.price, candidates: this.sandbox(model), deadline };
+      return { model, providerId: SANDBOX_PROVIDER_ID, models: [model], candidates: this.sandbox(model), deadline };
     let candidates = this.fleet.deployments(model);
-    let price = model.price;
+    let models: readonly CatalogModel[] = [model];
     const fallbacks = options?.fallbacks;
     // The common case reuses the model's own list: no allocation, no draw.
     if (fallbacks?.length || this.fleet.weighted(model)) {
-      const models = [model, ...(fallbacks ?? []).filter((m) => m.id !== model.id)];
+      models = [model, ...(fallbacks ?? []).filter((m) => m.id !== model.id)];
       candidates = models.flatMap((m) => ordered(this.fleet.deployments(m)));
-      price = dearest(models);
     }
     for (const deployment of candidates) {
-      if (deployment.breaker.allows()) return { model, providerId: deployment.providerId, price, candidates, deadline };
+      if (deployment.breaker.allows())
+        return { model, providerId: deployment.providerId, models, candidates, deadline };
     }
     throw new GatewayError('model_unavailable', {
       message: `The model '${model.id}' is unavailable: ${model.statusMessage}`,
@@ -276,16 +276,6 @@ function chatCall(body: ChatRequest, deployment: Deployment, attempt: AttemptCal
 /** The body one deployment gets: its own model name, without the routing fields (`models`, `timeout_ms`) upstreams would reject. */
 function upstreamBody(body: ChatRequest, model: string): ChatRequest {
   return { ...withoutRoutingFields(body), model };
-}
-
-/** The price to reserve when any of several models may answer: the dearest of each side. */
-function dearest(models: readonly CatalogModel[]): Price {
-  let { promptPer1k, completionPer1k } = models[0]!.price;
-  for (const m of models) {
-    if (m.price.promptPer1k > promptPer1k) promptPer1k = m.price.promptPer1k;
-    if (m.price.completionPer1k > completionPer1k) completionPer1k = m.price.completionPer1k;
-  }
-  return { promptPer1k, completionPer1k };
 }
 
 /** Deployments in configuration order, except that with weights the first is drawn by weight. */

@@ -26,6 +26,8 @@ export interface LedgerEntryInput {
   model?: string;
   promptTokens?: number;
   completionTokens?: number;
+  /** A debit's tokens per kind and the prices applied, as JSON text. */
+  billing?: string;
   note?: string;
   /** Counts this entry's request and tokens (and the debited amount) in the daily usage. */
   usage?: UsageSlot;

@@ -77,7 +77,9 @@ describe('pricing', () => {
 describe('admission', () => {
   const base = {
     price: { promptPer1k: 1_000_000n, completionPer1k: 2_000_000n },
+    feesNano: 0n,
     promptTokens: 100,
+    promptCeiling: 100,
     requestedMaxTokens: undefined,
     choices: 1,
     modelMaxTokens: 1000,

@@ -162,7 +162,7 @@ export function fakeDeps(setup: Setup = {}) {
   const route = (requested: CatalogModel): Route => ({
     model: requested,
     providerId: 'openai',
-    price: requested.price,
+    models: [requested],
     candidates: [deploymentOf({ model: requested })],
     deadline: 0,
   });

@@ -4,6 +4,7 @@
  * a balance negative, never break "balance = sum of ledger" (nor the running balance of each row), and never
  * charge one request twice; what a settle told its caller is exactly what the ledger holds.
  */
+import { countedUsage, PriceRules } from '../../src/pricing/index.js';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Price } from '../../src/billing/index.js';
@@ -13,6 +14,7 @@ import { describeEach } from '../support/backends.js';
 
 /** 0.01 USD per 1K prompt tokens, 0.03 USD per 1K completion tokens. */
 const PRICE: Price = { promptPer1k: 10_000_000n, completionPer1k: 30_000_000n };
+const SHEET = new PriceRules({ prompt: 0.01, completion: 0.03 }).at(0);
 const PROJECT_LIMIT_NANO = 400_000_000n;
 /** The `free` plan's daily limit (5 USD). */
 const FREE_DAILY_LIMIT_NANO = 5_000_000_000n;
@@ -91,8 +93,11 @@ async function play(world: World, ops: Op[]): Promise<RunFacts> {
             requestId,
             account,
             key,
+            at: Date.now(),
             price: PRICE,
+            feesNano: 0n,
             promptTokens: step.prompt,
+            promptCeiling: step.prompt,
             requestedMaxTokens: step.max,
             choices: 1,
             modelMaxTokens: 4096,
@@ -115,7 +120,12 @@ async function play(world: World, ops: Op[]): Promise<RunFacts> {
         const completionTokens = Math.floor((o.maxTokens * step.use) / 100);
         const promptTokens = step.use > 100 ? Math.floor((o.promptTokens * step.use) / 100) : o.promptTokens;
         const promise = o.reservation
-          .settle({ requestId: o.requestId, model: 'm', promptTokens, completionTokens })
+          .settle({
+            requestId: o.requestId,
+            model: 'm',
+            sheet: SHEET,
+            usage: countedUsage(promptTokens, completionTokens),
+          })
           .then((s) => {
             facts.told.set(o.requestId, s.chargedNano);
             stats.settled++;
@@ -139,7 +149,7 @@ async function play(world: World, ops: Op[]): Promise<RunFacts> {
         const o = done.length ? done[step.pick % done.length]! : undefined;
         if (!o) break;
         expect(() =>
-          o.reservation.settle({ requestId: o.requestId, model: 'm', promptTokens: 1, completionTokens: 1 }),
+          o.reservation.settle({ requestId: o.requestId, model: 'm', sheet: SHEET, usage: countedUsage(1, 1) }),
         ).toThrow(/settled twice/);
         o.reservation.release(); // a no-op after settle or release
         break;
