@@ -27,6 +27,8 @@ export interface LedgerEntryInput {
   promptTokens?: number;
   completionTokens?: number;
   note?: string;
+  /** JSON text of the debit's tokens per kind and the prices applied, built by the caller; stored as given. */
+  billing?: string;
   /** Counts this entry's request and tokens (and the debited amount) in the daily usage. */
   usage?: UsageSlot;
   /** The events this entry causes, written to the outbox in its transaction. */
@@ -188,6 +190,7 @@ export interface LedgerRow {
   completion_tokens: number | null;
   note: string | null;
   created_at: number;
+  billing: string | null;
 }
 
 export interface InvoiceRow {
@@ -283,6 +286,7 @@ export function planBatch(
         completion_tokens: entry.completionTokens ?? null,
         note: entry.note ?? null,
         created_at: now,
+        billing: entry.billing ?? null,
       });
     }
     if (entry.usage) {
