@@ -29,6 +29,8 @@ export interface LedgerEntryInput {
   /** A debit's tokens per kind and the prices applied, as JSON text. */
   billing?: string;
   note?: string;
+  /** JSON text of the debit's tokens per kind and the prices applied, built by the caller; stored as given. */
+  billing?: string;
   /** Counts this entry's request and tokens (and the debited amount) in the daily usage. */
   usage?: UsageSlot;
   /** The events this entry causes, written to the outbox in its transaction. */
@@ -190,6 +192,7 @@ export interface LedgerRow {
   completion_tokens: number | null;
   note: string | null;
   created_at: number;
+  billing: string | null;
 }
 
 export interface InvoiceRow {
@@ -285,6 +288,7 @@ export function planBatch(
         completion_tokens: entry.completionTokens ?? null,
         note: entry.note ?? null,
         created_at: now,
+        billing: entry.billing ?? null,
       });
     }
     if (entry.usage) {

@@ -53,6 +53,7 @@ export class LedgerStore {
       completionTokens: numOrNull(r.completion_tokens),
       note: r.note,
       createdAt: num(r.created_at),
+      billing: r.billing,
     }));
   }
 

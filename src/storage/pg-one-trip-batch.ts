@@ -42,25 +42,25 @@ moved AS (
   RETURNING a.id, a.balance_nano, a.version),
 stamp AS (SELECT ${NOW_MICROSECONDS_SQL} AS us FROM (SELECT 1 FROM moved LIMIT 1) AS locks_held),
 ledger_rows AS (
-  INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at)
-  SELECT ${ledgerIdSql('s.us', 'r.suffix')}, r.account_id, r.kind, r.amount_nano, m.balance_nano - r.later_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at
-  FROM unnest($4::text[], $5::text[], $6::text[], $7::int8[], $8::int8[], $9::text[], $10::text[], $11::text[], $12::int8[], $13::int8[], $14::text[], $15::int8[])
-    AS r(suffix, account_id, kind, amount_nano, later_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at)
+  INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at, billing)
+  SELECT ${ledgerIdSql('s.us', 'r.suffix')}, r.account_id, r.kind, r.amount_nano, m.balance_nano - r.later_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at, r.billing
+  FROM unnest($4::text[], $5::text[], $6::text[], $7::int8[], $8::int8[], $9::text[], $10::text[], $11::text[], $12::int8[], $13::int8[], $14::text[], $15::int8[], $16::text[])
+    AS r(suffix, account_id, kind, amount_nano, later_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at, billing)
   JOIN moved m ON m.id = r.account_id CROSS JOIN stamp s),
 usage_rows AS (
   INSERT INTO usage_daily AS d (account_id, day, environment, model, requests, prompt_tokens, completion_tokens, credits_nano)
-  SELECT * FROM unnest($16::text[], $17::text[], $18::text[], $19::text[], $20::int8[], $21::int8[], $22::int8[], $23::int8[])
+  SELECT * FROM unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::int8[], $22::int8[], $23::int8[], $24::int8[])
   ON CONFLICT (account_id, day, environment, model) DO UPDATE SET requests = d.requests + excluded.requests,
     prompt_tokens = d.prompt_tokens + excluded.prompt_tokens, completion_tokens = d.completion_tokens + excluded.completion_tokens,
     credits_nano = d.credits_nano + excluded.credits_nano),
 key_rows AS (
   UPDATE api_keys k SET spent_nano = k.spent_nano + coalesce(v.spent_nano, 0), last_used_at = coalesce(v.last_used_at, k.last_used_at)
-  FROM unnest($24::text[], $25::int8[], $26::int8[]) AS v(id, spent_nano, last_used_at)
+  FROM unnest($25::text[], $26::int8[], $27::int8[]) AS v(id, spent_nano, last_used_at)
   WHERE k.id = v.id),
 delivery_rows AS (
   INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS})
   SELECT d.id, d.webhook_id, d.account_id, d.event_id, d.event_type, d.payload, 'pending', 0, d.at, d.at, d.at
-  FROM unnest($27::text[], $28::text[], $29::text[], $30::text[], $31::text[], $32::text[], $33::int8[]) AS d(id, webhook_id, account_id, event_id, event_type, payload, at)
+  FROM unnest($28::text[], $29::text[], $30::text[], $31::text[], $32::text[], $33::text[], $34::int8[]) AS d(id, webhook_id, account_id, event_id, event_type, payload, at)
   ON CONFLICT (id) DO NOTHING)
 SELECT 1 / (count(*) = cardinality($1::text[]))::int AS ok, array_agg(id) AS ids, array_agg(balance_nano) AS balances, array_agg(version) AS versions FROM moved`,
 };
@@ -70,7 +70,7 @@ const NOTIONAL_START = 2n ** 64n;
 
 type Value = string | number | bigint | null;
 
-/** A batch planned without knowing the balances: what it moves, and the statement's 33 arrays. */
+/** A batch planned without knowing the balances: what it moves, and the statement's 34 arrays. */
 export interface OneTripPlan {
   values: string[];
   /** Finishes the commit result from the balances and versions the statement returned. */
@@ -125,6 +125,7 @@ function statementValues(
     ledger.map((r) => r.completion_tokens),
     ledger.map((r) => r.note),
     ledger.map((r) => r.created_at),
+    ledger.map((r) => r.billing),
     usage.map((u) => u.accountId),
     usage.map((u) => u.day),
     usage.map((u) => u.environment),

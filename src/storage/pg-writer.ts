@@ -240,10 +240,10 @@ function writesOf(plan: BatchPlan, lit: Lit): string[] {
   if (plan.ledger.length) {
     const rows = plan.ledger.map(
       (r) =>
-        `(${list([r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at])})`,
+        `(${list([r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at, r.billing])})`,
     );
     writes.push(
-      `INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at) VALUES ${rows.join(', ')}`,
+      `INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at, billing) VALUES ${rows.join(', ')}`,
     );
   }
   if (plan.usage.length) {

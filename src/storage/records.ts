@@ -71,6 +71,8 @@ export interface LedgerRecord {
   completionTokens: number | null;
   note: string | null;
   createdAt: number;
+  /** JSON text: the debit's tokens per kind and the prices applied, as its writer built it. */
+  billing: string | null;
 }
 
 export interface UsageTotals {

@@ -10,11 +10,14 @@ export interface StoredResponse {
   providerId: string;
   /** The provider keeps the response, so a later request may continue from it. */
   stateful: boolean;
+  /** Its input plus output tokens, which a request continuing it carries; undefined until known. */
+  contextTokens: number | undefined;
 }
 
-export interface NewResponse extends StoredResponse {
+export interface NewResponse extends Omit<StoredResponse, 'contextTokens'> {
   id: string;
   accountId: string;
+  contextTokens?: number;
   now: number;
 }
 
@@ -44,8 +47,19 @@ export class ResponseStore {
         provider_id: response.providerId,
         stateful: response.stateful ? 1 : 0,
         created_at: response.now,
+        context_tokens: response.contextTokens ?? null,
       })
       .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+  }
+
+  /** Sets the context tokens of a response already recorded (its usage may be known only after the id). */
+  async setContextTokens(accountId: string, id: string, tokens: number): Promise<void> {
+    await this.db
+      .updateTable('responses')
+      .set({ context_tokens: tokens })
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
       .execute();
   }
 
@@ -59,10 +73,16 @@ export class ResponseStore {
   async find(accountId: string, id: string): Promise<StoredResponse | undefined> {
     const row = await this.db
       .selectFrom('responses')
-      .select(['provider_id', 'stateful'])
+      .select(['provider_id', 'stateful', 'context_tokens'])
       .where('id', '=', id)
       .where('account_id', '=', accountId)
       .executeTakeFirst();
-    return row && { providerId: row.provider_id, stateful: Number(row.stateful) === 1 };
+    return (
+      row && {
+        providerId: row.provider_id,
+        stateful: Number(row.stateful) === 1,
+        contextTokens: row.context_tokens === null ? undefined : Number(row.context_tokens),
+      }
+    );
   }
 }

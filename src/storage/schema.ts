@@ -67,6 +67,8 @@ export interface LedgerTable {
   completion_tokens: NullableBig;
   note: string | null;
   created_at: Big;
+  /** JSON: a debit's tokens per kind and the prices applied (migration 011); null without it. */
+  billing: string | null;
 }
 
 export interface UsageDailyTable {
@@ -253,4 +255,6 @@ export interface ResponsesTable {
   provider_id: string;
   stateful: number;
   created_at: Big;
+  /** Input plus output tokens, carried into a request that continues the response (migration 011); null until known. */
+  context_tokens: NullableBig;
 }

@@ -65,7 +65,7 @@ export class SqliteWriter {
     );
     this.insertLedger = sqlite.prepare(
       `INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model,
-        prompt_tokens, completion_tokens, note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        prompt_tokens, completion_tokens, note, created_at, billing) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.upsertUsage = sqlite.prepare(
       `INSERT INTO usage_daily (account_id, day, environment, model, requests, prompt_tokens, completion_tokens, credits_nano)
@@ -239,6 +239,7 @@ export class SqliteWriter {
         r.completion_tokens,
         r.note,
         r.created_at,
+        r.billing,
       );
     }
     for (const i of plan.invoices)

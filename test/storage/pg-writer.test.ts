@@ -80,6 +80,25 @@ needsPostgres('PostgreSQL money writer, several replicas on one account', () => 
     expect(await storage.ledger.sum('acct_1')).toBe(0n);
   });
 
+  it('writes a debit’s billing text in one round trip and in two, and null without it', async () => {
+    await setup(1_000n);
+    const a = replica();
+    const billing = JSON.stringify({ tokens: { input: 10, output: 2 }, note: 'it\'s "q" {b} \\ ü' });
+    // A debit with billing and one without, in one batch (one array per column on the one-trip path).
+    const withBilling = (requestId: string, amountNano: bigint) => ({
+      entries: [{ ...debit(requestId, amountNano).entries[0]!, billing }, ...debit(`${requestId}_plain`, 1n).entries],
+    });
+    await a.writer.commit(withBilling('one', 100n));
+    expect(a.queries()).toBe(1);
+    // More than the balance: the one-trip statement refuses it, and the locked path clamps it.
+    await a.writer.commit(withBilling('two', 5_000n));
+    expect(a.queries()).toBe(4);
+    const rows = await storage.ledger.list('acct_1', { limit: 10 });
+    const billingOf = (requestId: string) => rows.find((r) => r.requestId === requestId)?.billing;
+    expect([billingOf('one'), billingOf('one_plain'), billingOf('two')]).toEqual([billing, null, billing]);
+    expect(rows.find((r) => r.requestId === 'two')?.amountNano).toBe(-899n);
+  });
+
   it('gives a batch that waited for the account lock ids after the commit it waited for', async () => {
     await setup(10_000n);
     const a = replica();

@@ -9,6 +9,7 @@ import { creditPurchases } from './007_credit_purchases.js';
 import { cardRecharges } from './008_card_recharges.js';
 import { paymentReversals } from './009_payment_reversals.js';
 import { responses } from './010_responses.js';
+import { billing } from './011_billing.js';
 
 /** Every migration by name, compiled in so `dist/` needs no migration folder at run time. */
 export const MIGRATIONS: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '008_card_recharges': cardRecharges,
   '009_payment_reversals': paymentReversals,
   '010_responses': responses,
+  '011_billing': billing,
 };
