@@ -26,8 +26,6 @@ export interface LedgerEntryInput {
   model?: string;
   promptTokens?: number;
   completionTokens?: number;
-  /** A debit's tokens per kind and the prices applied, as JSON text. */
-  billing?: string;
   note?: string;
   /** JSON text of the debit's tokens per kind and the prices applied, built by the caller; stored as given. */
   billing?: string;
