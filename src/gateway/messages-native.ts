@@ -42,8 +42,8 @@ export async function answerNatively(admitted: Admitted, body: MessagesJson): Pr
     attempt: (deployment, attempt) => messenger(deployment).createMessage(messagesCall(deployment, attempt)),
   };
   const { context, result: message, headers } = await meteredCall(admitted, way);
-  const used = () =>
-    anthropicUsage(message.usage) ?? countedUsage(context.promptTokens, countTextTokens(contentText(message.content)));
+  const counted = () => countTextTokens(contentText(message.content));
+  const used = () => anthropicUsage(message.usage, counted) ?? countedUsage(context.promptTokens, counted());
   const billed = await settleAnswer(context, signal, used, () => contentText(message.content));
   headers['x-tollgate-cost'] = usdString(billed.chargedNano);
   return { kind: 'json', headers, body: { ...message, model: context.model.id } };

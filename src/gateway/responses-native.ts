@@ -9,7 +9,6 @@ import { GatewayError } from '../errors/index.js';
 import {
   billedResponse,
   inputText,
-  nativeUsage,
   outputText,
   responseId,
   type ResponseRequest,

@@ -5,14 +5,7 @@
  */
 import { usdNumber } from '../billing/index.js';
 import type { GatewayError } from '../errors/index.js';
-import {
-  billedResponse,
-  deliveredText,
-  nativeUsage,
-  responseId,
-  sseOf,
-  withModel,
-} from '../protocols/openai-responses/index.js';
+import { billedResponse, deliveredText, responseId, sseOf, withModel } from '../protocols/openai-responses/index.js';
 import { RESPONSE_END_EVENTS, type ResponsesCall, type ResponsesJson } from '../providers/index.js';
 import { fromUpstream, type Deployment } from '../routing/index.js';
 import type { StreamEvent } from '../wire/index.js';

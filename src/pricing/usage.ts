@@ -87,12 +87,12 @@ export function chatUsage(usage: unknown, serviceTier?: unknown): TokenUsage | u
 
 /**
  * Anthropic's Messages `usage`: `input_tokens` excludes the cache reads and writes it lists apart; writes split by
- * `cache_creation` into 5-minute and 1-hour ones; thinking is inside `output_tokens`. Undefined without input and
- * output counts.
+ * `cache_creation` into 5-minute and 1-hour ones; thinking is inside `output_tokens`. Undefined without an input
+ * count, or without an output count when `countOutput` (tollgate's count of the answer) is not given.
  */
-export function anthropicUsage(usage: unknown): TokenUsage | undefined {
+export function anthropicUsage(usage: unknown, countOutput?: () => number): TokenUsage | undefined {
   const input = reportedCount(field(usage, 'input_tokens'));
-  const output = reportedCount(field(usage, 'output_tokens'));
+  const output = reportedCount(field(usage, 'output_tokens')) ?? countOutput?.();
   if (input === undefined || output === undefined) return undefined;
   const writes = reportedCount(field(usage, 'cache_creation_input_tokens')) ?? 0;
   const cacheWrite1h = part(field(field(usage, 'cache_creation'), 'ephemeral_1h_input_tokens'), writes);

@@ -4,7 +4,6 @@
  * circuits, and returns which deployment answered (or failed last). Test keys always go to the sandbox. Inputs
  * are left untouched: each attempt gets its own call, with the deployment's model name and limits.
  */
-import type { Price } from '../billing/index.js';
 import type { CatalogModel, HealthSource, LiveFigures } from '../catalog/index.js';
 import { SANDBOX_PROVIDER_ID, type Config, type RoutingConfig } from '../config/index.js';
 import { GatewayError } from '../errors/index.js';

@@ -1,4 +1,5 @@
 /** Fake dependencies of the request path: in memory, no network, no database; each records what it was asked. */
+import { completionTokensOf, promptTokensOf, type TokenUsage } from '../../src/pricing/index.js';
 import { expect, vi } from 'vitest';
 import type { Settlement } from '../../src/billing/index.js';
 import { Catalog, type CatalogModel } from '../../src/catalog/index.js';
@@ -108,6 +109,7 @@ export function fakeDeps(setup: Setup = {}) {
   const settled: {
     promptTokens: number;
     completionTokens: number;
+    usage: TokenUsage;
     model: string;
     event?: (billed: Settlement) => GatewayEvent;
   }[] = [];
@@ -122,16 +124,19 @@ export function fakeDeps(setup: Setup = {}) {
     release: vi.fn(function (this: { released: number }) {
       this.released++;
     }),
-    settle: vi.fn((request: (typeof settled)[number]) => {
-      settled.push(request);
-      const billed = {
-        promptTokens: request.promptTokens,
-        completionTokens: request.completionTokens,
-        chargedNano: 1_500_000n,
-      };
-      if (request.event) events.push(request.event(billed));
-      return Promise.resolve(billed);
-    }),
+    settle: vi.fn(
+      (request: Omit<(typeof settled)[number], 'promptTokens' | 'completionTokens'> & { usage: TokenUsage }) => {
+        // Recorded with the totals of the usage it was asked to settle.
+        const totals = {
+          promptTokens: promptTokensOf(request.usage),
+          completionTokens: completionTokensOf(request.usage),
+        };
+        settled.push({ ...request, ...totals });
+        const billed = { ...totals, usage: request.usage, chargedNano: 1_500_000n };
+        if (request.event) events.push(request.event(billed));
+        return Promise.resolve(billed);
+      },
+    ),
   };
   // The provider records every call it is asked, then does what the test set up.
   const behaviour: Partial<Omit<Provider, 'id'>> = {

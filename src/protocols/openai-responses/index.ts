@@ -9,7 +9,7 @@ export {
 export { toChatRequest } from './to-chat.js';
 export { responseFromChat, responseShell, responseUsage, type ResponseMeta } from './from-chat.js';
 export { ChatStreamTranslator } from './chat-stream.js';
-export { billedResponse, deliveredText, inputText, nativeUsage, outputText, responseId, withModel } from './native.js';
+export { billedResponse, deliveredText, inputText, outputText, responseId, withModel } from './native.js';
 export {
   FINAL_EVENTS,
   sseOf,

@@ -11,12 +11,6 @@ type Json = Record<string, unknown>;
 /** A field's text: the string, or '' for anything else. */
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 
-/** The usage of a Response: input tokens (cached ones included) are prompt, output tokens (reasoning included) completion. */
-export function nativeUsage(response: unknown): { input: unknown; output: unknown } | undefined {
-  if (!isObject(response) || !isObject(response.usage)) return undefined;
-  return { input: response.usage.input_tokens, output: response.usage.output_tokens };
-}
-
 /** The text a stream event delivers: output text, function-call arguments and custom tools' input. */
 export function deliveredText(event: Json): string {
   const { type, delta } = event;
