@@ -8,7 +8,7 @@ import { requirePermission, type Operation } from '../auth/index.js';
 import type { AccountState, Reservation, ReserveRequest } from '../billing/index.js';
 import type { CatalogModel } from '../catalog/index.js';
 import { GatewayError } from '../errors/index.js';
-import { holdRates } from '../pricing/index.js';
+import { holdRates, type PriceSheet } from '../pricing/index.js';
 import type { Route } from '../routing/index.js';
 import type { KeyRecord } from '../storage/index.js';
 import type { GatewayDeps } from './deps.js';
@@ -79,6 +79,21 @@ export interface Hold extends Omit<
   serviceTier?: string | undefined;
 }
 
+/** A service tier or web search that a model that may answer has no price for: refused (400), never forwarded. */
+function refuseUnpriced(sheets: readonly PriceSheet[], hold: Hold): void {
+  const tier = hold.serviceTier;
+  if (tier !== undefined && sheets.some((sheet) => !sheet.serviceTiers[tier]))
+    throw new GatewayError('invalid_request', {
+      message: `The service tier '${tier}' has no price in this gateway's catalog for the model asked; send the request without it`,
+      param: tier === 'fast' ? 'speed' : 'service_tier',
+    });
+  if (hold.webSearches && sheets.some((sheet) => sheet.webSearch === 0n))
+    throw new GatewayError('invalid_request', {
+      message: "Web search has no price in this gateway's catalog for the model asked; send the request without it",
+      param: 'tools',
+    });
+}
+
 /** A metered request's key and the models that may answer it (`model`, then the request's `models`). */
 export interface Routable {
   requestId: string;
@@ -105,15 +120,14 @@ export async function routeAndReserve(
   const headers = await admitRate(deps, account, hold.promptTokens, route.providerId);
   const at = Date.now();
   const promptCeiling = Math.min(Math.max(hold.promptCeiling ?? 0, hold.promptTokens), hold.contextLength);
-  const { feesNano, ...price } = holdRates(
-    route.models.map((m) => m.pricing.at(at)),
-    {
-      promptTokens: promptCeiling,
-      images: hold.images ?? 0,
-      webSearches: hold.webSearches ?? 0,
-      serviceTier: hold.serviceTier,
-    },
-  );
+  const sheets = route.models.map((m) => m.pricing.at(at));
+  refuseUnpriced(sheets, hold);
+  const { feesNano, ...price } = holdRates(sheets, {
+    promptTokens: promptCeiling,
+    images: hold.images ?? 0,
+    webSearches: hold.webSearches ?? 0,
+    serviceTier: hold.serviceTier,
+  });
   const reservation = await deps.wallet.reserve({
     requestId,
     account,

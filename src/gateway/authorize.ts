@@ -18,6 +18,8 @@ export interface Capability {
   readonly listed: string;
 }
 
+export const CHAT: Capability = { key: 'chat', lacking: 'does not chat', listed: 'chat' };
+
 export const EMBEDDINGS: Capability = { key: 'embeddings', lacking: 'does not create embeddings', listed: 'embedding' };
 
 export const TEXT_COMPLETIONS: Capability = {

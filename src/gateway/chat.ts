@@ -10,7 +10,7 @@ import { chatStreamWay, chatWay } from '../routing/index.js';
 import { countTextTokens, measurePrompt, type PromptSize } from '../tokens/index.js';
 import type { ChatCompletion, ChatRequest, UpstreamCompletion } from '../wire/index.js';
 import { authenticate } from './admit.js';
-import { authorizedModel, fallbackModels } from './authorize.js';
+import { CHAT, authorizedModel, fallbackModels } from './authorize.js';
 import type { RequestContext, GatewayDeps } from './deps.js';
 import { admitMetered, meteredCall, type Admitted, type Authenticated, type MeteredRequest } from './metered.js';
 import { relayChatStream, type ChatStreamEvent } from './relay.js';
@@ -26,8 +26,8 @@ export async function createChatCompletion(input: RequestInput, deps: GatewayDep
   // then the body and the models it asks for.
   const key = await authenticate(deps, input.authorization, 'chat');
   const body = validateChatRequest(input.body);
-  const model = authorizedModel(deps, key, body.model);
-  const fallbacks = fallbackModels(deps, key, body.models);
+  const model = authorizedModel(deps, key, body.model, CHAT);
+  const fallbacks = fallbackModels(deps, key, body.models, CHAT);
   const request = meteredChat({ input, key, model, fallbacks, started }, body);
 
   // 2. Idempotency: a retry with the same Idempotency-Key gets the first answer back, without running or charging.

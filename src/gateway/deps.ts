@@ -32,6 +32,8 @@ export interface RequestContext {
   readonly model: CatalogModel;
   readonly providerId: string;
   readonly promptTokens: number;
+  /** The service tier the request asked for: its prices apply when the answer does not say which served it. */
+  readonly serviceTier?: string | undefined;
   readonly reservation: Reservation;
   readonly started: number;
   readonly deps: GatewayDeps;

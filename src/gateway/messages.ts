@@ -21,7 +21,7 @@ import type { Route } from '../routing/index.js';
 import { measurePrompt, type PromptSize } from '../tokens/index.js';
 import { DONE, type ChatRequest, type StreamEvent } from '../wire/index.js';
 import { accountOf, admitRate, authenticate } from './admit.js';
-import { authorizedModel } from './authorize.js';
+import { CHAT, authorizedModel } from './authorize.js';
 import { answerChat, meteredChat } from './chat.js';
 import type { GatewayDeps } from './deps.js';
 import type { StreamProtocol } from './idempotency.js';
@@ -55,7 +55,7 @@ export async function createMessage(input: RequestInput, deps: GatewayDeps): Pro
   // what may go upstream: the translation, or the native body.
   const key = await authenticate(deps, input.authorization, 'chat');
   const native = validateMessages(input.body);
-  const model = authorizedModel(deps, key, native.model);
+  const model = authorizedModel(deps, key, native.model, CHAT);
   const chat = toChatRequest(native);
   const request = meteredChat({ input, key, model, fallbacks: undefined, started }, chat, promptOf(chat, native));
 
@@ -92,7 +92,7 @@ export async function countMessageTokens(
 ): Promise<{ headers: Record<string, string>; body: { input_tokens: number } }> {
   const key = await authenticate(deps, input.authorization, 'chat');
   const body = validateCountTokens(input.body);
-  authorizedModel(deps, key, body.model);
+  authorizedModel(deps, key, body.model, CHAT);
   const account = await accountOf(deps, key);
   const headers = await admitRate(deps, account, 0);
   return { headers, body: { input_tokens: measurePrompt(toChatRequest(body)).tokens } };

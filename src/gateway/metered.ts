@@ -9,6 +9,7 @@ import type { AttemptCall, Route, Way } from '../routing/index.js';
 import type { KeyRecord } from '../storage/index.js';
 import { routeAndReserve, type Hold } from './admit.js';
 import type { GatewayDeps, RequestContext } from './deps.js';
+import { exposureOf } from './exposure.js';
 import { failed } from './fail.js';
 import type { RequestInput } from './request.js';
 
@@ -40,6 +41,7 @@ export interface Admitted {
   readonly route: Route;
   readonly reservation: Reservation;
   readonly headers: Record<string, string>;
+  readonly serviceTier: string | undefined;
 }
 
 /** A deployment's answer, with the context that settles it and the answer's headers (`x-tollgate-provider` set). */
@@ -55,11 +57,12 @@ export interface Called<T> {
  * body. An endpoint that chose its route itself (Responses, natively) passes it.
  */
 export async function admitMetered(deps: GatewayDeps, request: MeteredRequest, chosen?: Route): Promise<Admitted> {
-  const { input, key, model, fallbacks, timeoutMs, hold } = request;
+  const { input, key, model, fallbacks, timeoutMs } = request;
   const routable = { requestId: input.requestId, key, model, fallbacks, timeoutMs };
+  const hold = exposedHold(request);
   const { route, headers, reservation } = await routeAndReserve(deps, routable, hold, chosen);
   if (reservation.admission.lowered) headers['x-tollgate-max-tokens-lowered'] = String(reservation.maxTokens);
-  return { request, deps, route, reservation, headers };
+  return { request, deps, route, reservation, headers, serviceTier: hold.serviceTier };
 }
 
 /**
@@ -77,9 +80,24 @@ export async function meteredCall<T>(admitted: Admitted, way: Way<T>): Promise<C
   return { context, result: routed.result, headers };
 }
 
+/**
+ * The hold with what the body exposes beyond its text: content the provider fetches holds the whole context;
+ * images, web searches and a service tier are priced.
+ */
+function exposedHold({ input, hold }: MeteredRequest): Hold {
+  const exposure = exposureOf(input.body);
+  return {
+    ...hold,
+    promptCeiling: exposure.unbounded ? hold.contextLength : hold.promptCeiling,
+    images: exposure.images,
+    webSearches: exposure.webSearches,
+    serviceTier: exposure.serviceTier,
+  };
+}
+
 /** The request's context once routing has named the deployment that answered (or failed last). */
 function contextOf(
-  { deps, request, reservation }: Admitted,
+  { deps, request, reservation, serviceTier }: Admitted,
   routed: { model: CatalogModel; providerId: string },
 ): RequestContext {
   const { input } = request;
@@ -88,6 +106,7 @@ function contextOf(
     model: routed.model,
     providerId: routed.providerId,
     promptTokens: request.hold.promptTokens,
+    serviceTier,
     reservation,
     started: request.started,
     deps,

@@ -10,7 +10,7 @@ import { FINAL_EVENTS, ResponseRequestSchema } from '../protocols/openai-respons
 import type { Route } from '../routing/index.js';
 import type { KeyRecord, ResponseStore, StoredResponse } from '../storage/index.js';
 import { authenticate } from './admit.js';
-import { authorizedModel, fallbackModels } from './authorize.js';
+import { CHAT, authorizedModel, fallbackModels } from './authorize.js';
 import type { GatewayDeps } from './deps.js';
 import type { RequestInput } from './request.js';
 import type { StreamProtocol } from './idempotency.js';
@@ -39,8 +39,8 @@ export async function createResponse(
   // 1. Authenticate: the key, the body, the models the key may use, and the previous response if one is named.
   const key = await authenticate(deps, input.authorization, 'chat');
   const body = validate(input.body);
-  const model = authorizedModel(deps, key, body.model);
-  const fallbacks = fallbackModels(deps, key, body.models);
+  const model = authorizedModel(deps, key, body.model, CHAT);
+  const fallbacks = fallbackModels(deps, key, body.models, CHAT);
   if (body.background === true)
     throw new GatewayError('invalid_request', {
       message: 'Background responses are not supported; send the request without background',

@@ -25,7 +25,7 @@ export async function settleOrFail(
       requestId: context.requestId,
       model: context.model.id,
       sheet: context.model.pricing.at(context.reservation.admittedAt),
-      usage,
+      usage: { ...usage, serviceTier: usage.serviceTier ?? context.serviceTier },
       ...(event ? { event } : {}),
     };
     return await withSpan(

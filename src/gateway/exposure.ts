@@ -1,0 +1,101 @@
+/**
+ * What a request body exposes to the provider's bill beyond its own text, in any of the protocols tollgate takes
+ * (chat, Messages, Responses): content the provider fetches or holds (files, documents by URL or id, fetched pages:
+ * not bounded by the body, so the hold takes the model's whole context), input images (a per-image fee where the
+ * model has one), server-side web searches (a per-call fee, at most the request's own bound) and the service tier
+ * asked for. Hosted tools tollgate cannot price are refused here, before anything is held.
+ */
+import { GatewayError } from '../errors/index.js';
+import { isObject } from '../wire/guards.js';
+
+export interface Exposure {
+  /** The body names content the provider adds that the body does not bound. */
+  unbounded: boolean;
+  images: number;
+  /** The most server-side web searches the request allows. */
+  webSearches: number;
+  serviceTier: string | undefined;
+}
+
+const IMAGE_TYPES = new Set(['image_url', 'input_image', 'image']);
+/** Parts whose content the provider fetches or reads from storage. */
+const FETCHED_TYPES = new Set(['file', 'input_file', 'container_upload', 'mcp', 'url_context', 'file_search']);
+/** Keys that name content held or fetched by the provider. */
+const FETCHED_KEYS = ['file_id', 'file_url'];
+/** Hosted tools with fees tollgate has no price for (containers, generated images, vector stores). */
+const UNPRICED_TOOL = /^(code_interpreter|code_execution|image_generation|file_search|computer_use)/;
+const WEB_SEARCH_TOOL = /^web_search/;
+/** Hosted tools whose results come back as prompt the body does not bound. */
+const FETCH_TOOL = /^web_(fetch|search)/;
+/** OpenAI service tiers that are the standard price. */
+const STANDARD_TIERS = new Set(['auto', 'default', 'standard_only']);
+
+export function exposureOf(body: unknown): Exposure {
+  const found = { unbounded: false, images: 0 };
+  scan(body, found, 0);
+  if (!isObject(body)) return { ...found, webSearches: 0, serviceTier: undefined };
+  // Search results come back as prompt.
+  if (isObject(body.web_search_options)) found.unbounded = true;
+  return { ...found, webSearches: webSearches(body), serviceTier: serviceTierOf(body) };
+}
+
+/** Depth-first over the body's objects (strings are not read: the endpoint's own measure bounds text). */
+function scan(value: unknown, found: { unbounded: boolean; images: number }, depth: number): void {
+  if (depth > 64) return;
+  if (Array.isArray(value)) {
+    for (const item of value) scan(item, found, depth + 1);
+    return;
+  }
+  if (!isObject(value)) return;
+  const type = value.type;
+  if (typeof type === 'string') {
+    if (IMAGE_TYPES.has(type)) found.images++;
+    if (FETCHED_TYPES.has(type) || FETCH_TOOL.test(type) || (type === 'document' && !inlineText(value.source)))
+      found.unbounded = true;
+  }
+  if (FETCHED_KEYS.some((key) => typeof value[key] === 'string')) found.unbounded = true;
+  for (const key in value) {
+    const child = value[key];
+    if (typeof child === 'object' && child !== null) scan(child, found, depth + 1);
+  }
+}
+
+/** A document given as its own text (bounded by the body), not a file, URL or PDF the provider reads. */
+function inlineText(source: unknown): boolean {
+  return isObject(source) && (source.type === 'text' || source.type === 'content');
+}
+
+/**
+ * The most web searches the request allows: each web search tool's `max_uses` (Messages) or the request's
+ * `max_tool_calls` (Responses); chat's `web_search_options` searches once. A search without a bound is refused, as is
+ * a hosted tool tollgate cannot price.
+ */
+function webSearches(body: Record<string, unknown>): number {
+  let searches = isObject(body.web_search_options) ? 1 : 0;
+  if (!Array.isArray(body.tools)) return searches;
+  body.tools.forEach((tool: unknown, index) => {
+    const type = isObject(tool) && typeof tool.type === 'string' ? tool.type : '';
+    if (UNPRICED_TOOL.test(type))
+      throw new GatewayError('invalid_request', {
+        message: `The hosted tool '${type}' has fees tollgate cannot price; it is not available through this gateway`,
+        param: `tools[${index}].type`,
+      });
+    if (!WEB_SEARCH_TOOL.test(type) || !isObject(tool)) return;
+    const bound = typeof tool.max_uses === 'number' ? tool.max_uses : body.max_tool_calls;
+    if (typeof bound !== 'number' || !Number.isSafeInteger(bound) || bound < 1)
+      throw new GatewayError('invalid_request', {
+        message:
+          'A web search tool needs a bound on its calls, so that its fees can be held: set `max_uses` on the tool (Messages) or `max_tool_calls` (Responses)',
+        param: typeof tool.max_uses === 'undefined' ? 'max_tool_calls' : `tools[${index}].max_uses`,
+      });
+    searches += bound;
+  });
+  return searches;
+}
+
+/** A service tier other than the standard one: OpenAI's `service_tier`, Anthropic's `speed: "fast"`. */
+function serviceTierOf(body: Record<string, unknown>): string | undefined {
+  if (body.speed === 'fast') return 'fast';
+  const tier = body.service_tier;
+  return typeof tier === 'string' && !STANDARD_TIERS.has(tier) ? tier : undefined;
+}
