@@ -194,11 +194,24 @@ function purchasesCommand(): Command {
 }
 
 function modelsCommand(): Command {
-  return new Command('models')
+  const models = new Command('models')
     .description('List the model catalog with prices and status (inactive models need their provider configured)')
     .option('--active', 'only models whose provider is configured')
     .option('--json', 'print JSON (the /v1/models shape, with capabilities)')
     .action(async (options: ListModelsOptions) => (await import('./models.js')).listModels(options));
+
+  models
+    .command('check')
+    .description(
+      'Ask each configured provider for its model list and compare it with the catalog: catalog models it does not serve, and models it serves that the catalog lacks. Exits 1 when a catalog model is not served, 2 when a provider could not be asked',
+    )
+    .option('--json', 'print JSON: {ok, providers: [{provider, status, not_served, not_in_catalog, ...}]}')
+    // `models` has its own --json, which commander gives to it: read both.
+    .action(async (_options: JsonOption, command: Command) =>
+      (await import('./models-check.js')).checkModels(command.optsWithGlobals<JsonOption>()),
+    );
+
+  return models;
 }
 
 function configCommand(): Command {
