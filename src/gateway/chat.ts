@@ -53,7 +53,6 @@ export function meteredChat(
     timeoutMs: body.timeout_ms,
     hold: {
       promptTokens: prompt.tokens,
-      promptCeiling: prompt.ceiling,
       requestedMaxTokens: requestedCompletionBound(body),
       choices: body.n ?? 1,
       modelMaxTokens: model.maxTokens,

@@ -121,7 +121,6 @@ function meteredCompletion(
     timeoutMs: body.timeout_ms,
     hold: {
       promptTokens: size.tokens,
-      promptCeiling: size.ceiling,
       requestedMaxTokens: maxTokens,
       choices: prompts.length * Math.max(n, body.best_of ?? 1),
       modelMaxTokens: model.maxTokens,

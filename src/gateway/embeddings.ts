@@ -35,17 +35,19 @@ export async function createEmbeddings(
   const inputs = embeddingInputs(body.input);
   const promptTokens = tokensOf(inputs, model.contextLength);
   // The whole input is prompt; there is no completion, so the hold is the input's price and nothing is lowered.
+  // The provider counts with its own tokenizer: the hold is at the most any counts (a token is at least a byte,
+  // and each input at most the context), and the report is trusted up to every input filling it.
   const authenticated: Authenticated = { input, key, model, fallbacks, started };
   const request: MeteredRequest = {
     ...authenticated,
     timeoutMs: body.timeout_ms,
     hold: {
       promptTokens,
-      promptCeiling: promptTokens,
+      promptCeiling: inputs.reduce((sum: number, item) => sum + ceilingOf(item, model.contextLength), 0),
       requestedMaxTokens: 0,
       choices: 1,
       modelMaxTokens: model.maxTokens,
-      contextLength: Number.MAX_SAFE_INTEGER,
+      contextLength: inputs.length * model.contextLength,
     },
     userId: body.user,
     stream: false,
@@ -105,6 +107,11 @@ function tokensOf(inputs: EmbeddingInput[], contextLength: number): number {
     total += tokens;
   }
   return total;
+}
+
+/** The most tokens a provider may count for one input: its bytes (a token array is exact), at most the context. */
+function ceilingOf(input: EmbeddingInput, contextLength: number): number {
+  return typeof input === 'string' ? Math.min(Buffer.byteLength(input) + 1, contextLength) : input.length;
 }
 
 /** OpenAI's base64 encoding: the vector's float32 values, little-endian. */

@@ -18,8 +18,9 @@ import {
 } from '../protocols/anthropic-messages/index.js';
 import type { MessagesJson } from '../providers/index.js';
 import type { Route } from '../routing/index.js';
-import { measurePrompt, type PromptSize } from '../tokens/index.js';
+import { countTextTokens, measurePrompt, type PromptSize } from '../tokens/index.js';
 import { DONE, type ChatRequest, type StreamEvent } from '../wire/index.js';
+import { isObject } from '../wire/guards.js';
 import { accountOf, admitRate, authenticate } from './admit.js';
 import { CHAT, authorizedModel } from './authorize.js';
 import { answerChat, meteredChat } from './chat.js';
@@ -119,12 +120,24 @@ function nativeBody(native: MessagesRequest, maxTokens: number): MessagesJson {
   return body;
 }
 
-/** The translation's measure; its ceiling also covers the native body (thinking blocks, cache_control, ...). */
+/**
+ * The translation's measure, plus the blocks it has no chat form for (search results, thinking, server tool
+ * results, ...): the provider reads them, so they count at their JSON's tokens.
+ */
 function promptOf(chat: ChatRequest, native: MessagesRequest): PromptSize {
   const prompt = measurePrompt(chat);
-  const nativeBytes = Buffer.byteLength(JSON.stringify(native)) + 1_024;
-  return { tokens: prompt.tokens, ceiling: Math.max(prompt.ceiling, nativeBytes) };
+  let untranslated = 0;
+  for (const message of native.messages) {
+    if (typeof message.content === 'string') continue;
+    for (const block of message.content as unknown[])
+      if (isObject(block) && !TRANSLATED_BLOCKS.has(String(block.type)))
+        untranslated += countTextTokens(JSON.stringify(block));
+  }
+  return { tokens: prompt.tokens + untranslated, ceiling: prompt.ceiling + untranslated };
 }
+
+/** Message blocks the chat translation carries (their tokens are in its measure). */
+const TRANSLATED_BLOCKS = new Set(['text', 'image', 'document', 'tool_use', 'tool_result']);
 
 /** A chat relay's events (settled before its last) as Messages events; its error event as Anthropic's. */
 async function* asMessagesEvents(

@@ -36,9 +36,10 @@ export async function answerNatively(
   let upstream: ResponsesJson = forwarded;
   if (reservation.admission.lowered) upstream = { ...forwarded, max_output_tokens: reservation.maxTokens };
   // Kept (unless `store: false`) with the provider that holds it: a later `previous_response_id` goes back there.
-  const remember = async (id: string | undefined, providerId: string) => {
+  // With the tokens it carries into a request that continues it (its input and output), for that request's hold.
+  const remember = async (id: string | undefined, providerId: string, contextTokens: number) => {
     if (body.store === false || id === undefined) return;
-    await store.record({ id, accountId: key.accountId, providerId, stateful: true, now: Date.now() });
+    await store.record({ id, accountId: key.accountId, providerId, stateful: true, contextTokens, now: Date.now() });
   };
   const callOf = (deployment: Deployment, attempt: AttemptCall): ResponsesCall => ({
     ...attempt,
@@ -50,7 +51,8 @@ export async function answerNatively(
       streaming: true,
       attempt: (deployment, attempt) => openResponseStream(deployment, callOf(deployment, attempt)),
     });
-    const keep = (id: string | undefined) => remember(id, context.providerId).catch(() => undefined);
+    const keep = (id: string | undefined, contextTokens: number) =>
+      remember(id, context.providerId, contextTokens).catch(() => undefined);
     return { kind: 'stream', headers, events: relayResponseStream(context, result, input.signal, keep) };
   }
   const {
@@ -66,7 +68,7 @@ export async function answerNatively(
   const used = () => responsesUsage(answer) ?? countedUsage(context.promptTokens, countTextTokens(outputText(answer)));
   const billed = await settleAnswer(context, input.signal, used, () => outputText(answer));
   const { promptTokens, completionTokens, chargedNano } = billed;
-  await remember(responseId(answer), context.providerId).catch(() => undefined);
+  await remember(responseId(answer), context.providerId, promptTokens + completionTokens).catch(() => undefined);
   const cost = usdNumber(chargedNano);
   return {
     kind: 'json',
@@ -75,16 +77,20 @@ export async function answerNatively(
   };
 }
 
-/** What a native request holds: its own measure (every field that goes upstream) and `max_output_tokens`. */
+/**
+ * What a native request holds: its own measure (every field that goes upstream), the previous response's context
+ * that OpenAI adds to it (the whole context window when its size was not recorded), and `max_output_tokens`.
+ */
 function meteredNative(request: ResponseRequestState): MeteredRequest {
-  const { body, model } = request;
+  const { body, model, previous } = request;
   const prompt = measureNative(body);
+  const carried = previous?.contextTokens;
   return {
     ...request,
     timeoutMs: body.timeout_ms,
     hold: {
-      promptTokens: prompt.tokens,
-      promptCeiling: prompt.ceiling,
+      promptTokens: prompt.tokens + (carried ?? 0),
+      promptCeiling: previous && carried === undefined ? model.contextLength : undefined,
       requestedMaxTokens: body.max_output_tokens ?? undefined,
       choices: 1,
       modelMaxTokens: model.maxTokens,
@@ -105,12 +111,8 @@ function respond(deployment: Deployment, call: ResponsesCall): Promise<Responses
   return deployment.provider.respond(call);
 }
 
-/**
- * The native body's prompt: every field that goes upstream, in chat's measure. A continued conversation's earlier
- * turns are held by OpenAI and billed by its count, so its settlement has no ceiling.
- */
+/** The native body's prompt: every field that goes upstream, in chat's measure. */
 function measureNative(body: ResponseRequest): PromptSize {
   const { model: _model, stream: _stream, ...forwarded } = body;
-  const size = measurePrompt({ ...forwarded, messages: [] });
-  return body.previous_response_id ? { ...size, ceiling: Number.MAX_SAFE_INTEGER } : size;
+  return measurePrompt({ ...forwarded, messages: [] });
 }

@@ -49,7 +49,7 @@ export async function createResponse(
   const previous = body.previous_response_id ? await heldResponse(store, key, body.previous_response_id) : undefined;
 
   // 2. Idempotency: a retry with the same Idempotency-Key gets the first answer back, without running or charging.
-  const request: ResponseRequestState = { input, key, body, model, fallbacks, started, store };
+  const request: ResponseRequestState = { input, key, body, model, fallbacks, started, store, previous };
   return deps.idempotency.run(
     key,
     input,
