@@ -17,7 +17,7 @@ import { relayChatStream, type ChatStreamEvent } from './relay.js';
 import type { Answer, RequestInput } from './request.js';
 import { validateChatRequest } from './schema.js';
 import { billedUsage, settleAnswer } from './settle.js';
-import { chatUsage, countedUsage } from '../pricing/index.js';
+import { chatUsage } from '../pricing/index.js';
 
 export async function createChatCompletion(input: RequestInput, deps: GatewayDeps): Promise<Answer<ChatCompletion>> {
   const started = performance.now();
@@ -111,8 +111,11 @@ export async function settleCompletion(
     context,
     signal,
     () =>
-      chatUsage(completion.usage, completion.service_tier) ??
-      countedUsage(context.promptTokens, completionTokensOf(completion)),
+      chatUsage(
+        completion.usage,
+        { prompt: context.promptTokens, completion: () => completionTokensOf(completion) },
+        completion.service_tier,
+      ),
     () => completionText(completion),
   );
   const body = { ...completion, model: context.model.id, usage: billedUsage(completion.usage, billed) };

@@ -36,7 +36,7 @@ import { admitMetered, meteredCall, type Authenticated, type MeteredRequest } fr
 import type { Answer, RequestInput } from './request.js';
 import { compiledValidator } from './schema.js';
 import { billedUsage, settleAnswer } from './settle.js';
-import { chatUsage, countedUsage } from '../pricing/index.js';
+import { chatUsage } from '../pricing/index.js';
 
 /** OpenAI's completion bound when a request sets no `max_tokens`. */
 const DEFAULT_COMPLETION_MAX_TOKENS = 16;
@@ -144,7 +144,10 @@ async function settleText(
     context,
     signal,
     () =>
-      chatUsage(completion.usage) ?? countedUsage(context.promptTokens, generatedTokens(echoed, completion.choices)),
+      chatUsage(completion.usage, {
+        prompt: context.promptTokens,
+        completion: () => generatedTokens(echoed, completion.choices),
+      }),
     () => completion.choices[0]?.text ?? '',
   );
   return { ...completion, model: context.model.id, usage: billedUsage(completion.usage, billed) };

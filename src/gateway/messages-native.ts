@@ -14,7 +14,7 @@ import { contentText, relayNative, type NativeStart } from './messages-relay.js'
 import { meteredCall, type Admitted } from './metered.js';
 import type { Answer } from './request.js';
 import { settleAnswer } from './settle.js';
-import { anthropicUsage, countedUsage } from '../pricing/index.js';
+import { anthropicUsage } from '../pricing/index.js';
 
 /**
  * An admitted Messages request, answered by the route's deployments natively: `body` is the client's (with the
@@ -43,7 +43,7 @@ export async function answerNatively(admitted: Admitted, body: MessagesJson): Pr
   };
   const { context, result: message, headers } = await meteredCall(admitted, way);
   const counted = () => countTextTokens(contentText(message.content));
-  const used = () => anthropicUsage(message.usage, counted) ?? countedUsage(context.promptTokens, counted());
+  const used = () => anthropicUsage(message.usage, { prompt: context.promptTokens, completion: counted });
   const billed = await settleAnswer(context, signal, used, () => contentText(message.content));
   headers['x-tollgate-cost'] = usdString(billed.chargedNano);
   return { kind: 'json', headers, body: { ...message, model: context.model.id } };

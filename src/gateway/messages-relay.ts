@@ -10,7 +10,7 @@ import type { MessagesEvent } from '../providers/index.js';
 import { fromUpstream } from '../routing/index.js';
 import { isObject, type StreamEvent } from '../wire/index.js';
 import type { RequestContext } from './deps.js';
-import { anthropicUsage, countedUsage, reportedCount } from '../pricing/index.js';
+import { anthropicUsage, reportedCount } from '../pricing/index.js';
 import { UpstreamError } from '../providers/index.js';
 import { StreamMeter } from './stream-meter.js';
 
@@ -38,7 +38,10 @@ export async function* relayNative(
   // else what was delivered.
   const settle = (outputTokens: number, failure?: GatewayError) =>
     meter.settle(
-      anthropicUsage({ ...usage, output_tokens: outputTokens }) ?? countedUsage(context.promptTokens, outputTokens),
+      anthropicUsage(
+        { ...usage, output_tokens: outputTokens },
+        { prompt: context.promptTokens, completion: () => outputTokens },
+      ),
       failure,
     );
 

@@ -107,7 +107,8 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
 
     let settlement: Settlement;
     try {
-      settlement = await settle(chatUsage(upstreamUsage, serviceTier) ?? delivered());
+      const own = { prompt: context.promptTokens, completion: () => format.deliveredTokens(meter) };
+      settlement = await settle(chatUsage(upstreamUsage, own, serviceTier));
     } catch (error) {
       yield { data: errorEnvelope(fromUpstream(error)) };
       return;

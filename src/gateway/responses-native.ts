@@ -22,7 +22,7 @@ import { admitMetered, meteredCall, type MeteredRequest } from './metered.js';
 import type { ResponseRequestState, ResponseResult } from './responses-request.js';
 import { openResponseStream, relayResponseStream } from './responses-relay.js';
 import { settleAnswer } from './settle.js';
-import { countedUsage, responsesUsage } from '../pricing/index.js';
+import { responsesUsage } from '../pricing/index.js';
 
 export async function answerNatively(
   deps: GatewayDeps,
@@ -65,7 +65,8 @@ export async function answerNatively(
   });
 
   // Settle at the upstream's usage (or tollgate's count of the output), durable before the answer leaves.
-  const used = () => responsesUsage(answer) ?? countedUsage(context.promptTokens, countTextTokens(outputText(answer)));
+  const own = { prompt: context.promptTokens, completion: () => countTextTokens(outputText(answer)) };
+  const used = () => responsesUsage(answer, own);
   const billed = await settleAnswer(context, input.signal, used, () => outputText(answer));
   const { promptTokens, completionTokens, chargedNano } = billed;
   await remember(responseId(answer), context.providerId, promptTokens + completionTokens).catch(() => undefined);

@@ -80,7 +80,8 @@ export async function* relayResponseStream(
     let carried = 0;
     try {
       const failed = end.type === 'response.failed' ? failureOf(response) : undefined;
-      const settlement = await meter.settle(responsesUsage(response) ?? delivered(), failed);
+      const own = { prompt: context.promptTokens, completion: () => meter.tokens() };
+      const settlement = await meter.settle(responsesUsage(response, own), failed);
       carried = settlement.promptTokens + settlement.completionTokens;
       const cost = usdNumber(settlement.chargedNano);
       const billed = { promptTokens: settlement.promptTokens, completionTokens: settlement.completionTokens, cost };

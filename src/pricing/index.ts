@@ -8,6 +8,7 @@ export {
   promptTokensOf,
   reportedCount,
   responsesUsage,
+  type OwnCount,
   type TokenUsage,
 } from './usage.js';
 export { capUsage, holdRates, priceUsage, serviceSheet, type HoldRates, type HoldShape, type Priced } from './cost.js';

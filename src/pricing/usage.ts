@@ -40,6 +40,15 @@ export function countedUsage(prompt: number, completion: number): TokenUsage {
   };
 }
 
+/**
+ * tollgate's own count, for a total the provider left out or reported as no count: the prompt as admitted, the
+ * completion as delivered.
+ */
+export interface OwnCount {
+  prompt: number;
+  completion: () => number;
+}
+
 /** A token count a provider reported: a non-negative safe integer, else undefined (tollgate counts instead). */
 export function reportedCount(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
@@ -53,12 +62,11 @@ const tierName = (value: unknown): string | undefined => (typeof value === 'stri
 /**
  * OpenAI's chat (and completions) `usage`: `prompt_tokens` includes `prompt_tokens_details.cached_tokens` (or
  * DeepSeek's `prompt_cache_hit_tokens`) and, from the Anthropic adapter, `cache_creation_input_tokens`;
- * `completion_tokens` includes `completion_tokens_details.reasoning_tokens`. Undefined without both totals.
+ * `completion_tokens` includes `completion_tokens_details.reasoning_tokens`. A total not reported is tollgate's.
  */
-export function chatUsage(usage: unknown, serviceTier?: unknown): TokenUsage | undefined {
-  const prompt = reportedCount(field(usage, 'prompt_tokens'));
-  const completion = reportedCount(field(usage, 'completion_tokens')) ?? (prompt === undefined ? undefined : 0);
-  if (prompt === undefined || completion === undefined) return undefined;
+export function chatUsage(usage: unknown, own: OwnCount, serviceTier?: unknown): TokenUsage {
+  const prompt = reportedCount(field(usage, 'prompt_tokens')) ?? own.prompt;
+  const completion = reportedCount(field(usage, 'completion_tokens')) ?? own.completion();
   const details = field(usage, 'prompt_tokens_details');
   const cacheRead = part(
     field(details, 'cached_tokens') ??
@@ -87,13 +95,13 @@ export function chatUsage(usage: unknown, serviceTier?: unknown): TokenUsage | u
 
 /**
  * Anthropic's Messages `usage`: `input_tokens` excludes the cache reads and writes it lists apart; writes split by
- * `cache_creation` into 5-minute and 1-hour ones; thinking is inside `output_tokens`. Undefined without an input
- * count, or without an output count when `countOutput` (tollgate's count of the answer) is not given.
+ * `cache_creation` into 5-minute and 1-hour ones; thinking is inside `output_tokens`. A total not reported is
+ * tollgate's (and then so is the whole prompt: the cache counts are parts of it).
  */
-export function anthropicUsage(usage: unknown, countOutput?: () => number): TokenUsage | undefined {
+export function anthropicUsage(usage: unknown, own: OwnCount): TokenUsage {
+  const output = reportedCount(field(usage, 'output_tokens')) ?? own.completion();
   const input = reportedCount(field(usage, 'input_tokens'));
-  const output = reportedCount(field(usage, 'output_tokens')) ?? countOutput?.();
-  if (input === undefined || output === undefined) return undefined;
+  if (input === undefined) return countedUsage(own.prompt, output);
   const writes = reportedCount(field(usage, 'cache_creation_input_tokens')) ?? 0;
   const cacheWrite1h = part(field(field(usage, 'cache_creation'), 'ephemeral_1h_input_tokens'), writes);
   return {
@@ -111,13 +119,13 @@ export function anthropicUsage(usage: unknown, countOutput?: () => number): Toke
 
 /**
  * A Responses API answer's usage: `input_tokens` includes `input_tokens_details.cached_tokens`, `output_tokens`
- * includes reasoning; every `web_search_call` output item is a search; `service_tier` is the answer's.
+ * includes reasoning; every `web_search_call` output item is a search; `service_tier` is the answer's. A total not
+ * reported is tollgate's.
  */
-export function responsesUsage(response: unknown): TokenUsage | undefined {
+export function responsesUsage(response: unknown, own: OwnCount): TokenUsage {
   const usage = field(response, 'usage');
-  const prompt = reportedCount(field(usage, 'input_tokens'));
-  const completion = reportedCount(field(usage, 'output_tokens'));
-  if (prompt === undefined || completion === undefined) return undefined;
+  const prompt = reportedCount(field(usage, 'input_tokens')) ?? own.prompt;
+  const completion = reportedCount(field(usage, 'output_tokens')) ?? own.completion();
   const cacheRead = part(field(field(usage, 'input_tokens_details'), 'cached_tokens'), prompt);
   const reasoning = part(field(field(usage, 'output_tokens_details'), 'reasoning_tokens'), completion);
   const output = field(response, 'output');

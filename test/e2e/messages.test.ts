@@ -1,6 +1,6 @@
 /**
  * POST /v1/messages end to end with live keys: natively to a local server speaking Anthropic's Messages API (the
- * client's blocks unchanged, cache tokens billed as prompt tokens), streams settled before message_stop, a client
+ * client's blocks unchanged, cache reads and writes each billed at their own price), streams settled before message_stop, a client
  * that goes away charged for what it got, an Idempotency-Key replaying a stream, and the money invariants under
  * 100 concurrent mixed requests.
  */
@@ -78,8 +78,12 @@ async function readEvents(response: Response, onEvent?: (event: Event) => Promis
   }
 }
 
-const promptOf = (usage: any) =>
-  usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+/** The prompt's cost in nano-USD, each kind at claude-sonnet-5-5's price: $0.0001 per 1K read, $0.0025 written. */
+const promptCostOf = (usage: any): number => {
+  const hour = usage.cache_creation?.ephemeral_1h_input_tokens ?? 0;
+  const written = (usage.cache_creation_input_tokens ?? 0) - hour;
+  return usage.input_tokens * PROMPT_NANO + (usage.cache_read_input_tokens ?? 0) * 100 + written * 2_500 + hour * 4_000;
+};
 
 describe('POST /v1/messages natively to Anthropic', () => {
   it('sends the client body unchanged (cache_control, thinking with its signature, tool ids) and bills cache tokens', async () => {
@@ -122,7 +126,7 @@ describe('POST /v1/messages natively to Anthropic', () => {
     expect(message).toMatchObject({ type: 'message', model: CLAUDE, stop_reason: 'end_turn' });
     expect(message.usage.cache_read_input_tokens).toBe(2);
     expect(response.headers.get('x-tollgate-provider')).toBe('anthropic');
-    const cost = promptOf(message.usage) * PROMPT_NANO + message.usage.output_tokens * COMPLETION_NANO;
+    const cost = promptCostOf(message.usage) + message.usage.output_tokens * COMPLETION_NANO;
     expect(nano(Number(response.headers.get('x-tollgate-cost')))).toBe(cost);
     expect(before - (await balance(id))).toBe(cost);
   });
@@ -152,7 +156,7 @@ describe('POST /v1/messages natively to Anthropic', () => {
     const start = events[0]!.data.message;
     expect(start.model).toBe(CLAUDE);
     const delta = events.find((e) => e.event === 'message_delta')!.data;
-    const cost = promptOf(start.usage) * PROMPT_NANO + delta.usage.output_tokens * COMPLETION_NANO;
+    const cost = promptCostOf(start.usage) + delta.usage.output_tokens * COMPLETION_NANO;
     expect(nano(delta.usage.cost)).toBe(cost);
     // The charge was durable when message_delta arrived, before message_stop.
     expect(chargedAtDelta).toBe(cost);
@@ -181,7 +185,7 @@ describe('POST /v1/messages natively to Anthropic', () => {
     expect(sent.headers['anthropic-beta']).toBe(beta);
     const start = events[0]!.data.message;
     const delta = events.find((e) => e.event === 'message_delta')!.data;
-    const cost = promptOf(start.usage) * PROMPT_NANO + delta.usage.output_tokens * COMPLETION_NANO;
+    const cost = promptCostOf(start.usage) + delta.usage.output_tokens * COMPLETION_NANO;
     expect(nano(delta.usage.cost)).toBe(cost);
     expect(before - (await balance(id))).toBe(cost);
   });
@@ -203,7 +207,7 @@ describe('POST /v1/messages natively to Anthropic', () => {
       Promise.resolve(event === 'content_block_delta' && ++texts === 3),
     );
     controller.abort();
-    const promptCost = promptOf(events[0]!.data.message.usage) * PROMPT_NANO;
+    const promptCost = promptCostOf(events[0]!.data.message.usage);
     let charged = 0;
     for (let i = 0; i < 100 && charged === 0; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -27,7 +27,13 @@ interface CatalogEntry {
   id: string;
   aliases?: string[];
   provider: { id: string };
-  pricing: { prompt: number; completion: number };
+  pricing: {
+    prompt: number;
+    completion: number;
+    input_cache_read?: number;
+    input_cache_write?: number;
+    input_cache_write_1h?: number;
+  };
 }
 
 let mock: MockOpenAI;
@@ -42,6 +48,23 @@ let upstreamName: string;
 const nano = (usd: number): bigint => BigInt(Math.round(usd * 1e9));
 /** Catalog price per 1k tokens in nano-USD. */
 const per1k = (usd: number): bigint => BigInt(Math.round(usd * 1e9));
+
+/**
+ * The price a prompt token is held at: the dearest it may be billed at (OpenAI bills a cache write above plain
+ * input), as the contract's hold covers the most the provider could bill.
+ */
+function heldPromptPer1k(entry: Pick<CatalogEntry, 'pricing'>): bigint {
+  const { prompt, input_cache_read, input_cache_write, input_cache_write_1h } = entry.pricing;
+  const prices = [prompt, input_cache_read, input_cache_write, input_cache_write_1h].filter((p) => p !== undefined);
+  return prices.map(per1k).reduce((a, b) => (b > a ? b : a));
+}
+
+/** What admission holds for a prompt and completion bound, rounded up to 1e-9 USD. */
+function holdNano(entry: Pick<CatalogEntry, 'pricing'>, promptTokens: number, completionTokens: number): bigint {
+  const scaled =
+    BigInt(promptTokens) * heldPromptPer1k(entry) + BigInt(completionTokens) * per1k(entry.pricing.completion);
+  return (scaled + 999n) / 1000n;
+}
 
 /** Exact cost: prompt*price/1000 + completion*price/1000, rounded up to 1e-9 USD. */
 function costNano(entry: Pick<CatalogEntry, 'pricing'>, promptTokens: number, completionTokens: number): bigint {
@@ -386,7 +409,7 @@ describe('streaming through the SDK', () => {
 });
 
 describe('a budget smaller than the request', () => {
-  const tokenCost = () => ({ pp: per1k(model.pricing.prompt), cp: per1k(model.pricing.completion) });
+  const tokenCost = () => ({ pp: heldPromptPer1k(model), cp: per1k(model.pricing.completion) });
 
   it('lowers max_tokens sent upstream to what the balance pays', async () => {
     const { id, key } = await gw.account();
@@ -425,7 +448,7 @@ describe('a budget smaller than the request', () => {
     const { id, key } = await gw.account();
     const request = { model: model.id, messages: userMessage('Hello there, how are you?'), max_tokens: 1000 };
     const prompt = countPromptTokens(request);
-    const minimum = costNano(model, prompt, 1);
+    const minimum = holdNano(model, prompt, 1);
 
     await gw.setBalance(id, Number(minimum - 1n) / 1e9);
     expect(await balance(key)).toBe(minimum - 1n);
