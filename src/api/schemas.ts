@@ -6,7 +6,7 @@
  * component of the OpenAPI document.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
-import { CapabilitiesSchema } from '../config/index.js';
+import { CapabilitiesSchema, PricingSchema } from '../config/index.js';
 import { ADMIN_SCHEMAS } from './admin-schemas.js';
 import {
   AnthropicErrorSchema,
@@ -111,11 +111,14 @@ export const ModelSchema = Type.Object(
     created: UnixSeconds,
     owned_by: Type.String(),
     provider: Type.Object({ id: Type.String(), name: Type.String() }),
-    pricing: Type.Object({
-      prompt: Usd('Per 1,000 prompt tokens'),
-      completion: Usd('Per 1,000 completion tokens'),
-      unit: Type.Literal('1k_tokens'),
-    }),
+    pricing: Type.Object(
+      { ...PricingSchema.properties, unit: Type.Literal('1k_tokens') },
+      {
+        description:
+          'USD per 1,000 tokens of each kind (cache reads and writes, reasoning; absent kinds cost `prompt` or `completion`), fees per request, image and web search, long-context `tiers`, `service_tiers`, dated `changes` and `daily` windows, as configured',
+        additionalProperties: false,
+      },
+    ),
     context_length: Type.Integer(),
     max_tokens: Type.Integer({ description: 'The most completion tokens the model produces in one answer' }),
     capabilities: CapabilitiesSchema,

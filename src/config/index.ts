@@ -318,4 +318,4 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 export { VERSION } from './version.js';
-export { CapabilitiesSchema } from './schema.js';
+export { CapabilitiesSchema, PricingSchema } from './schema.js';

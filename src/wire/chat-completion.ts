@@ -15,8 +15,31 @@ const tokenCounts = {
   total_tokens: Type.Integer({ minimum: 0 }),
 };
 
+const Count = Type.Integer({ minimum: 0 });
+/** The provider's own breakdown, as it reported it: each kind is billed at its own catalog price. */
+const breakdown = {
+  prompt_tokens_details: Type.Optional(
+    Open({
+      cached_tokens: Type.Optional(Type.Integer({ minimum: 0, description: 'Prompt tokens read from a cache' })),
+    }),
+  ),
+  completion_tokens_details: Type.Optional(
+    Open({ reasoning_tokens: Type.Optional(Type.Integer({ minimum: 0, description: 'Reasoning tokens' })) }),
+  ),
+  cache_creation_input_tokens: Type.Optional(
+    Type.Integer({ minimum: 0, description: "Prompt tokens written to a cache (Anthropic's models)" }),
+  ),
+  cache_read_input_tokens: Type.Optional(
+    Type.Integer({ minimum: 0, description: "Prompt tokens read from a cache (Anthropic's models)" }),
+  ),
+  cache_creation: Type.Optional(
+    Open({ ephemeral_5m_input_tokens: Type.Optional(Count), ephemeral_1h_input_tokens: Type.Optional(Count) }),
+  ),
+  server_tool_use: Type.Optional(Open({ web_search_requests: Type.Optional(Count) })),
+};
+
 export const UsageSchema = Type.Object(
-  { ...tokenCounts, cost: Usd('The amount debited for this request; 0 for test keys') },
+  { ...tokenCounts, ...breakdown, cost: Usd('The amount debited for this request; 0 for test keys') },
   { $id: 'Usage' },
 );
 export const UpstreamUsageSchema = Open(tokenCounts);

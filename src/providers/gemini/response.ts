@@ -75,9 +75,18 @@ export function finishReason(reason: string | undefined, hasCalls: boolean): Fin
 export function toUsage(meta: unknown): UpstreamUsage | undefined {
   if (!isObject(meta) || meta.promptTokenCount === undefined) return undefined;
   const prompt = reportedCount(meta.promptTokenCount) + optionalCount(meta.toolUsePromptTokenCount);
-  // Thinking tokens count toward output.
-  const completion = optionalCount(meta.candidatesTokenCount) + optionalCount(meta.thoughtsTokenCount);
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  // Thinking tokens count toward output (billed at the output price, told apart as reasoning).
+  const thoughts = optionalCount(meta.thoughtsTokenCount);
+  const completion = optionalCount(meta.candidatesTokenCount) + thoughts;
+  // Context-cache hits are part of promptTokenCount, billed at the cache price.
+  const cached = optionalCount(meta.cachedContentTokenCount);
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    ...(cached ? { prompt_tokens_details: { cached_tokens: cached } } : {}),
+    ...(thoughts ? { completion_tokens_details: { reasoning_tokens: thoughts } } : {}),
+  };
 }
 
 /** A count Gemini may leave out (or null): 0 then. */
