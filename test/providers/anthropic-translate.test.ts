@@ -237,7 +237,7 @@ describe('thinking through the chat translation', () => {
     expect(refusal({ thinking: true })).toMatchObject({ status: 400, param: 'thinking' });
   });
 
-  it('with thinking: no temperature, top_p only from 0.95; a forced tool (tool_choice, JSON mode) is the client 400', () => {
+  it('with thinking: no temperature, top_p only from 0.95; with a forced tool (tool_choice, JSON mode), Anthropic thinking is the client 400, reasoning_effort left out', () => {
     const thinking = { max_tokens: 4_000, reasoning_effort: 'medium' };
     const plain = translate({ ...thinking, temperature: 0.3 });
     expect(plain.temperature).toBeUndefined();
@@ -246,16 +246,64 @@ describe('thinking through the chat translation', () => {
     expect(translate({ ...thinking, top_p: 0.5 }).top_p).toBeUndefined();
     const tools = [{ type: 'function' as const, function: { name: 'f' } }];
     expect(translate({ ...thinking, tools, tool_choice: 'auto' }).tool_choice).toEqual({ type: 'auto' });
-    expect(refusal({ ...thinking, tools, tool_choice: 'required' })).toMatchObject({
+    const anthropicThinking = { max_tokens: 4_000, thinking: { type: 'enabled', budget_tokens: 2_000 } };
+    expect(refusal({ ...anthropicThinking, tools, tool_choice: 'required' })).toMatchObject({
       status: 400,
       param: 'tool_choice',
     });
-    expect(refusal({ ...thinking, response_format: { type: 'json_object' } })).toMatchObject({
+    expect(refusal({ ...anthropicThinking, response_format: { type: 'json_object' } })).toMatchObject({
       status: 400,
       param: 'response_format',
     });
+    // reasoning_effort is a hint clients send to any model: a forced tool leaves thinking out, sampling as without.
+    const forced = translate({ ...thinking, temperature: 0.3, tools, tool_choice: 'required' });
+    expect(forced.thinking).toBeUndefined();
+    expect(forced.temperature).toBe(0.3);
+    expect(forced.tool_choice).toEqual({ type: 'any' });
+    const json = translate({ ...thinking, response_format: { type: 'json_object' } });
+    expect(json.thinking).toBeUndefined();
+    expect(json.tool_choice).toEqual({ type: 'tool', name: 'json_response' });
     // Without thinking, nothing changes.
     expect(translate({ temperature: 0.3 }).temperature).toBe(0.3);
+  });
+
+  it('a request that continues an assistant turn (tool results, a prefill) goes without thinking: chat cannot carry its signed block', () => {
+    const tools = [{ type: 'function' as const, function: { name: 'f' } }];
+    const call = { id: 'call_1', type: 'function' as const, function: { name: 'f', arguments: '{}' } };
+    const loop = translate({
+      max_tokens: 4_000,
+      thinking: { type: 'enabled', budget_tokens: 2_000 },
+      tools,
+      messages: [
+        { role: 'user', content: 'Use f' },
+        { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'tool', tool_call_id: 'call_1', content: 'done' },
+      ],
+    });
+    expect(loop.thinking).toBeUndefined();
+    const prefill = translate({
+      max_tokens: 4_000,
+      reasoning_effort: 'high',
+      messages: [
+        { role: 'user', content: 'Answer in JSON' },
+        { role: 'assistant', content: '{' },
+      ],
+    });
+    expect(prefill.thinking).toBeUndefined();
+    // A new user turn after the tool loop thinks again.
+    const next = translate({
+      max_tokens: 4_000,
+      reasoning_effort: 'high',
+      tools,
+      messages: [
+        { role: 'user', content: 'Use f' },
+        { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'tool', tool_call_id: 'call_1', content: 'done' },
+        { role: 'assistant', content: 'Done.' },
+        { role: 'user', content: 'Thanks, and now?' },
+      ],
+    });
+    expect(next.thinking).toEqual({ type: 'enabled', budget_tokens: 3_200 });
   });
 });
 
@@ -529,6 +577,16 @@ describe("the mock's documented billing", () => {
       messages: [{ role: 'user', content: 'hi' }],
     });
     expect(hot.status).toBe(400);
+    const unsigned = await send({
+      thinking: { type: 'enabled', budget_tokens: 1_024 },
+      tools: [{ name: 'f', input_schema: { type: 'object' } }],
+      messages: [
+        { role: 'user', content: 'Use f' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'f', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'done' }] },
+      ],
+    });
+    expect(unsigned.status).toBe(400);
   });
 
   it('through the adapter: the chat usage carries the writes, then the reads, JSON and stream alike', async () => {

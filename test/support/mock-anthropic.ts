@@ -366,6 +366,17 @@ function thinkingProblem(body: any, strict: boolean): string | undefined {
   if (body.top_p !== undefined && body.top_p < 0.95) return '`top_p` must be 0.95 or more when thinking is enabled';
   if (['any', 'tool'].includes(body.tool_choice?.type))
     return 'Thinking may not be enabled when tool_choice forces tool use.';
+  // The assistant turn a tool result (or a prefill) continues must start with its thinking block.
+  const last = body.messages.at(-1);
+  const continued =
+    last?.role === 'assistant'
+      ? last
+      : Array.isArray(last?.content) && last.content.some((b: any) => b.type === 'tool_result')
+        ? body.messages.at(-2)
+        : undefined;
+  const opening = Array.isArray(continued?.content) ? continued.content[0]?.type : 'text';
+  if (continued && !['thinking', 'redacted_thinking'].includes(opening))
+    return `Expected \`thinking\` or \`redacted_thinking\`, but found \`${opening}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block.`;
   return undefined;
 }
 

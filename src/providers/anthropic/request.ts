@@ -60,9 +60,6 @@ export function toAnthropicRequest(
   const body: Record<string, unknown> = { model: request.model, max_tokens: maxTokens, messages };
   if (stream) body.stream = true;
   if (request.stop != null) body.stop_sequences = typeof request.stop === 'string' ? [request.stop] : request.stop;
-  const thinking = thinkingOf(provider, request, maxTokens);
-  if (thinking) body.thinking = thinking;
-  Object.assign(body, sampling(request.temperature, request.top_p, thinking !== undefined));
   if (request.user) body.metadata = { user_id: request.user };
 
   let jsonTool = false;
@@ -98,8 +95,13 @@ export function toAnthropicRequest(
     }
   }
   if (tools.length) body.tools = tools;
-  // Anthropic refuses thinking with a tool the model must call (`tool_choice` any or tool): JSON mode is one.
-  if (thinking && (toolChoice?.type === 'any' || toolChoice?.type === 'tool'))
+  // Anthropic refuses thinking with a tool the model must call (`tool_choice` any or tool; JSON mode is one): the
+  // thinking Anthropic's own field asks for is the client's 400; `reasoning_effort`, which clients send to any
+  // model, is left out.
+  const forced = toolChoice?.type === 'any' || toolChoice?.type === 'tool';
+  const asked = thinkingOf(provider, request, maxTokens);
+  const thinking = (forced && request.thinking == null) || continuesTurn(messages) ? undefined : asked;
+  if (thinking && forced)
     throw unsupported(
       provider,
       jsonTool
@@ -107,6 +109,8 @@ export function toAnthropicRequest(
         : `${provider} cannot think when tool_choice forces a tool call`,
       jsonTool ? 'response_format' : 'tool_choice',
     );
+  if (thinking) body.thinking = thinking;
+  Object.assign(body, sampling(request.temperature, request.top_p, thinking !== undefined));
   if (toolChoice) {
     if (request.parallel_tool_calls === false && toolChoice.type !== 'none')
       toolChoice.disable_parallel_tool_use = true;
@@ -271,6 +275,16 @@ function thinkingOf(provider: string, request: ChatRequest, maxTokens: number): 
       'reasoning_effort',
     );
   return fitBudget(Math.min(MAX_EFFORT_BUDGET, Math.floor(maxTokens * share)), maxTokens);
+}
+
+/**
+ * Whether the request continues an assistant turn: a tool result answering its tool calls, or a prefill. With
+ * thinking on, Anthropic wants that turn to start with its thinking block (and signature), which chat messages do
+ * not carry: such a request goes without thinking (the turn's first request thought).
+ */
+function continuesTurn(messages: Message[]): boolean {
+  const last = messages[messages.length - 1];
+  return last?.role === 'assistant' || (last?.content.some((block) => block.type === 'tool_result') ?? false);
 }
 
 function fitBudget(budget: number, maxTokens: number): Thinking | undefined {
