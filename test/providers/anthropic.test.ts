@@ -168,6 +168,9 @@ describe('answers', () => {
       prompt_tokens: inputTokens + 2,
       completion_tokens: 5,
       total_tokens: inputTokens + 7,
+      prompt_tokens_details: { cached_tokens: 2 },
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 2,
     });
   });
 

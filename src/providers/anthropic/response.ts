@@ -50,17 +50,39 @@ function finishReason(stop: string | null | undefined, jsonTool: boolean): Finis
 }
 
 /**
- * Usage by OpenAI's count, or undefined when Anthropic did not report both counts (the gateway then counts
- * itself rather than charge an answer for zero tokens). Counts that are not numbers are passed on (as NaN) for
- * the gateway to refuse.
+ * Anthropic's usage in OpenAI's chat shape, or undefined when Anthropic did not report both counts (the gateway
+ * then counts itself rather than charge an answer for zero tokens). `prompt_tokens` is every input token: the plain
+ * ones, the cache reads (`prompt_tokens_details.cached_tokens`, as OpenAI reports them) and the cache writes;
+ * `completion_tokens` is Anthropic's output, thinking included. Anthropic's own fields stay alongside, so that each
+ * kind is billed at its price: `cache_creation_input_tokens` (the writes, split by `cache_creation` into 5-minute
+ * and 1-hour ones), `cache_read_input_tokens`, `server_tool_use` (web searches) and `service_tier`. Counts that are
+ * not numbers are passed on (as NaN) for the gateway to refuse.
  */
 export function toUsage(usage: unknown): UpstreamUsage | undefined {
   if (!isObject(usage) || usage.input_tokens === undefined || usage.output_tokens === undefined) return undefined;
-  // Cached prompt tokens are prompt tokens too: Anthropic reports them apart from input_tokens.
-  const cached = optionalCount(usage.cache_creation_input_tokens) + optionalCount(usage.cache_read_input_tokens);
-  const prompt = reportedCount(usage.input_tokens) + cached;
+  const writes = optionalCount(usage.cache_creation_input_tokens);
+  const reads = optionalCount(usage.cache_read_input_tokens);
+  const prompt = reportedCount(usage.input_tokens) + writes + reads;
   const completion = reportedCount(usage.output_tokens);
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  const split = usage.cache_creation;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: reads },
+    cache_creation_input_tokens: writes,
+    cache_read_input_tokens: reads,
+    ...(isObject(split)
+      ? {
+          cache_creation: {
+            ephemeral_5m_input_tokens: optionalCount(split.ephemeral_5m_input_tokens),
+            ephemeral_1h_input_tokens: optionalCount(split.ephemeral_1h_input_tokens),
+          },
+        }
+      : {}),
+    ...(isObject(usage.server_tool_use) ? { server_tool_use: usage.server_tool_use } : {}),
+    ...(typeof usage.service_tier === 'string' ? { service_tier: usage.service_tier } : {}),
+  };
 }
 
 /** A count Anthropic may leave out or null: 0 then. */
