@@ -7,6 +7,7 @@
  */
 import { GatewayError } from '../errors/index.js';
 import { isObject } from '../wire/guards.js';
+import { WEB_SEARCHES_BY_SIZE } from '../wire/index.js';
 
 export interface Exposure {
   /** The body names content the provider adds that the body does not bound. */
@@ -67,11 +68,14 @@ function inlineText(source: unknown): boolean {
 
 /**
  * The most web searches the request allows: each web search tool's `max_uses` (Messages) or the request's
- * `max_tool_calls` (Responses); chat's `web_search_options` searches once. A search without a bound is refused, as is
+ * `max_tool_calls` (Responses); chat's `web_search_options` by its `search_context_size`. A search without a bound is refused, as is
  * a hosted tool tollgate cannot price.
  */
 function webSearches(body: Record<string, unknown>): number {
-  let searches = isObject(body.web_search_options) ? 1 : 0;
+  const options = body.web_search_options;
+  const size =
+    isObject(options) && typeof options.search_context_size === 'string' ? options.search_context_size : 'medium';
+  let searches = isObject(options) ? (WEB_SEARCHES_BY_SIZE[size] ?? 1) : 0;
   if (!Array.isArray(body.tools)) return searches;
   body.tools.forEach((tool: unknown, index) => {
     const type = isObject(tool) && typeof tool.type === 'string' ? tool.type : '';

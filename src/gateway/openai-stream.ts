@@ -10,7 +10,7 @@ import { fromUpstream } from '../routing/index.js';
 import { DONE, type UpstreamUsage } from '../wire/index.js';
 import type { RequestContext } from './deps.js';
 import { billedUsage } from './settle.js';
-import { chatUsage, countedUsage, type TokenUsage } from '../pricing/index.js';
+import { chatUsage, type TokenUsage } from '../pricing/index.js';
 import { StreamMeter, type StreamFailure } from './stream-meter.js';
 
 /** What every OpenAI stream chunk has: its id and time, the model, its choices, and maybe the usage. */
@@ -72,8 +72,14 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
   const meter = new StreamMeter(context, (!first.done && first.value.id) || id);
   const answer = format.answer && (() => format.answer!(meter));
   const settle = (usage: TokenUsage, failure?: StreamFailure) => meter.settle(usage, failure, answer);
-  // Cut short, the stream is charged the whole prompt the provider took in and what was delivered.
-  const delivered = () => countedUsage(context.promptTokens, format.deliveredTokens(meter));
+  // Cut short, the stream is charged the whole prompt the provider took in (as it reported it when it did) and
+  // what was delivered.
+  const own = { prompt: context.promptTokens, completion: () => format.deliveredTokens(meter) };
+  const delivered = () =>
+    chatUsage(
+      upstreamUsage && { ...upstreamUsage, completion_tokens: undefined, completion_tokens_details: undefined },
+      own,
+    );
   let serviceTier: unknown;
 
   try {
@@ -89,7 +95,9 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
             upstreamUsage = chunk.usage;
             if (chunk.choices.length === 0) continue;
           }
-          if (!includeUsage) delete chunk.usage;
+          // A provider that tells its usage early (Anthropic's prompt) tells the client once, at the end.
+          if (includeUsage) chunk.usage = null;
+          else delete chunk.usage;
         }
         chunk.model = context.model.id;
         format.deliver(meter, chunk);
@@ -107,7 +115,6 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
 
     let settlement: Settlement;
     try {
-      const own = { prompt: context.promptTokens, completion: () => format.deliveredTokens(meter) };
       settlement = await settle(chatUsage(upstreamUsage, own, serviceTier));
     } catch (error) {
       yield { data: errorEnvelope(fromUpstream(error)) };

@@ -6,11 +6,19 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Open, OptionalNullable } from './schema-kit.js';
 
-export const TextPartSchema = Type.Object({ type: Type.Literal('text'), text: Type.String() });
+/** A prompt-cache breakpoint (Anthropic's, as hosted gateways take it on chat): the prefix up to here is cached. */
+export const CacheControlSchema = Type.Object({
+  type: Type.Literal('ephemeral'),
+  ttl: Type.Optional(Type.Union([Type.Literal('5m'), Type.Literal('1h')])),
+});
+const cacheControl = { cache_control: Type.Optional(CacheControlSchema) };
+
+export const TextPartSchema = Type.Object({ type: Type.Literal('text'), text: Type.String(), ...cacheControl });
 
 export const ImagePartSchema = Type.Object({
   type: Type.Literal('image_url'),
   image_url: Type.Object({ url: Type.String({ minLength: 1 }), detail: Type.Optional(Type.String()) }),
+  ...cacheControl,
 });
 
 export const ContentPartSchema = Type.Union([
@@ -43,6 +51,7 @@ export const ChatMessageSchema = Open({
   name: Type.Optional(Type.String()),
   tool_calls: Type.Optional(Type.Array(toolCallSchema())),
   tool_call_id: Type.Optional(Type.String()),
+  ...cacheControl,
 });
 
 export const ToolSchema = Type.Object({
@@ -53,6 +62,7 @@ export const ToolSchema = Type.Object({
     parameters: Type.Optional(Open({})),
     strict: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
   }),
+  ...cacheControl,
 });
 
 export const ToolChoiceSchema = Type.Union([
@@ -116,8 +126,33 @@ export const ChatRequestSchema = Open({
       json_schema: Type.Optional(Open({})),
     }),
   ),
+  reasoning_effort: OptionalNullable(
+    Type.Union(['none', 'minimal', 'low', 'medium', 'high', 'xhigh'].map((effort) => Type.Literal(effort))),
+  ),
+  /** Anthropic's extended thinking, for Anthropic's models (it wins over `reasoning_effort`). */
+  thinking: Type.Optional(
+    Type.Union([
+      Type.Object({ type: Type.Literal('enabled'), budget_tokens: Type.Integer({ minimum: 1 }) }),
+      Type.Object({ type: Type.Literal('adaptive') }),
+      Type.Object({ type: Type.Literal('disabled') }),
+    ]),
+  ),
+  /** Hosted web search: each search is billed at the model's `web_search` price (refused where it has none). */
+  web_search_options: Type.Optional(
+    Open({
+      search_context_size: Type.Optional(
+        Type.Union([Type.Literal('low'), Type.Literal('medium'), Type.Literal('high')]),
+      ),
+    }),
+  ),
+  service_tier: OptionalNullable(
+    Type.String({ description: "A tier other than 'auto' or 'default' must have prices in the catalog (else 400)" }),
+  ),
   ...routingFields,
 });
+
+/** The most web searches chat's `web_search_options` allows per `search_context_size` (LiteLLM's mapping; medium by default). */
+export const WEB_SEARCHES_BY_SIZE: Readonly<Record<string, number>> = { low: 1, medium: 5, high: 10 };
 
 export type ChatRequest = Static<typeof ChatRequestSchema>;
 export type ChatMessage = Static<typeof ChatMessageSchema>;

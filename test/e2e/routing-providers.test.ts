@@ -24,6 +24,20 @@ function costNano(modelId: string, prompt: number, completion: number): bigint {
   const { pricing } = DEFAULT_MODELS.find((m) => m.id === modelId)!;
   return (BigInt(prompt) * nano(pricing.prompt) + BigInt(completion) * nano(pricing.completion) + 999n) / 1000n;
 }
+/** The provider's bill of a chat-shaped usage: cache reads and writes at their own catalog prices, rounded up once. */
+function billNano(modelId: string, usage: any): bigint {
+  const { pricing } = DEFAULT_MODELS.find((m) => m.id === modelId)!;
+  const read = usage.prompt_tokens_details?.cached_tokens ?? 0;
+  const written = usage.cache_creation_input_tokens ?? 0;
+  const hour = usage.cache_creation?.ephemeral_1h_input_tokens ?? 0;
+  const per1k =
+    BigInt(usage.prompt_tokens - read - written) * nano(pricing.prompt) +
+    BigInt(read) * nano(pricing.input_cache_read ?? pricing.prompt) +
+    BigInt(written - hour) * nano(pricing.input_cache_write ?? pricing.prompt) +
+    BigInt(hour) * nano(pricing.input_cache_write_1h ?? pricing.input_cache_write ?? pricing.prompt) +
+    BigInt(usage.completion_tokens) * nano(pricing.completion);
+  return (per1k + 999n) / 1000n;
+}
 async function balance(key: string): Promise<bigint> {
   const res = await fetch(`${gw.baseURL}/credits`, { headers: { authorization: `Bearer ${key}` } });
   return nano(((await res.json()) as any).balance.credits);
@@ -72,7 +86,7 @@ for (const [model, name] of [
       const usage = data.usage as any;
       expect(usage.prompt_tokens).toBeGreaterThan(0);
       const charged = before - (await balance(key));
-      expect(charged).toBe(costNano(model, usage.prompt_tokens, usage.completion_tokens));
+      expect(charged).toBe(billNano(model, usage));
       expect(nano(usage.cost)).toBe(charged);
       expect(mock().requests.at(-1)!.body.model ?? mock().requests.at(-1)!.path).toContain(model);
     });
@@ -243,7 +257,18 @@ describe('mapped errors (nothing charged)', () => {
       expect((error.error as any)?.code ?? error.code).toBe('upstream_error');
       expect(anthropic.requests.length + gemini.requests.length).toBe(calls + 1);
       const charged = before - (await balance(key));
-      expect(charged).toBe(costNano(model, countPromptTokens(request as ChatRequest), countTextTokens(text)));
+      // The prompt as the provider reported it when it did (Anthropic's message_start), else tollgate's count; the
+      // completion as delivered.
+      const start = model === CLAUDE ? anthropic.bills.at(-1)!.start : undefined;
+      const prompt = start
+        ? {
+            prompt_tokens:
+              start.input_tokens + (start.cache_read_input_tokens ?? 0) + (start.cache_creation_input_tokens ?? 0),
+            prompt_tokens_details: { cached_tokens: start.cache_read_input_tokens ?? 0 },
+            cache_creation_input_tokens: start.cache_creation_input_tokens ?? 0,
+          }
+        : { prompt_tokens: countPromptTokens(request as ChatRequest) };
+      expect(charged).toBe(billNano(model, { ...prompt, completion_tokens: countTextTokens(text) }));
     });
   }
 });

@@ -190,7 +190,7 @@ describe('cache_control through the chat translation', () => {
     });
     expect(part).toMatchObject({ status: 400, param: 'messages[0].content[0].cache_control' });
     const ttl = refusal({
-      messages: [{ role: 'user', content: 'x', cache_control: { type: 'ephemeral', ttl: '2h' } }],
+      messages: [{ role: 'user', content: 'x', cache_control: { type: 'ephemeral', ttl: '2h' as '1h' } }],
     });
     expect(ttl).toMatchObject({ status: 400, param: 'messages[0].cache_control' });
     const tool = refusal({ tools: [{ type: 'function', function: { name: 'f' }, cache_control: 'yes' }] as any });
@@ -233,8 +233,9 @@ describe('thinking through the chat translation', () => {
       translate({ max_tokens: 10_000, thinking: { type: 'enabled', budget_tokens: 1_500 }, reasoning_effort: 'high' })
         .thinking,
     ).toEqual({ type: 'enabled', budget_tokens: 1_500 });
-    expect(refusal({ thinking: { type: 'enabled' } })).toMatchObject({ status: 400, param: 'thinking' });
-    expect(refusal({ thinking: true })).toMatchObject({ status: 400, param: 'thinking' });
+    const incomplete: unknown = { type: 'enabled' };
+    expect(refusal({ thinking: incomplete as never })).toMatchObject({ status: 400, param: 'thinking' });
+    expect(refusal({ thinking: true as never })).toMatchObject({ status: 400, param: 'thinking' });
   });
 
   it('with thinking: no temperature, top_p only from 0.95; with a forced tool (tool_choice, JSON mode), Anthropic thinking is the client 400, reasoning_effort left out', () => {
@@ -246,7 +247,7 @@ describe('thinking through the chat translation', () => {
     expect(translate({ ...thinking, top_p: 0.5 }).top_p).toBeUndefined();
     const tools = [{ type: 'function' as const, function: { name: 'f' } }];
     expect(translate({ ...thinking, tools, tool_choice: 'auto' }).tool_choice).toEqual({ type: 'auto' });
-    const anthropicThinking = { max_tokens: 4_000, thinking: { type: 'enabled', budget_tokens: 2_000 } };
+    const anthropicThinking = { max_tokens: 4_000, thinking: { type: 'enabled' as const, budget_tokens: 2_000 } };
     expect(refusal({ ...anthropicThinking, tools, tool_choice: 'required' })).toMatchObject({
       status: 400,
       param: 'tool_choice',
@@ -335,7 +336,7 @@ describe('web_search_options through the chat translation', () => {
     });
     expect(json.tools).toEqual([{ type: 'web_search_20250305', name: 'web_search', max_uses: 10 }]);
     expect(json.tool_choice).toBeUndefined();
-    expect(refusal({ web_search_options: { search_context_size: 'huge' } })).toMatchObject({
+    expect(refusal({ web_search_options: { search_context_size: 'huge' as 'high' } })).toMatchObject({
       status: 400,
       param: 'web_search_options.search_context_size',
     });
@@ -366,7 +367,7 @@ describe("Anthropic's usage in the chat shape", () => {
       service_tier: 'standard',
     });
     // What the gateway bills from it, kind by kind.
-    expect(chatUsage(toUsage(usage))).toEqual({
+    expect(chatUsage(toUsage(usage), { prompt: 0, completion: () => 0 })).toEqual({
       input: 100,
       cacheRead: 2_000,
       cacheWrite: 100,

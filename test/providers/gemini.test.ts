@@ -111,7 +111,7 @@ describe('request translation (asserted by the server)', () => {
 });
 
 describe('answers', () => {
-  it('a candidate becomes a chat.completion; usageMetadata becomes usage (thinking tokens are completion tokens)', async () => {
+  it('a candidate becomes a chat.completion; usageMetadata becomes usage (thinking tokens are completion tokens, told apart as reasoning)', async () => {
     const completion = await provider.complete(call({}));
     expect(completion.choices).toEqual([
       {
@@ -122,7 +122,13 @@ describe('answers', () => {
       },
     ]);
     const prompt = Math.ceil(JSON.stringify(last().body.contents).length / 4);
-    expect(completion.usage).toEqual({ prompt_tokens: prompt, completion_tokens: 5 + 3, total_tokens: prompt + 8 });
+    expect(completion.usage).toEqual({
+      prompt_tokens: prompt,
+      completion_tokens: 5 + 3,
+      total_tokens: prompt + 8,
+      // Told apart: billed at the internal_reasoning price where the model has one.
+      completion_tokens_details: { reasoning_tokens: 3 },
+    });
     expect(completion.model).toBe('gemini-test');
   });
 

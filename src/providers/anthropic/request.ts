@@ -4,7 +4,7 @@
  * and tools (prompt caching), `reasoning_effort` or Anthropic's own `thinking` (extended thinking), and
  * `web_search_options` (Anthropic's web search server tool).
  */
-import { isObject } from '../../wire/index.js';
+import { isObject, WEB_SEARCHES_BY_SIZE } from '../../wire/index.js';
 import { isImagePart, parseDataUrl, textOf, unsupported } from '../translate.js';
 import type { ChatMessage, ChatRequest, ContentPart, ToolChoice } from '../types.js';
 
@@ -292,9 +292,6 @@ function fitBudget(budget: number, maxTokens: number): Thinking | undefined {
   return fitted >= MIN_THINKING_BUDGET ? { type: 'enabled', budget_tokens: fitted } : undefined;
 }
 
-/** Searches each `search_context_size` allows (LiteLLM's mapping); OpenAI's default size is medium. */
-const SEARCHES: Readonly<Record<string, number>> = { low: 1, medium: 5, high: 10 };
-
 /**
  * OpenAI's `web_search_options` as Anthropic's web search server tool: `search_context_size` bounds the searches
  * (`max_uses`), `user_location.approximate` becomes the tool's `user_location`.
@@ -302,7 +299,7 @@ const SEARCHES: Readonly<Record<string, number>> = { low: 1, medium: 5, high: 10
 function webSearchTool(provider: string, options: unknown): Block | undefined {
   if (options == null) return undefined;
   const size = isObject(options) ? (options.search_context_size ?? 'medium') : undefined;
-  const maxUses = typeof size === 'string' ? SEARCHES[size] : undefined;
+  const maxUses = typeof size === 'string' ? WEB_SEARCHES_BY_SIZE[size] : undefined;
   if (!isObject(options) || maxUses === undefined)
     throw unsupported(
       provider,

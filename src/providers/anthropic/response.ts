@@ -175,7 +175,10 @@ export class StreamTranslator {
         this.id = message.id ?? '';
         this.model = message.model ?? '';
         Object.assign(this.usage, isObject(message.usage) ? message.usage : {});
-        return this.chunk({ role: 'assistant', content: '' });
+        // The prompt as Anthropic counted it (cache reads and writes apart), for a stream cut before its end.
+        const prompt = toUsage(this.usage);
+        const first = this.chunk({ role: 'assistant', content: '' });
+        return prompt ? { ...first, usage: prompt } : first;
       }
       case 'content_block_start': {
         if (!EventChecks.content_block_start.Check(event)) throw this.malformed(data);
