@@ -267,7 +267,7 @@ describe('mapped errors (nothing charged)', () => {
             prompt_tokens_details: { cached_tokens: start.cache_read_input_tokens ?? 0 },
             cache_creation_input_tokens: start.cache_creation_input_tokens ?? 0,
           }
-        : { prompt_tokens: countPromptTokens(request as ChatRequest) };
+        : { prompt_tokens: countPromptTokens(request) };
       expect(charged).toBe(billNano(model, { ...prompt, completion_tokens: countTextTokens(text) }));
     });
   }
