@@ -5,7 +5,6 @@
 import { APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_MODELS } from '../../src/config/default-catalog.js';
-import type { ChatRequest } from '../../src/providers/index.js';
 import { countPromptTokens, countTextTokens } from '../../src/tokens/index.js';
 import type { TestGateway } from '../support/gateway.js';
 import { ANTHROPIC_TEXT, type MockAnthropic } from '../support/mock-anthropic.js';
