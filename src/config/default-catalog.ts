@@ -29,7 +29,7 @@ export const SANDBOX_MODELS: ModelConfig[] = [
     provider: 'sandbox',
     upstream_model: 'echo',
     name: 'Sandbox Echo',
-    pricing: { prompt: 0.00015, completion: 0.0006 },
+    pricing: { prompt: 0.00015, completion: 0.0006, input_cache_read: 0.000075 },
     context_length: 128_000,
     max_tokens: 16_384,
     capabilities: SANDBOX_TEXT,

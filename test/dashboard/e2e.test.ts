@@ -158,6 +158,8 @@ test('sign up, spend through a new key, watch usage, revoke it', { timeout: 60_0
 
   await page.getByRole('link', { name: 'Models' }).click();
   await page.getByRole('row', { name: /sandbox\/echo/ }).waitFor();
+  // Every price kind the catalog has is shown, not only prompt and completion.
+  expect(await page.getByRole('row', { name: /sandbox\/echo/ }).textContent()).toContain('cache read $0.000075');
   const allRows = await page.locator('#models tbody tr').count();
   await page.getByLabel('Capability').selectOption('embedding');
   await expect.poll(() => page.locator('#models tbody tr').count()).toBeLessThan(allRows);

@@ -132,10 +132,29 @@ export interface LedgerEntry {
   created: number;
 }
 
+/** USD per 1,000 tokens of each kind, and fees per request, image and web search (absent: not charged apart). */
+export interface Pricing {
+  prompt?: number;
+  completion?: number;
+  input_cache_read?: number;
+  input_cache_write?: number;
+  input_cache_write_1h?: number;
+  internal_reasoning?: number;
+  request?: number;
+  image?: number;
+  web_search?: number;
+}
+
 export interface Model {
   id: string;
   provider: { id: string; name: string };
-  pricing: { prompt: number; completion: number; unit: string };
+  pricing: Pricing & {
+    unit: string;
+    tiers?: Array<Pricing & { above_prompt_tokens: number }>;
+    service_tiers?: Record<string, Pricing>;
+    changes?: Array<Pricing & { effective_from: string }>;
+    daily?: Array<Pricing & { from_utc: string; to_utc: string }>;
+  };
   context_length: number;
   max_tokens: number;
   capabilities: Record<string, boolean>;

@@ -1,8 +1,41 @@
 /** The model catalog with pricing, capabilities, context length, live performance and status. */
 import { html, render } from 'lit-html';
-import { api, type List, type Model } from '../api.js';
+import { api, type List, type Model, type Pricing } from '../api.js';
 import type { Page } from '../app.js';
 import { count, orDash, price } from '../format.js';
+
+/** Each priced kind besides prompt and completion, as the table names it. */
+const KINDS: Array<[keyof Pricing, string]> = [
+  ['input_cache_read', 'cache read'],
+  ['input_cache_write', 'cache write'],
+  ['input_cache_write_1h', 'cache write 1h'],
+  ['internal_reasoning', 'reasoning'],
+  ['request', 'per request'],
+  ['image', 'per image'],
+  ['web_search', 'per web search'],
+];
+
+const kinds = (p: Pricing): string =>
+  [
+    ...(p.prompt !== undefined ? [`in ${price(p.prompt)}`] : []),
+    ...(p.completion !== undefined ? [`out ${price(p.completion)}`] : []),
+    ...KINDS.filter(([kind]) => p[kind] !== undefined).map(([kind, name]) => `${name} ${price(p[kind]!)}`),
+  ].join(', ');
+
+/** Every price besides prompt and completion: cache, reasoning, fees, tiers, service tiers, dated and daily changes. */
+function otherPrices(m: Model): string[] {
+  const { pricing } = m;
+  const base = KINDS.filter(([kind]) => pricing[kind] !== undefined).map(
+    ([kind, name]) => `${name} ${price(pricing[kind]!)}`,
+  );
+  return [
+    ...(base.length ? [base.join(', ')] : []),
+    ...(pricing.tiers ?? []).map((t) => `prompt above ${count(t.above_prompt_tokens)}: ${kinds(t)}`),
+    ...Object.entries(pricing.service_tiers ?? {}).map(([name, t]) => `${name} tier: ${kinds(t)}`),
+    ...(pricing.changes ?? []).map((c) => `from ${c.effective_from}: ${kinds(c)}`),
+    ...(pricing.daily ?? []).map((d) => `${d.from_utc}–${d.to_utc} UTC: ${kinds(d)}`),
+  ];
+}
 
 const CAPABILITIES = ['chat', 'completion', 'function_calling', 'vision', 'embeddings', 'json_mode'];
 const CAPABILITY_FILTERS: Array<[string, string]> = [
@@ -54,8 +87,9 @@ export const modelsPage: Page = (container) => {
           <div class="muted small">${m.provider.name}${m.aliases?.length ? ` · also ${m.aliases.join(', ')}` : ''}</div>
         </div>
       </td>
-      <td data-label="Prompt / 1K" class="num">${price(m.pricing.prompt)}</td>
-      <td data-label="Completion / 1K" class="num">${price(m.pricing.completion)}</td>
+      <td data-label="Prompt / 1K" class="num">${price(m.pricing.prompt ?? 0)}</td>
+      <td data-label="Completion / 1K" class="num">${price(m.pricing.completion ?? 0)}</td>
+      <td data-label="Other prices / 1K" class="small">${otherPrices(m).map((line) => html`<div>${line}</div>`)}</td>
       <td data-label="Context" class="num">${count(m.context_length)}</td>
       <td data-label="Max output" class="num">${count(m.max_tokens)}</td>
       <td data-label="Capabilities">
@@ -106,8 +140,9 @@ export const modelsPage: Page = (container) => {
           >
         </form>
         <p class="help">
-          Prices are USD per 1,000 tokens. Performance is measured live: response time and speed over the last hour,
-          uptime over the last 24 hours.
+          Prices are USD per 1,000 tokens (fees per request, image or search); a prompt above a tier's size pays the
+          tier's prices on every token. Performance is measured live: response time and speed over the last hour, uptime
+          over the last 24 hours.
         </p>
         ${error ? html`<p class="error" role="alert">${error}</p>` : null}
         ${
@@ -125,6 +160,7 @@ export const modelsPage: Page = (container) => {
                         <th>Model</th>
                         <th class="num">Prompt / 1K</th>
                         <th class="num">Completion / 1K</th>
+                        <th>Other prices / 1K</th>
                         <th class="num">Context</th>
                         <th class="num">Max output</th>
                         <th>Capabilities</th>
