@@ -82,11 +82,13 @@ export interface Hold extends Omit<
 /** A service tier or web search that a model that may answer has no price for: refused (400), never forwarded. */
 function refuseUnpriced(sheets: readonly PriceSheet[], hold: Hold): void {
   const tier = hold.serviceTier;
-  if (tier !== undefined && sheets.some((sheet) => !sheet.serviceTiers[tier]))
+  if (tier !== undefined && sheets.some((sheet) => !sheet.serviceTiers[tier])) {
+    const param = tier === 'fast' ? 'speed' : 'service_tier';
     throw new GatewayError('invalid_request', {
-      message: `The service tier '${tier}' has no price in this gateway's catalog for the model asked; send the request without it`,
-      param: tier === 'fast' ? 'speed' : 'service_tier',
+      message: `The service tier '${tier}' (${param}) has no price in this gateway's catalog for the model asked; send the request without it`,
+      param,
     });
+  }
   if (hold.webSearches && sheets.some((sheet) => sheet.webSearch === 0n))
     throw new GatewayError('invalid_request', {
       message: "Web search has no price in this gateway's catalog for the model asked; send the request without it",

@@ -5,7 +5,7 @@
  * deployment speaks Messages natively (Anthropic) gets the client's body as it is (`messages-native.ts`).
  */
 import { usdString } from '../billing/index.js';
-import { ERROR_CATALOGUE } from '../errors/index.js';
+import { ERROR_CATALOGUE, GatewayError } from '../errors/index.js';
 import {
   CountTokensRequestSchema,
   MessagesRequestSchema,
@@ -57,6 +57,7 @@ export async function createMessage(input: RequestInput, deps: GatewayDeps): Pro
   const key = await authenticate(deps, input.authorization, 'chat');
   const native = validateMessages(input.body);
   const model = authorizedModel(deps, key, native.model, CHAT);
+  refuseLongerContext(input, model.contextLength);
   const chat = toChatRequest(native);
   const request = meteredChat({ input, key, model, fallbacks: undefined, started }, chat, promptOf(chat, native));
 
@@ -118,6 +119,19 @@ function nativeBody(native: MessagesRequest, maxTokens: number): MessagesJson {
   if (maxTokens > MIN_THINKING_BUDGET) body.thinking = { ...native.thinking, budget_tokens: maxTokens - 1 };
   else delete body.thinking;
   return body;
+}
+
+/**
+ * Anthropic's 1M-context beta takes a prompt past the model's catalog context length, where neither the hold nor
+ * the report's bound covers it and long-context prices apply: refused unless the catalog's model has that context.
+ */
+function refuseLongerContext(input: RequestInput, contextLength: number): void {
+  const betas = input.forwardHeaders?.['anthropic-beta'] ?? '';
+  if (contextLength < 1_000_000 && /(^|,)\s*context-1m/.test(betas))
+    throw new GatewayError('invalid_request', {
+      message: `The 1M-context beta is not available for this model here: its catalog context length is ${contextLength} tokens. Send the request without 'context-1m' in anthropic-beta`,
+      param: 'anthropic-beta',
+    });
 }
 
 /**
