@@ -4,6 +4,7 @@ import {
   MessagesStreamWriter,
   anthropicErrorBody,
   messageFromCompletion,
+  messagesUsage,
   toChatRequest,
   type MessagesRequest,
 } from '../../src/protocols/anthropic-messages/index.js';
@@ -248,5 +249,23 @@ describe('anthropicErrorBody', () => {
     [529, 'overloaded_error'],
   ])('status %i is %s', (status, type) => {
     expect(anthropicErrorBody(status, 'why')).toEqual({ type: 'error', error: { type, message: 'why' } });
+  });
+});
+
+describe('messagesUsage', () => {
+  it("tells cache reads and writes apart from input_tokens, as Anthropic's usage does", () => {
+    const usage = {
+      prompt_tokens: 1_000,
+      completion_tokens: 20,
+      prompt_tokens_details: { cached_tokens: 700 },
+      cache_creation_input_tokens: 200,
+    };
+    expect(messagesUsage(usage)).toEqual({
+      input_tokens: 100,
+      output_tokens: 20,
+      cache_read_input_tokens: 700,
+      cache_creation_input_tokens: 200,
+    });
+    expect(messagesUsage({ prompt_tokens: 5, completion_tokens: 1 })).toEqual({ input_tokens: 5, output_tokens: 1 });
   });
 });

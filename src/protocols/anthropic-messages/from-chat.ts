@@ -11,6 +11,7 @@ import type {
   UpstreamChunk,
   UpstreamCompletion,
 } from '../../wire/index.js';
+import { isObject } from '../../wire/guards.js';
 
 export type { AnthropicMessage };
 export type StopReason = AnthropicStopReason;
@@ -53,10 +54,25 @@ export function messageFromCompletion(id: string, completion: UpstreamCompletion
     content,
     stop_reason: stopReasonOf(choice?.finish_reason),
     stop_sequence: null,
-    usage: {
-      input_tokens: completion.usage?.prompt_tokens ?? 0,
-      output_tokens: completion.usage?.completion_tokens ?? 0,
-    },
+    usage: messagesUsage(completion.usage),
+  };
+}
+
+/**
+ * Chat usage in Anthropic's shape: `input_tokens` without the cache reads and writes, which are told apart as
+ * Anthropic tells them.
+ */
+export function messagesUsage(usage: { prompt_tokens?: number; completion_tokens?: number } | null | undefined) {
+  const prompt = usage?.prompt_tokens ?? 0;
+  const details: unknown = usage && Reflect.get(usage, 'prompt_tokens_details');
+  const count = (value: unknown) => (typeof value === 'number' && value >= 0 ? value : 0);
+  const read = Math.min(count(isObject(details) ? details.cached_tokens : undefined), prompt);
+  const written = Math.min(count(usage && Reflect.get(usage, 'cache_creation_input_tokens')), prompt - read);
+  return {
+    input_tokens: prompt - read - written,
+    output_tokens: usage?.completion_tokens ?? 0,
+    ...(read ? { cache_read_input_tokens: read } : {}),
+    ...(written ? { cache_creation_input_tokens: written } : {}),
   };
 }
 
@@ -132,8 +148,7 @@ export class MessagesStreamWriter {
       messagesEvent('message_delta', {
         delta: { stop_reason: this.stopReason ?? 'end_turn', stop_sequence: null },
         usage: {
-          input_tokens: usage?.prompt_tokens ?? this.inputTokens,
-          output_tokens: usage?.completion_tokens ?? 0,
+          ...messagesUsage({ prompt_tokens: this.inputTokens, ...usage }),
           ...(usage?.cost !== undefined ? { cost: usage.cost } : {}),
         },
       }),

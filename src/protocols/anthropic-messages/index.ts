@@ -4,6 +4,7 @@ export { toChatRequest } from './to-chat.js';
 export {
   MessagesStreamWriter,
   messageFromCompletion,
+  messagesUsage,
   messagesEvent,
   stopReasonOf,
   type AnthropicMessage,
