@@ -90,7 +90,8 @@ function webSearches(body: Record<string, unknown>): number {
       throw new GatewayError('invalid_request', {
         message:
           'A web search tool needs a bound on its calls, so that its fees can be held: set `max_uses` on the tool (Messages) or `max_tool_calls` (Responses)',
-        param: typeof tool.max_uses === 'undefined' ? 'max_tool_calls' : `tools[${index}].max_uses`,
+        // Anthropic's tool types are dated (`web_search_20250305`) and bound themselves; OpenAI's are bound per request.
+        param: /_\d{8}$/.test(type) ? `tools[${index}].max_uses` : 'max_tool_calls',
       });
     searches += bound;
   });

@@ -27,6 +27,8 @@ export interface MeteredRequest extends Authenticated {
   /** The request's `timeout_ms`. */
   readonly timeoutMs?: number | undefined;
   readonly hold: Hold;
+  /** The body as the provider gets it, when not the client's own (a translation): what `exposureOf` reads. */
+  readonly exposed?: unknown;
   /** The request's `user` (llm.* events' `userId`). */
   readonly userId: string | undefined;
   readonly stream: boolean;
@@ -84,8 +86,8 @@ export async function meteredCall<T>(admitted: Admitted, way: Way<T>): Promise<C
  * The hold with what the body exposes beyond its text: content the provider fetches holds the whole context;
  * images, web searches and a service tier are priced.
  */
-function exposedHold({ input, hold }: MeteredRequest): Hold {
-  const exposure = exposureOf(input.body);
+function exposedHold({ input, hold, exposed }: MeteredRequest): Hold {
+  const exposure = exposureOf(exposed ?? input.body);
   return {
     ...hold,
     promptCeiling: exposure.unbounded ? hold.contextLength : hold.promptCeiling,

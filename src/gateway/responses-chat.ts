@@ -27,7 +27,8 @@ export async function answerThroughChat(
   const { body, key, store } = request;
   const chat = toChatRequest(body);
   if (body.timeout_ms !== undefined) chat.timeout_ms = body.timeout_ms;
-  const admitted = await admitMetered(deps, meteredChat(request, chat), route);
+  // Hosted tools the translation leaves out never reach the provider: the translation is what is exposed.
+  const admitted = await admitMetered(deps, { ...meteredChat(request, chat), exposed: chat }, route);
   const answer = await answerChat(admitted, chat);
   const { headers, context } = answer;
   const meta: ResponseMeta = {

@@ -63,9 +63,12 @@ export async function openStream(deployment: Pick<Deployment, 'provider'>, call:
   return { first, chunks };
 }
 
-/** A chunk that carries nothing of the answer yet: no text, no tool call, no finish reason, no usage. */
+/**
+ * A chunk that carries nothing of the answer yet: no text, no tool call, no finish reason, and no closing usage (an
+ * opener may carry the prompt's usage: Anthropic's message_start does).
+ */
 function isPreamble(chunk: UpstreamChunk): boolean {
-  if (chunk.usage) return false;
+  if (chunk.usage && chunk.choices.length === 0) return false;
   return chunk.choices.every(
     (choice) =>
       !choice.delta.content && !choice.delta.tool_calls?.length && !choice.finish_reason && !choice.delta.refusal,
