@@ -42,6 +42,8 @@ export interface Admitted {
   readonly reservation: Reservation;
   readonly headers: Record<string, string>;
   readonly serviceTier: string | undefined;
+  /** The most prompt tokens the provider may bill, as held. */
+  readonly promptCeiling: number;
 }
 
 /** A deployment's answer, with the context that settles it and the answer's headers (`x-tollgate-provider` set). */
@@ -62,7 +64,8 @@ export async function admitMetered(deps: GatewayDeps, request: MeteredRequest, c
   const hold = exposedHold(request);
   const { route, headers, reservation } = await routeAndReserve(deps, routable, hold, chosen);
   if (reservation.admission.lowered) headers['x-tollgate-max-tokens-lowered'] = String(reservation.maxTokens);
-  return { request, deps, route, reservation, headers, serviceTier: hold.serviceTier };
+  const promptCeiling = Math.min(Math.max(hold.promptCeiling ?? 0, hold.promptTokens), hold.contextLength);
+  return { request, deps, route, reservation, headers, serviceTier: hold.serviceTier, promptCeiling };
 }
 
 /**
@@ -97,7 +100,7 @@ function exposedHold({ input, hold }: MeteredRequest): Hold {
 
 /** The request's context once routing has named the deployment that answered (or failed last). */
 function contextOf(
-  { deps, request, reservation, serviceTier }: Admitted,
+  { deps, request, reservation, serviceTier, promptCeiling }: Admitted,
   routed: { model: CatalogModel; providerId: string },
 ): RequestContext {
   const { input } = request;
@@ -106,6 +109,7 @@ function contextOf(
     model: routed.model,
     providerId: routed.providerId,
     promptTokens: request.hold.promptTokens,
+    promptCeiling,
     serviceTier,
     reservation,
     started: request.started,

@@ -72,8 +72,9 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
   const meter = new StreamMeter(context, (!first.done && first.value.id) || id);
   const answer = format.answer && (() => format.answer!(meter));
   const settle = (usage: TokenUsage, failure?: StreamFailure) => meter.settle(usage, failure, answer);
-  // Cut short, the stream is charged the whole prompt the provider took in and what was delivered.
-  const delivered = () => countedUsage(context.promptTokens, format.deliveredTokens(meter));
+  // Cut short, the stream is charged the whole prompt the provider took in (as held: fetched content unknown to
+  // tollgate included) and what was delivered.
+  const delivered = () => countedUsage(context.promptCeiling, format.deliveredTokens(meter));
   let serviceTier: unknown;
 
   try {
