@@ -79,6 +79,11 @@ export interface Hold extends Omit<
   serviceTier?: string | undefined;
 }
 
+/** The prompt tokens held: tollgate's count, or more when the provider adds to it, never past the context. */
+export function heldPrompt(hold: Hold): number {
+  return Math.min(Math.max(hold.promptCeiling ?? 0, hold.promptTokens), hold.contextLength);
+}
+
 /** A service tier or web search that a model that may answer has no price for: refused (400), never forwarded. */
 function refuseUnpriced(sheets: readonly PriceSheet[], hold: Hold): void {
   const tier = hold.serviceTier;
@@ -121,7 +126,7 @@ export async function routeAndReserve(
   const route = chosen ?? deps.router.route(model, key.environment, { fallbacks, timeoutMs });
   const headers = await admitRate(deps, account, hold.promptTokens, route.providerId);
   const at = Date.now();
-  const promptCeiling = Math.min(Math.max(hold.promptCeiling ?? 0, hold.promptTokens), hold.contextLength);
+  const promptCeiling = heldPrompt(hold);
   const sheets = route.models.map((m) => m.pricing.at(at));
   refuseUnpriced(sheets, hold);
   const { feesNano, ...price } = holdRates(sheets, {

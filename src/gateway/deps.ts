@@ -32,8 +32,16 @@ export interface RequestContext {
   readonly model: CatalogModel;
   readonly providerId: string;
   readonly promptTokens: number;
+  /**
+   * The most prompt tokens the provider may bill, as held: `promptTokens`, or the model's whole context when the
+   * body names content the provider fetches (files, URLs, search results) or a conversation of unknown size. A
+   * stream cut short is charged this prompt: the provider took it in whole and will not say how much it was.
+   */
+  readonly promptCeiling: number;
   /** The service tier the request asked for: its prices apply when the answer does not say which served it. */
   readonly serviceTier?: string | undefined;
+  /** Input images the request sends (a per-image fee: providers do not report them). */
+  readonly images?: number;
   readonly reservation: Reservation;
   readonly started: number;
   readonly deps: GatewayDeps;

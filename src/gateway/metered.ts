@@ -7,7 +7,7 @@ import type { Reservation } from '../billing/index.js';
 import type { CatalogModel } from '../catalog/index.js';
 import type { AttemptCall, Route, Way } from '../routing/index.js';
 import type { KeyRecord } from '../storage/index.js';
-import { routeAndReserve, type Hold } from './admit.js';
+import { heldPrompt, routeAndReserve, type Hold } from './admit.js';
 import type { GatewayDeps, RequestContext } from './deps.js';
 import { exposureOf } from './exposure.js';
 import { failed } from './fail.js';
@@ -43,7 +43,8 @@ export interface Admitted {
   readonly route: Route;
   readonly reservation: Reservation;
   readonly headers: Record<string, string>;
-  readonly serviceTier: string | undefined;
+  /** What was held, with what the body exposes beyond its text. */
+  readonly hold: Hold;
 }
 
 /** A deployment's answer, with the context that settles it and the answer's headers (`x-tollgate-provider` set). */
@@ -64,7 +65,7 @@ export async function admitMetered(deps: GatewayDeps, request: MeteredRequest, c
   const hold = exposedHold(request);
   const { route, headers, reservation } = await routeAndReserve(deps, routable, hold, chosen);
   if (reservation.admission.lowered) headers['x-tollgate-max-tokens-lowered'] = String(reservation.maxTokens);
-  return { request, deps, route, reservation, headers, serviceTier: hold.serviceTier };
+  return { request, deps, route, reservation, headers, hold };
 }
 
 /**
@@ -99,7 +100,7 @@ function exposedHold({ input, hold, exposed }: MeteredRequest): Hold {
 
 /** The request's context once routing has named the deployment that answered (or failed last). */
 function contextOf(
-  { deps, request, reservation, serviceTier }: Admitted,
+  { deps, request, reservation, hold }: Admitted,
   routed: { model: CatalogModel; providerId: string },
 ): RequestContext {
   const { input } = request;
@@ -108,7 +109,9 @@ function contextOf(
     model: routed.model,
     providerId: routed.providerId,
     promptTokens: request.hold.promptTokens,
-    serviceTier,
+    promptCeiling: heldPrompt(hold),
+    serviceTier: hold.serviceTier,
+    images: hold.images ?? 0,
     reservation,
     started: request.started,
     deps,

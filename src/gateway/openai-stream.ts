@@ -72,9 +72,9 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
   const meter = new StreamMeter(context, (!first.done && first.value.id) || id);
   const answer = format.answer && (() => format.answer!(meter));
   const settle = (usage: TokenUsage, failure?: StreamFailure) => meter.settle(usage, failure, answer);
-  // Cut short, the stream is charged the whole prompt the provider took in (as it reported it when it did) and
-  // what was delivered.
-  const own = { prompt: context.promptTokens, completion: () => format.deliveredTokens(meter) };
+  // Cut short, the stream is charged the whole prompt the provider took in (as it reported it when it did, else as
+  // held: fetched content unknown to tollgate included) and what was delivered.
+  const own = { prompt: context.promptCeiling, completion: () => format.deliveredTokens(meter) };
   const delivered = () =>
     chatUsage(
       upstreamUsage && { ...upstreamUsage, completion_tokens: undefined, completion_tokens_details: undefined },

@@ -33,8 +33,9 @@ export async function* relayResponseStream(
   keep: (id: string | undefined, contextTokens: number) => Promise<unknown>,
 ): AsyncGenerator<StreamEvent, void, undefined> {
   let sequence = 0;
-  // Cut short, the stream is charged the whole prompt the provider took in and what was delivered.
-  const delivered = () => countedUsage(context.promptTokens, meter.tokens());
+  // Cut short, the stream is charged the whole prompt the provider took in (as held: fetched files and search
+  // results, or a continued conversation of unknown size, at the whole context) and what was delivered.
+  const delivered = () => countedUsage(context.promptCeiling, meter.tokens());
   const meter = new StreamMeter(context, (!first.done && responseId(first.value)) || `resp_${context.requestId}`);
   const errorEvent = (failure: GatewayError) =>
     sseOf({

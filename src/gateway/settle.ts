@@ -25,7 +25,11 @@ export async function settleOrFail(
       requestId: context.requestId,
       model: context.model.id,
       sheet: context.model.pricing.at(context.reservation.admittedAt),
-      usage: { ...usage, serviceTier: usage.serviceTier ?? context.serviceTier },
+      usage: {
+        ...usage,
+        serviceTier: usage.serviceTier ?? context.serviceTier,
+        images: Math.max(usage.images, context.images ?? 0),
+      },
       ...(event ? { event } : {}),
     };
     return await withSpan(

@@ -2,11 +2,19 @@
  * A local server speaking the Gemini API (https://ai.google.dev/api/generate-content): `models/{m}:generateContent`
  * and `:streamGenerateContent?alt=sse` with `x-goog-api-key`. It checks the request shape as the API does (its
  * 400 INVALID_ARGUMENT body when wrong), streams GenerateContentResponse events, and fails in documented ways.
+ *
+ * Usage as Google bills it (https://ai.google.dev/gemini-api/docs/caching, /docs/thinking): `promptTokenCount` is a
+ * quarter of the contents' JSON length, plus CACHED_CONTENT_TOKENS when the request names `cachedContent`, which
+ * are reported as `cachedContentTokenCount`; with `implicitCaching`, a prompt whose first 1,024 tokens or more
+ * match an earlier prompt's reports the match as cached too. `thoughtsTokenCount` (billed as output, apart from
+ * `candidatesTokenCount`) is the behaviour's `thoughts`, else what `generationConfig.thinkingConfig` allows
+ * (its `thinkingBudget`, at most THINKING_TOKENS; 0 turns thinking off), else 3.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RecordedRequest } from './mock-openai.js';
+import { CACHE_MIN_TOKENS } from './mock-responses.js';
 
 export type GeminiBehavior =
   | {
@@ -20,6 +28,8 @@ export type GeminiBehavior =
       usage?: false;
       delayMs?: number;
       latencyMs?: number;
+      /** Thinking tokens reported (`thoughtsTokenCount`), whatever the request configured. */
+      thoughts?: number;
     }
   | { kind: 'error'; status: number; message?: string }
   | { kind: 'cut'; afterChunks?: number }
@@ -49,12 +59,28 @@ const STATUS: Record<number, string> = {
   504: 'DEADLINE_EXCEEDED',
 };
 export const GEMINI_TEXT = 'Hello from the Gemini mock.';
+/** Tokens of the context cache a request names by `cachedContent` (created beforehand through cachedContents). */
+export const CACHED_CONTENT_TOKENS = 4_096;
+/** Thinking tokens when `thinkingConfig` asks for thinking without a budget (dynamic thinking, `-1`). */
+export const THINKING_TOKENS = 1_024;
 /** Models that sign their function calls and check the signatures: Gemini 3 and later. */
 const GEMINI_3 = /gemini-([3-9]|\d\d)/;
 const PATH = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)(\?alt=sse)?$/;
 
-export async function startMockGemini(options: { apiKey: string }): Promise<MockGemini> {
+export interface MockGeminiOptions {
+  apiKey: string;
+  /**
+   * Gemini's implicit caching (2.5 models): off by default, so that no other test's figures change. On, a prompt
+   * whose first 1,024 tokens or more (a token: four characters of the contents' JSON) match an earlier prompt's
+   * reports the match as `cachedContentTokenCount`.
+   */
+  implicitCaching?: boolean;
+}
+
+export async function startMockGemini(options: MockGeminiOptions): Promise<MockGemini> {
   const requests: RecordedRequest[] = [];
+  /** The prompts seen, for implicit caching. */
+  const prompts: string[] | undefined = options.implicitCaching ? [] : undefined;
   const queue: GeminiBehavior[] = [];
   let behavior: GeminiBehavior = { kind: 'ok' };
   /** The thought signatures this server gave its function calls. */
@@ -114,7 +140,8 @@ export async function startMockGemini(options: { apiKey: string }): Promise<Mock
     if (streaming && !match[3]) return error(res, 400, 'this mock only streams with alt=sse');
     const problem = validate(body) ?? checkSignatures(body, match[1]!, signatures);
     if (problem) return error(res, 400, problem);
-    await serve(queue.shift() ?? behavior, body, match[1]!, streaming, res, record, signatures);
+    const cached = prompts ? implicitHit(prompts, JSON.stringify(body.contents)) : 0;
+    await serve(queue.shift() ?? behavior, body, match[1]!, streaming, res, record, signatures, cached);
   };
   // Node does not wait for a promise a request handler returns: each request is served on its own.
   const server = createServer((req, res) => void handle(req, res));
@@ -130,6 +157,20 @@ export async function startMockGemini(options: { apiKey: string }): Promise<Mock
       return new Promise((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Tokens of `text`'s longest prefix in common with an earlier prompt, when there are enough to cache; remembers it. */
+function implicitHit(prompts: string[], text: string): number {
+  let common = 0;
+  for (const seen of prompts) {
+    const n = Math.min(seen.length, text.length);
+    let i = 0;
+    while (i < n && seen.charCodeAt(i) === text.charCodeAt(i)) i++;
+    common = Math.max(common, i);
+  }
+  prompts.push(text);
+  const tokens = Math.floor(common / 4);
+  return tokens >= CACHE_MIN_TOKENS ? tokens : 0;
 }
 
 const EMBED_PATH = /^\/v1beta\/models\/([^/:]+):batchEmbedContents$/;
@@ -180,6 +221,7 @@ const GENERATION_FIELDS = new Set([
   'responseMimeType',
   'responseSchema',
   'responseJsonSchema',
+  'thinkingConfig',
 ]);
 
 /** The documented shape of a GenerateContentRequest; the message of the first violation. */
@@ -192,6 +234,7 @@ export function validate(body: any): string | undefined {
     'toolConfig',
     'generationConfig',
     'safetySettings',
+    'cachedContent',
   ]);
   for (const key of Object.keys(body))
     if (!allowed.has(key)) return `Invalid JSON payload received. Unknown name "${key}": Cannot find field.`;
@@ -226,6 +269,8 @@ export function validate(body: any): string | undefined {
   for (const key of Object.keys(body.generationConfig ?? {}))
     if (!GENERATION_FIELDS.has(key))
       return `Invalid JSON payload received. Unknown name "${key}" at 'generation_config'`;
+  if (body.cachedContent !== undefined && !/^cachedContents\/[^/]+$/.test(String(body.cachedContent)))
+    return 'cachedContent: must be of the form cachedContents/{id}';
   for (const tool of body.tools ?? []) {
     if (!Array.isArray(tool.functionDeclarations)) return 'tools: functionDeclarations expected';
     for (const fn of tool.functionDeclarations)
@@ -255,6 +300,14 @@ export function checkSignatures(body: any, model: string, issued: ReadonlySet<st
   return undefined;
 }
 
+/** Thinking tokens: what `thinkingConfig` allows (its budget, or THINKING_TOKENS when dynamic), else 3. */
+function thoughtsOf(config: any): number {
+  if (config === undefined || config === null) return 3;
+  const budget = config.thinkingBudget;
+  if (typeof budget !== 'number' || budget < 0) return THINKING_TOKENS;
+  return Math.min(budget, THINKING_TOKENS);
+}
+
 async function serve(
   b: GeminiBehavior,
   request: any,
@@ -263,6 +316,7 @@ async function serve(
   res: ServerResponse,
   record: RecordedRequest,
   signatures: Set<string>,
+  implicitCached = 0,
 ): Promise<void> {
   if (b.kind === 'hang') return;
   if (b.kind === 'raw')
@@ -273,15 +327,22 @@ async function serve(
     b.kind === 'ok' ? b : { kind: 'ok' as const, text: Array.from({ length: 10 }, (_, i) => `part${i} `).join('') };
   const json_ = request.generationConfig?.responseMimeType === 'application/json';
   const text = ok.text ?? (json_ ? '{"answer": "ok", "n": 1}' : GEMINI_TEXT);
-  const promptTokenCount = Math.ceil(JSON.stringify(request.contents).length / 4);
+  // A named context cache is part of the prompt, billed at the cache price.
+  const explicitCached = request.cachedContent !== undefined ? CACHED_CONTENT_TOKENS : 0;
+  const promptTokenCount = Math.ceil(JSON.stringify(request.contents).length / 4) + explicitCached;
+  const cachedContentTokenCount = explicitCached + implicitCached;
   const words = ok.calls ? [] : (text.match(/\S+\s*/g) ?? []);
+  const thoughtsTokenCount = ok.thoughts ?? thoughtsOf(request.generationConfig?.thinkingConfig);
   const usageMetadata = {
     promptTokenCount,
     candidatesTokenCount: words.length + (ok.calls?.length ?? 0) * 5,
     totalTokenCount: 0,
-    thoughtsTokenCount: 3,
+    ...(cachedContentTokenCount ? { cachedContentTokenCount } : {}),
+    thoughtsTokenCount,
   };
-  usageMetadata.totalTokenCount = usageMetadata.promptTokenCount + usageMetadata.candidatesTokenCount + 3;
+  usageMetadata.totalTokenCount =
+    usageMetadata.promptTokenCount + usageMetadata.candidatesTokenCount + thoughtsTokenCount;
+  record.usage = usageMetadata;
   const finishReason = ok.finishReason ?? 'STOP';
   const responseId = `mockresp${Date.now()}`;
   const base = { modelVersion: model, responseId, ...(ok.usage === false ? {} : { usageMetadata }) };
