@@ -11,7 +11,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultConfig, type ModelConfig } from '../../src/config/index.js';
-import { countTextTokens } from '../../src/tokens/index.js';
+import { countPromptTokens, countTextTokens } from '../../src/tokens/index.js';
 import { describeEach } from '../support/backends.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { startMockGemini, type MockGemini } from '../support/mock-gemini.js';
@@ -594,10 +594,8 @@ const cutRows: Row[] = [
     stream: true,
     cut: true,
   })),
-  // A long prompt: the providers count it with their own tokenizers (the mocks: four characters a token), which
-  // can come to more than tollgate's o200k count, and a cut stream reports nothing (Gemini says its count in the
-  // stream's first event). These two rows fail as of this writing: tollgate charges its own count of the prompt.
-  { endpoint: 'chat', kind: 'cached prefix', stream: true, cut: true },
+  // A long prompt Gemini counts with its own tokenizer (the mock: four characters a token): it says its count in the
+  // stream's first event, so a cut stream is charged it.
   { endpoint: 'gemini', kind: 'cached prefix', stream: true, cut: true },
   { endpoint: 'chat', kind: 'priority tier', stream: true, cut: true },
   { endpoint: 'responses', kind: 'previous_response_id', stream: true, cut: true },
@@ -667,6 +665,24 @@ describe('tollgate charges exactly the provider’s bill', () => {
       `prompt ${bill.prompt} tokens by the provider, ${debit.prompt_tokens} charged`,
     ).toBeGreaterThanOrEqual(floor);
     expect(debit.prompt_tokens).toBeGreaterThanOrEqual(bill.prompt);
+  });
+
+  // An OpenAI-format provider says nothing of a stream cut before its usage chunk, so its prompt is charged at
+  // tollgate's own count (as held). Where the provider's tokenizer counts more (the mock: four characters a token;
+  // OpenAI's own models count o200k, as tollgate does), the difference is not charged: ADR 0052 names this limit.
+  it('an OpenAI-format stream cut before its usage is charged the prompt as tollgate counted it', async () => {
+    const row: Row = { endpoint: 'chat', kind: 'cached prefix', stream: true, cut: true };
+    const account = await richAccount();
+    const { body } = await prepare(row, account.key);
+    const debits = (await debitsOf(account.id)).length;
+    expect(await cut(account.key, row.endpoint, body)).toBe(200);
+    const debit = await until('the cut stream’s debit', async () => {
+      const all = await debitsOf(account.id);
+      return all.length > debits ? all[0] : undefined;
+    });
+    const held = countPromptTokens(body);
+    expect(debit.prompt_tokens).toBe(held);
+    expect(billOf(row.endpoint, openai.requests.at(-1)!).prompt).toBeGreaterThan(held);
   });
 
   const refusals: Array<[string, Endpoint, any, string]> = [

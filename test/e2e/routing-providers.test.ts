@@ -256,8 +256,8 @@ describe('mapped errors (nothing charged)', () => {
       expect((error.error as any)?.code ?? error.code).toBe('upstream_error');
       expect(anthropic.requests.length + gemini.requests.length).toBe(calls + 1);
       const charged = before - (await balance(key));
-      // The prompt as the provider reported it when it did (Anthropic's message_start), else tollgate's count; the
-      // completion as delivered.
+      // The prompt as the provider reported it at the stream's start (Anthropic's message_start, Gemini's every
+      // event); the completion as delivered.
       const start = model === CLAUDE ? anthropic.bills.at(-1)!.start : undefined;
       const prompt = start
         ? {
@@ -266,7 +266,10 @@ describe('mapped errors (nothing charged)', () => {
             prompt_tokens_details: { cached_tokens: start.cache_read_input_tokens ?? 0 },
             cache_creation_input_tokens: start.cache_creation_input_tokens ?? 0,
           }
-        : { prompt_tokens: countPromptTokens(request) };
+        : {
+            prompt_tokens: gemini.requests.at(-1)!.usage.promptTokenCount,
+            prompt_tokens_details: { cached_tokens: gemini.requests.at(-1)!.usage.cachedContentTokenCount ?? 0 },
+          };
       expect(charged).toBe(billNano(model, { ...prompt, completion_tokens: countTextTokens(text) }));
     });
   }

@@ -220,6 +220,8 @@ export class StreamTranslator {
       created: this.created,
       model: response.modelVersion ?? this.model,
       choices,
+      // The usage so far (Gemini counts the prompt from the first event on), for a stream cut before its end.
+      ...(this.usage ? { usage: this.usage } : {}),
     };
   }
 
