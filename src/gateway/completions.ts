@@ -40,8 +40,6 @@ import { chatUsage } from '../pricing/index.js';
 
 /** OpenAI's completion bound when a request sets no `max_tokens`. */
 const DEFAULT_COMPLETION_MAX_TOKENS = 16;
-/** Tokens a server may add to a prompt of its own (BOS and EOS markers): room in the settlement's ceiling. */
-const SERVER_ADDED_TOKENS = 1_024;
 /** Fields counted apart, never sent upstream, or scalars that carry no prompt. */
 const NO_PROMPT_FIELDS = new Set([
   'model',
@@ -197,19 +195,17 @@ function textCall(body: CompletionRequest, deployment: Deployment, attempt: Atte
 }
 
 /**
- * The prompt's tokens (every prompt with the suffix, plus any other field that goes upstream with text in it) and
- * the most any tokenizer can report for it. Each prompt must fit the context with its completion bound, on its own.
+ * The prompt's tokens: every prompt with the suffix, plus any other field that goes upstream with text in it.
+ * Each prompt must fit the context with its completion bound, on its own.
  */
 function measureCompletionPrompt(
   body: CompletionRequest,
   prompts: CompletionPrompt[],
   maxTokens: number,
   model: CatalogModel,
-): { tokens: number; ceiling: number } {
+): { tokens: number } {
   const suffixTokens = body.suffix ? countTextTokens(body.suffix) : 0;
-  const suffixBytes = body.suffix ? Buffer.byteLength(body.suffix) : 0;
   let tokens = 0;
-  let ceiling = SERVER_ADDED_TOKENS;
   for (const [index, prompt] of prompts.entries()) {
     const own = promptTokensOf(prompt) + suffixTokens;
     if (own + maxTokens > model.contextLength)
@@ -221,16 +217,14 @@ function measureCompletionPrompt(
         param: 'prompt',
       });
     tokens += own;
-    ceiling += (typeof prompt === 'string' ? Buffer.byteLength(prompt) : prompt.length) + suffixBytes;
   }
   for (const name in body) {
     const value = body[name];
     if (NO_PROMPT_FIELDS.has(name) || value == null || isUsageOption(name, value)) continue;
     const text = typeof value === 'string' ? value : JSON.stringify(value);
     tokens += 1 + countTextTokens(text);
-    ceiling += Buffer.byteLength(name) + Buffer.byteLength(text);
   }
-  return { tokens, ceiling };
+  return { tokens };
 }
 
 /** `stream_options` holding only `include_usage`: a switch, no prompt. */

@@ -147,7 +147,7 @@ function promptOf(chat: ChatRequest, native: MessagesRequest): PromptSize {
       if (isObject(block) && !TRANSLATED_BLOCKS.has(String(block.type)))
         untranslated += countTextTokens(JSON.stringify(block));
   }
-  return { tokens: prompt.tokens + untranslated, ceiling: prompt.ceiling + untranslated };
+  return { tokens: prompt.tokens + untranslated };
 }
 
 /** Message blocks the chat translation carries (their tokens are in its measure). */

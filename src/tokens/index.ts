@@ -101,24 +101,10 @@ function roleCount(role: string): number {
   return tokens;
 }
 
-/**
- * The most tokens one image may cost: providers count images by their pixels, not their bytes, and their
- * full-resolution modes reach several thousand tokens an image. Only the settlement ceiling uses it.
- */
-export const MAX_TOKENS_PER_IMAGE = 16_384;
-/** Tokens a provider may add to a request of its own (Anthropic's tool-use system prompt is a few hundred). */
-const PROVIDER_ADDED_TOKENS = 1_024;
-
 /** What a request forwards upstream, in prompt tokens. */
 export interface PromptSize {
   /** Estimated prompt tokens (o200k): what admission holds and what is charged when the upstream reports none. */
   tokens: number;
-  /**
-   * The most prompt tokens any tokenizer can honestly report for it: one per UTF-8 byte forwarded (byte-level
-   * tokenizers never make more), plus MAX_TOKENS_PER_IMAGE an image and what a provider adds of its own. A
-   * settlement charges at most this.
-   */
-  ceiling: number;
 }
 
 /** Request fields that are never sent upstream unchanged (the router sets the model) or are counted apart. */
@@ -146,7 +132,6 @@ const IMAGE_PART_FIELDS = new Set(['type', 'image_url']);
 
 function addText(size: PromptSize, text: string): void {
   size.tokens += promptTextTokens(text);
-  size.ceiling += Buffer.byteLength(text);
 }
 
 /**
@@ -165,7 +150,6 @@ function addFields(
     if (scalars && (scalars.has(name) ? value === null || typeof value !== 'object' : isOptionObject(name, value)))
       continue;
     size.tokens += 1;
-    size.ceiling += Buffer.byteLength(name);
     addText(size, typeof value === 'string' ? value : (JSON.stringify(value) ?? ''));
   }
 }
@@ -188,7 +172,6 @@ function isList<T>(value: ReadonlyArray<T> | null | undefined): value is Readonl
 function addMessage(size: PromptSize, message: CountableMessage): void {
   const framing = TOKENS_PER_MESSAGE + roleCount(message.role);
   size.tokens += framing;
-  size.ceiling += framing + Buffer.byteLength(message.role);
   const { content } = message;
   if (typeof content === 'string') addText(size, content);
   else if (isList(content)) {
@@ -198,7 +181,6 @@ function addMessage(size: PromptSize, message: CountableMessage): void {
         addFields(size, part, TEXT_PART_FIELDS);
       } else if (part.type === 'image_url' || part.type === 'input_image') {
         size.tokens += TOKENS_PER_IMAGE;
-        size.ceiling += MAX_TOKENS_PER_IMAGE;
         addFields(size, part, IMAGE_PART_FIELDS);
       } else addText(size, JSON.stringify(part));
     }
@@ -211,10 +193,9 @@ function addMessage(size: PromptSize, message: CountableMessage): void {
  * (tools, functions, response_format schemas, tool_choice, unknown fields), plus the reply primer.
  */
 export function measurePrompt(request: { messages: readonly CountableMessage[] }): PromptSize {
-  const size: PromptSize = { tokens: TOKENS_PER_REPLY, ceiling: TOKENS_PER_REPLY };
+  const size: PromptSize = { tokens: TOKENS_PER_REPLY };
   for (const message of request.messages) addMessage(size, message);
   addFields(size, request, REQUEST_FIELDS_APART, SCALAR_PARAMETERS);
-  size.ceiling = Math.max(size.ceiling, size.tokens) + PROVIDER_ADDED_TOKENS;
   return size;
 }
 
