@@ -22,12 +22,12 @@ import { findCrossings } from './low-balance.js';
 import type { Nano } from '../money/index.js';
 import type { PlanLimits } from './plans.js';
 import {
+  billingRecord,
   capUsage,
   completionTokensOf,
   priceUsage,
   promptTokensOf,
   type PriceSheet,
-  type Priced,
   type TokenUsage,
 } from '../pricing/index.js';
 import { AutoRecharger, type RechargeOptions } from './recharge.js';
@@ -358,32 +358,4 @@ export class Reservation {
   get settled(): boolean {
     return this.done;
   }
-}
-
-/** The ledger's record of a debit: its tokens per kind and the prices applied (nano-USD per 1,000 tokens, per unit). */
-function billingRecord(usage: TokenUsage, priced: Priced): string {
-  const { rates } = priced;
-  return JSON.stringify({
-    tokens: {
-      input: usage.input,
-      input_cache_read: usage.cacheRead,
-      input_cache_write: usage.cacheWrite,
-      input_cache_write_1h: usage.cacheWrite1h,
-      output: usage.output,
-      internal_reasoning: usage.reasoning,
-      images: usage.images,
-      web_search: usage.webSearch,
-    },
-    prices_nano_per_1k: {
-      prompt: String(rates.prompt),
-      completion: String(rates.completion),
-      input_cache_read: String(rates.cacheRead),
-      input_cache_write: String(rates.cacheWrite),
-      input_cache_write_1h: String(rates.cacheWrite1h),
-      internal_reasoning: String(rates.reasoning),
-    },
-    ...(priced.tier !== undefined ? { tier_above_prompt_tokens: priced.tier } : {}),
-    ...(priced.serviceTier !== undefined ? { service_tier: priced.serviceTier } : {}),
-    cost_nano: String(priced.costNano),
-  });
 }

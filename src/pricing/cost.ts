@@ -105,3 +105,31 @@ export function capUsage(usage: TokenUsage, maxPrompt: number, maxCompletion: nu
   }
   return capped;
 }
+
+/** The ledger's record of a debit: its tokens per kind and the prices applied (nano-USD per 1,000 tokens, per unit). */
+export function billingRecord(usage: TokenUsage, priced: Priced): string {
+  const { rates } = priced;
+  return JSON.stringify({
+    tokens: {
+      input: usage.input,
+      input_cache_read: usage.cacheRead,
+      input_cache_write: usage.cacheWrite,
+      input_cache_write_1h: usage.cacheWrite1h,
+      output: usage.output,
+      internal_reasoning: usage.reasoning,
+      images: usage.images,
+      web_search: usage.webSearch,
+    },
+    prices_nano_per_1k: {
+      prompt: String(rates.prompt),
+      completion: String(rates.completion),
+      input_cache_read: String(rates.cacheRead),
+      input_cache_write: String(rates.cacheWrite),
+      input_cache_write_1h: String(rates.cacheWrite1h),
+      internal_reasoning: String(rates.reasoning),
+    },
+    ...(priced.tier !== undefined ? { tier_above_prompt_tokens: priced.tier } : {}),
+    ...(priced.serviceTier !== undefined ? { service_tier: priced.serviceTier } : {}),
+    cost_nano: String(priced.costNano),
+  });
+}

@@ -11,4 +11,13 @@ export {
   type OwnCount,
   type TokenUsage,
 } from './usage.js';
-export { capUsage, holdRates, priceUsage, serviceSheet, type HoldRates, type HoldShape, type Priced } from './cost.js';
+export {
+  billingRecord,
+  capUsage,
+  holdRates,
+  priceUsage,
+  serviceSheet,
+  type HoldRates,
+  type HoldShape,
+  type Priced,
+} from './cost.js';

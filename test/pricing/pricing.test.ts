@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   PriceRules,
+  billingRecord,
   anthropicUsage,
   capUsage,
   chatUsage,
@@ -221,5 +222,18 @@ describe('a report above what the request allowed', () => {
   it('is billed at the context length and completion bound: plain input cut first, then output', () => {
     const capped = capUsage(usage({ input: 500, cacheRead: 700, output: 90, reasoning: 30 }), 1_000, 100);
     expect(capped).toMatchObject({ input: 300, cacheRead: 700, output: 70, reasoning: 30 });
+  });
+});
+
+describe("the ledger's record of a debit", () => {
+  it('keeps the tokens per kind, the rates applied, the tier and the cost', () => {
+    const used = usage({ input: 200_001, cacheRead: 5, output: 7, serviceTier: 'priority' });
+    const record: unknown = JSON.parse(billingRecord(used, priceUsage(sheet, used)));
+    expect(record).toMatchObject({
+      tokens: { input: 200_001, input_cache_read: 5, output: 7, internal_reasoning: 0 },
+      prices_nano_per_1k: { prompt: '2000000', completion: '6000000', input_cache_read: '100000' },
+      tier_above_prompt_tokens: 200_000,
+      service_tier: 'priority',
+    });
   });
 });
