@@ -18,6 +18,7 @@ export const UNIT = [
   'test/gateway/chat.test.ts',
   'test/gateway/completions.test.ts',
   'test/gateway/embeddings.test.ts',
+  'test/gateway/exposure.test.ts',
   'test/gateway/messages.test.ts',
   'test/gateway/responses.test.ts',
   'test/http/client-signal.test.ts',

@@ -66,10 +66,16 @@ function inlineText(source: unknown): boolean {
   return isObject(source) && (source.type === 'text' || source.type === 'content');
 }
 
+/** The web searches a request without its own bound is sent with (`max_uses`, `max_tool_calls`) and held for. */
+export const DEFAULT_SEARCH_BOUND = 8;
+
+/** Anthropic's server tool types are dated (`web_search_20250305`) and bound themselves with `max_uses`. */
+const isAnthropicTool = (type: string): boolean => /_\d{8}$/.test(type);
+
 /**
  * The most web searches the request allows: each web search tool's `max_uses` (Messages) or the request's
- * `max_tool_calls` (Responses); chat's `web_search_options` by its `search_context_size`. A search without a bound is refused, as is
- * a hosted tool tollgate cannot price.
+ * `max_tool_calls` (Responses), DEFAULT_SEARCH_BOUND where it names none (`withSearchBounds` sends that bound);
+ * chat's `web_search_options` by its `search_context_size`. A hosted tool tollgate cannot price is refused.
  */
 function webSearches(body: Record<string, unknown>): number {
   const options = body.web_search_options;
@@ -85,17 +91,29 @@ function webSearches(body: Record<string, unknown>): number {
         param: `tools[${index}].type`,
       });
     if (!WEB_SEARCH_TOOL.test(type) || !isObject(tool)) return;
-    const bound = typeof tool.max_uses === 'number' ? tool.max_uses : body.max_tool_calls;
-    if (typeof bound !== 'number' || !Number.isSafeInteger(bound) || bound < 1)
-      throw new GatewayError('invalid_request', {
-        message:
-          'A web search tool needs a bound on its calls, so that its fees can be held: set `max_uses` on the tool (Messages) or `max_tool_calls` (Responses)',
-        // Anthropic's tool types are dated (`web_search_20250305`) and bound themselves; OpenAI's are bound per request.
-        param: /_\d{8}$/.test(type) ? `tools[${index}].max_uses` : 'max_tool_calls',
-      });
-    searches += bound;
+    const bound = isAnthropicTool(type) ? tool.max_uses : body.max_tool_calls;
+    searches += typeof bound === 'number' && Number.isSafeInteger(bound) && bound >= 1 ? bound : DEFAULT_SEARCH_BOUND;
   });
   return searches;
+}
+
+/**
+ * A native body with every web search bounded as it was held: Anthropic's tools without `max_uses` get
+ * DEFAULT_SEARCH_BOUND, a Responses request with a web search tool and no `max_tool_calls` gets it too.
+ */
+export function withSearchBounds<B extends { tools?: unknown; max_tool_calls?: unknown }>(body: B): B {
+  if (!Array.isArray(body.tools)) return body;
+  let openAiSearch = false;
+  const tools: unknown[] = body.tools.map((tool: unknown) => {
+    if (!isObject(tool) || typeof tool.type !== 'string' || !WEB_SEARCH_TOOL.test(tool.type)) return tool;
+    if (!isAnthropicTool(tool.type)) {
+      openAiSearch = true;
+      return tool;
+    }
+    return typeof tool.max_uses === 'number' ? tool : { ...tool, max_uses: DEFAULT_SEARCH_BOUND };
+  });
+  const bound = openAiSearch && typeof body.max_tool_calls !== 'number';
+  return { ...body, tools, ...(bound ? { max_tool_calls: DEFAULT_SEARCH_BOUND } : {}) };
 }
 
 /** A service tier other than the standard one: OpenAI's `service_tier`, Anthropic's `speed: "fast"`. */

@@ -28,6 +28,7 @@ import type { GatewayDeps } from './deps.js';
 import type { StreamProtocol } from './idempotency.js';
 import { admitMetered } from './metered.js';
 import { answerNatively, speaksMessages } from './messages-native.js';
+import { withSearchBounds } from './exposure.js';
 import { isErrorEnvelope } from './openai-stream.js';
 import type { ChatStreamEvent } from './relay.js';
 import type { Answer, RequestInput } from './request.js';
@@ -70,7 +71,7 @@ export async function createMessage(input: RequestInput, deps: GatewayDeps): Pro
       const admitted = await admitMetered(deps, request);
       if (allSpeakMessages(admitted.route)) {
         const { lowered, maxTokens } = admitted.reservation.admission;
-        return answerNatively(admitted, nativeBody(native, lowered ? maxTokens : native.max_tokens));
+        return answerNatively(admitted, withSearchBounds(nativeBody(native, lowered ? maxTokens : native.max_tokens)));
       }
       // 5-7. Translated through chat; the cost goes in a header (the Message has no field for it).
       const id = `msg_${input.requestId}`;

@@ -23,6 +23,7 @@ import type { ResponseRequestState, ResponseResult } from './responses-request.j
 import { openResponseStream, relayResponseStream } from './responses-relay.js';
 import { settleAnswer } from './settle.js';
 import { responsesUsage } from '../pricing/index.js';
+import { withSearchBounds } from './exposure.js';
 
 export async function answerNatively(
   deps: GatewayDeps,
@@ -33,8 +34,8 @@ export async function answerNatively(
   const admitted = await admitMetered(deps, meteredNative(request), route);
   const { reservation } = admitted;
   const forwarded = withoutRoutingFields(body);
-  let upstream: ResponsesJson = forwarded;
-  if (reservation.admission.lowered) upstream = { ...forwarded, max_output_tokens: reservation.maxTokens };
+  let upstream: ResponsesJson = withSearchBounds(forwarded);
+  if (reservation.admission.lowered) upstream = { ...upstream, max_output_tokens: reservation.maxTokens };
   // Kept (unless `store: false`) with the provider that holds it: a later `previous_response_id` goes back there.
   // With the tokens it carries into a request that continues it (its input and output), for that request's hold.
   const remember = async (id: string | undefined, providerId: string, contextTokens: number) => {
