@@ -20,7 +20,9 @@ function memoryStore(...existing: NewResponse[]) {
     },
     find(accountId: string, id: string): Promise<StoredResponse | undefined> {
       const found = recorded.find((r) => r.id === id && r.accountId === accountId);
-      return Promise.resolve(found && { providerId: found.providerId, stateful: found.stateful, contextTokens: found.contextTokens });
+      return Promise.resolve(
+        found && { providerId: found.providerId, stateful: found.stateful, contextTokens: found.contextTokens },
+      );
     },
   };
   return { store: store as unknown as ResponseStore, recorded };
