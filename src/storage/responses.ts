@@ -53,16 +53,6 @@ export class ResponseStore {
       .execute();
   }
 
-  /** Sets the context tokens of a response already recorded (its usage may be known only after the id). */
-  async setContextTokens(accountId: string, id: string, tokens: number): Promise<void> {
-    await this.db
-      .updateTable('responses')
-      .set({ context_tokens: tokens })
-      .where('id', '=', id)
-      .where('account_id', '=', accountId)
-      .execute();
-  }
-
   /** Forgets the ids recorded before `cutoff` (epoch ms); returns how many. */
   async deleteCreatedBefore(cutoff: number): Promise<number> {
     const result = await this.db.deleteFrom('responses').where('created_at', '<', BigInt(cutoff)).executeTakeFirst();

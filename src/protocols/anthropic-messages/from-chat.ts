@@ -11,7 +11,7 @@ import type {
   UpstreamChunk,
   UpstreamCompletion,
 } from '../../wire/index.js';
-import { isObject } from '../../wire/guards.js';
+import { chatUsage, completionTokensOf } from '../../pricing/index.js';
 
 export type { AnthropicMessage };
 export type StopReason = AnthropicStopReason;
@@ -63,15 +63,13 @@ export function messageFromCompletion(id: string, completion: UpstreamCompletion
  * Anthropic tells them.
  */
 export function messagesUsage(usage: { prompt_tokens?: number; completion_tokens?: number } | null | undefined) {
-  const prompt = usage?.prompt_tokens ?? 0;
-  const details: unknown = usage && Reflect.get(usage, 'prompt_tokens_details');
-  const count = (value: unknown) => (typeof value === 'number' && value >= 0 ? value : 0);
-  const read = Math.min(count(isObject(details) ? details.cached_tokens : undefined), prompt);
-  const written = Math.min(count(usage && Reflect.get(usage, 'cache_creation_input_tokens')), prompt - read);
+  // Read as the charge reads it: the same kinds told apart.
+  const kinds = chatUsage(usage, { prompt: 0, completion: () => 0 });
+  const written = kinds.cacheWrite + kinds.cacheWrite1h;
   return {
-    input_tokens: prompt - read - written,
-    output_tokens: usage?.completion_tokens ?? 0,
-    ...(read ? { cache_read_input_tokens: read } : {}),
+    input_tokens: kinds.input,
+    output_tokens: completionTokensOf(kinds),
+    ...(kinds.cacheRead ? { cache_read_input_tokens: kinds.cacheRead } : {}),
     ...(written ? { cache_creation_input_tokens: written } : {}),
   };
 }
