@@ -29,6 +29,7 @@ import {
   type LoadResult,
   type Tool,
 } from './lib/load.js';
+import { measureLargeBodies } from './lib/large-bodies.js';
 import { embeddingsBody, measureEmbeddings } from './lib/non-chat.js';
 import {
   BENCH_DIR,
@@ -403,6 +404,15 @@ async function runConfiguration(
       baseline: { url: `${baseline.url}/v1/embeddings`, body: embeddings },
       tollgate: { url: `${tollgate.url}/v1/embeddings`, body: embeddings, auth: account.apiKey },
     },
+    (text) => process.stdout.write(text),
+  );
+
+  // Ordinary traffic beside 3 MB bodies that cost the tokenizer seconds each: refused, then admitted.
+  await measureLargeBodies(
+    result,
+    settings,
+    options.tool,
+    { url: tollgate.url, adminToken, ordinary: servers.tollgate.json, model: account.model },
     (text) => process.stdout.write(text),
   );
 

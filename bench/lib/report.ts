@@ -43,6 +43,8 @@ export interface ConfigResult {
   targets: TargetResult[];
   /** POST /v1/embeddings (8 inputs per request): throughput at 50 connections and p50 latency at one. */
   embeddings?: Array<{ name: TargetName; rps: number; p50Ms: number }>;
+  /** Ordinary chat throughput quiet and beside 3 MB bodies (bench/lib/large-bodies.ts), with /health's times. */
+  largeBodies?: LargeBodiesResult;
   concurrent?: ConcurrentStats & { upstreamOpenPeak: number; chunks: number; delayMs: number };
   /** tollgate's CPU per chunk of chat streams and of the same streams translated to Messages and Responses. */
   translated?: TranslatedResult;
@@ -62,6 +64,20 @@ export interface ConfigResult {
     overOneProcess: number;
   };
   error?: string;
+}
+
+export interface LargeBodiesResult {
+  quietRps: number;
+  runs: Array<{
+    from: string;
+    rps: number;
+    /** rps over the quiet run's. */
+    ofQuiet: number;
+    largeBodies: number;
+    statuses: Record<string, number>;
+    healthP99Ms: number;
+    healthMaxMs: number;
+  }>;
 }
 
 /** Cores used by other processes during a run above which its figures are flagged. */
@@ -85,6 +101,10 @@ export function checks(config: ConfigResult, concurrentTarget: number, streamChu
       status: Number.isNaN(value) ? 'FAIL' : pass ? 'PASS' : 'FAIL',
     });
   };
+  for (const run of config.largeBodies?.runs ?? []) {
+    check(`/health max beside 3 MB bodies from a ${run.from}`, run.healthMaxMs, 50, 'ms');
+    check(`ordinary throughput beside 3 MB bodies from a ${run.from}, of quiet`, 100 * run.ofQuiet, 80, '%', true);
+  }
   if (!direct || !baseline || !tollgate) return out;
   check(
     'throughput @50, tollgate / baseline',
@@ -245,6 +265,14 @@ export function printConfig(config: ConfigResult, write: (line: string) => void)
     const cells = e.map((t) => `${t.name} ${int(t.rps)} req/s, p50 ${fmt(t.p50Ms, 3)} ms`);
     const share = (of('tollgate')?.rps ?? NaN) / (of('baseline')?.rps ?? NaN);
     write(`   POST /v1/embeddings (8 inputs): ${cells.join('; ')}; tollgate / baseline ${fmt(100 * share, 1)} %`);
+  }
+  const large = config.largeBodies;
+  if (large) {
+    write(`   ordinary chat quiet: ${int(large.quietRps)} req/s`);
+    for (const run of large.runs)
+      write(
+        `   beside 3 MB bodies from a ${run.from} (${run.largeBodies} sent, ${JSON.stringify(run.statuses)}): ${int(run.rps)} req/s, ${fmt(100 * run.ofQuiet, 1)} % of quiet; /health p99 ${fmt(run.healthP99Ms, 1)} ms, max ${fmt(run.healthMaxMs, 1)} ms`,
+      );
   }
   const c = config.concurrent;
   if (c) {

@@ -4,7 +4,12 @@ import pg from 'pg';
 import { request } from 'undici';
 import { onCleanup } from './processes.js';
 
-async function call<T>(method: 'GET' | 'POST' | 'PATCH', url: string, token: string, body?: unknown): Promise<T> {
+export async function call<T>(
+  method: 'GET' | 'POST' | 'PATCH',
+  url: string,
+  token: string,
+  body?: unknown,
+): Promise<T> {
   const res = await request(url, {
     method,
     headers: {

@@ -9,10 +9,13 @@ import type { AccountState, Reservation, ReserveRequest } from '../billing/index
 import type { CatalogModel } from '../catalog/index.js';
 import { GatewayError } from '../errors/index.js';
 import { holdRates, type PriceSheet } from '../pricing/index.js';
+import type { RateDecision } from '../limits/index.js';
 import type { Route } from '../routing/index.js';
 import type { KeyRecord } from '../storage/index.js';
 import type { GatewayDeps } from './deps.js';
 import { rateLimitHeaders } from './headers.js';
+import { measureSliced } from '../tokens/index.js';
+import type { RequestInput } from './request.js';
 
 export type AdmitDeps = Pick<GatewayDeps, 'auth' | 'wallet' | 'limiter' | 'limitsFor' | 'metrics'>;
 
@@ -45,12 +48,34 @@ export async function admitRate(
   providerId?: string,
 ): Promise<Record<string, string>> {
   const decision = await deps.limiter.admit(account.id, deps.limitsFor(account), promptTokens);
+  return allowedHeaders(deps, decision, providerId);
+}
+
+/** The decision's rate-limit headers; refused, throws 429 with `Retry-After` and the same headers. */
+function allowedHeaders(deps: AdmitDeps, decision: RateDecision, providerId?: string): Record<string, string> {
   const headers = rateLimitHeaders(decision, providerId);
   if (!decision.allowed) {
     deps.metrics.rateLimited.inc({ code: 'rate_limit_exceeded' });
     throw new GatewayError('rate_limit_exceeded', { retryAfter: decision.retryAfterSeconds, headers });
   }
   return headers;
+}
+
+/**
+ * What `build` makes of an authenticated request, its measure (the prompt's tokens) included. Counting a large
+ * body's tokens is real work: the account's rate limits are checked first, so a request they refuse costs no
+ * tokenizing, and the texts are counted in slices that yield to other requests, this account's turn among others'.
+ */
+export function measured<T>(deps: AdmitDeps, input: RequestInput, key: KeyRecord, build: () => T): Promise<T> {
+  return measureSliced(build, {
+    queue: key.accountId,
+    signal: input.signal,
+    bytes: input.bodyBytes,
+    whenLarge: async () => {
+      const account = await accountOf(deps, key);
+      allowedHeaders(deps, await deps.limiter.peek(account.id, deps.limitsFor(account)));
+    },
+  });
 }
 
 /** The whole admission of a request that spends no tokens (the read endpoints): its key and rate-limit headers. */

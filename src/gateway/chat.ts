@@ -9,7 +9,7 @@ import { promptText } from '../events/index.js';
 import { chatStreamWay, chatWay } from '../routing/index.js';
 import { countTextTokens, measurePrompt, type PromptSize } from '../tokens/index.js';
 import type { ChatCompletion, ChatRequest, UpstreamCompletion } from '../wire/index.js';
-import { authenticate } from './admit.js';
+import { authenticate, measured } from './admit.js';
 import { CHAT, authorizedModel, fallbackModels } from './authorize.js';
 import type { RequestContext, GatewayDeps } from './deps.js';
 import { admitMetered, meteredCall, type Admitted, type Authenticated, type MeteredRequest } from './metered.js';
@@ -28,7 +28,7 @@ export async function createChatCompletion(input: RequestInput, deps: GatewayDep
   const body = validateChatRequest(input.body);
   const model = authorizedModel(deps, key, body.model, CHAT);
   const fallbacks = fallbackModels(deps, key, body.models, CHAT);
-  const request = meteredChat({ input, key, model, fallbacks, started }, body);
+  const request = await measured(deps, input, key, () => meteredChat({ input, key, model, fallbacks, started }, body));
 
   // 2. Idempotency: a retry with the same Idempotency-Key gets the first answer back, without running or charging.
   return deps.idempotency.run(key, input, async () => {

@@ -22,7 +22,7 @@ import {
   type CompletionRequest,
   type UpstreamTextCompletion,
 } from '../wire/index.js';
-import { authenticate } from './admit.js';
+import { authenticate, measured } from './admit.js';
 import { TEXT_COMPLETIONS, authorizedModel, fallbackModels } from './authorize.js';
 import {
   generatedTokens,
@@ -70,7 +70,9 @@ export async function createCompletion(input: RequestInput, deps: GatewayDeps): 
   const body = validate(input.body);
   const model = authorizedModel(deps, key, body.model, TEXT_COMPLETIONS);
   const fallbacks = fallbackModels(deps, key, body.models, TEXT_COMPLETIONS);
-  const { request, echoed } = meteredCompletion({ input, key, model, fallbacks, started }, body);
+  const { request, echoed } = await measured(deps, input, key, () =>
+    meteredCompletion({ input, key, model, fallbacks, started }, body),
+  );
 
   // 2. Idempotency: a retry gets the first answer back, without running or charging.
   return deps.idempotency.run<Completion>(

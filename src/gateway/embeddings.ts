@@ -9,7 +9,7 @@ import { embeddingInputs, type EmbeddingInput } from '../providers/index.js';
 import { countTextTokens } from '../tokens/index.js';
 import { EmbeddingRequestSchema, withoutRoutingFields, type EmbeddingList } from '../wire/index.js';
 import { embeddingsWay } from '../routing/index.js';
-import { authenticate } from './admit.js';
+import { authenticate, measured } from './admit.js';
 import { EMBEDDINGS, authorizedModel, fallbackModels } from './authorize.js';
 import type { GatewayDeps } from './deps.js';
 import { openAiProtocol } from './idempotency.js';
@@ -33,7 +33,7 @@ export async function createEmbeddings(
   const model = authorizedModel(deps, key, body.model, EMBEDDINGS);
   const fallbacks = fallbackModels(deps, key, body.models, EMBEDDINGS);
   const inputs = embeddingInputs(body.input);
-  const promptTokens = tokensOf(inputs, model.contextLength);
+  const promptTokens = await measured(deps, input, key, () => tokensOf(inputs, model.contextLength));
   // The whole input is prompt; there is no completion, so the hold is the input's price and nothing is lowered.
   // The provider counts with its own tokenizer: the hold is at the most any counts (a token is at least a byte,
   // and each input at most the context), and the report is trusted up to every input filling it.

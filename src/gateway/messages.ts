@@ -21,7 +21,7 @@ import type { Route } from '../routing/index.js';
 import { countTextTokens, measurePrompt, type PromptSize } from '../tokens/index.js';
 import { DONE, type ChatRequest, type StreamEvent } from '../wire/index.js';
 import { isObject } from '../wire/guards.js';
-import { accountOf, admitRate, authenticate } from './admit.js';
+import { accountOf, admitRate, authenticate, measured } from './admit.js';
 import { CHAT, authorizedModel } from './authorize.js';
 import { answerChat, meteredChat } from './chat.js';
 import type { GatewayDeps } from './deps.js';
@@ -60,7 +60,9 @@ export async function createMessage(input: RequestInput, deps: GatewayDeps): Pro
   const model = authorizedModel(deps, key, native.model, CHAT);
   refuseLongerContext(input, model.contextLength);
   const chat = toChatRequest(native);
-  const request = meteredChat({ input, key, model, fallbacks: undefined, started }, chat, promptOf(chat, native));
+  const request = await measured(deps, input, key, () =>
+    meteredChat({ input, key, model, fallbacks: undefined, started }, chat, promptOf(chat, native)),
+  );
 
   // 2. Idempotency: a retry gets the first answer back (a stream's events up to message_stop), without charging.
   return deps.idempotency.run<MessagesJson>(
@@ -98,7 +100,8 @@ export async function countMessageTokens(
   authorizedModel(deps, key, body.model, CHAT);
   const account = await accountOf(deps, key);
   const headers = await admitRate(deps, account, 0);
-  return { headers, body: { input_tokens: measurePrompt(toChatRequest(body)).tokens } };
+  const tokens = await measured(deps, input, key, () => measurePrompt(toChatRequest(body)).tokens);
+  return { headers, body: { input_tokens: tokens } };
 }
 
 /** Every deployment of the route serves Messages natively (a mixed route is translated for all, alike). */

@@ -5,6 +5,8 @@ export interface RequestInput {
   authorization: string | undefined;
   /** The parsed JSON body, not yet validated. */
   body: unknown;
+  /** The body's size in bytes, when known (its Content-Length): a small body is measured at once. */
+  bodyBytes?: number | undefined;
   /** The `Idempotency-Key` header, if any. */
   idempotencyKey?: string | undefined;
   requestId: string;

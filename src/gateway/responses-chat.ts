@@ -14,6 +14,7 @@ import type { Route } from '../routing/index.js';
 import { DONE, type StreamEvent, type UpstreamUsage } from '../wire/index.js';
 import { answerChat, meteredChat } from './chat.js';
 import type { GatewayDeps } from './deps.js';
+import { measured } from './admit.js';
 import { admitMetered } from './metered.js';
 import { isErrorEnvelope } from './openai-stream.js';
 import type { ChatStreamEvent } from './relay.js';
@@ -28,7 +29,8 @@ export async function answerThroughChat(
   const chat = toChatRequest(body);
   if (body.timeout_ms !== undefined) chat.timeout_ms = body.timeout_ms;
   // Hosted tools the translation leaves out never reach the provider: the translation is what is exposed.
-  const admitted = await admitMetered(deps, { ...meteredChat(request, chat), exposed: chat }, route);
+  const metered = await measured(deps, request.input, key, () => meteredChat(request, chat));
+  const admitted = await admitMetered(deps, { ...metered, exposed: chat }, route);
   const answer = await answerChat(admitted, chat);
   const { headers, context } = answer;
   const meta: ResponseMeta = {

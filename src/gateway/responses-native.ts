@@ -18,6 +18,7 @@ import type { AttemptCall, Deployment, Route } from '../routing/index.js';
 import { countTextTokens, measurePrompt, type PromptSize } from '../tokens/index.js';
 import { withoutRoutingFields } from '../wire/index.js';
 import type { GatewayDeps } from './deps.js';
+import { measured } from './admit.js';
 import { admitMetered, meteredCall, type MeteredRequest } from './metered.js';
 import type { ResponseRequestState, ResponseResult } from './responses-request.js';
 import { openResponseStream, relayResponseStream } from './responses-relay.js';
@@ -31,7 +32,8 @@ export async function answerNatively(
   route: Route,
 ): Promise<ResponseResult> {
   const { input, key, body, store } = request;
-  const admitted = await admitMetered(deps, meteredNative(request), route);
+  const metered = await measured(deps, request.input, request.key, () => meteredNative(request));
+  const admitted = await admitMetered(deps, metered, route);
   const { reservation } = admitted;
   const forwarded = withoutRoutingFields(body);
   let upstream: ResponsesJson = withSearchBounds(forwarded);

@@ -15,7 +15,7 @@ import { clientSignalOf, singleHeader } from './client-signal.js';
 import { errorAnswer, openRequest, traceRequest } from './edge.js';
 import { errorResponse } from './errors.js';
 import { writeEventStream } from './event-stream.js';
-import { readJsonBody } from './json-body.js';
+import { declaredBytes, readJsonBody } from './json-body.js';
 import { requestIdFor } from './request-id.js';
 
 export const CHAT_PATH = '/v1/chat/completions';
@@ -70,6 +70,7 @@ async function serve(
       {
         authorization: req.headers.authorization,
         body,
+        bodyBytes: declaredBytes(req.headers['content-length']),
         idempotencyKey: singleHeader(req.headers['idempotency-key']),
         requestId,
         signal: client,

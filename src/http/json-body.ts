@@ -14,6 +14,12 @@ const UNPARSABLE = 'We could not parse the JSON body of your request: ';
 /** Deepest nesting of arrays and objects a JSON body may have (the body itself is level 1; docs/api.md). */
 export const MAX_JSON_DEPTH = 64;
 
+/** A body's declared size (its Content-Length, which the body read checks), when it has one. */
+export function declaredBytes(contentLength: string | undefined): number | undefined {
+  if (contentLength === undefined || !/^\d+$/.test(contentLength)) return undefined;
+  return Number(contentLength);
+}
+
 /** The parsed body; undefined for a request without a body, a string for text/plain. */
 export function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
   const { headers } = req;

@@ -2,6 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RequestInput } from '../gateway/index.js';
 import { singleHeader, type ClientSignal } from './client-signal.js';
+import { declaredBytes } from './json-body.js';
 
 /** The request's input; `client` aborts when the client goes away before the answer, `what` names its log line. */
 export function requestInput(
@@ -13,6 +14,7 @@ export function requestInput(
   return {
     authorization: request.headers.authorization,
     body: request.body,
+    bodyBytes: declaredBytes(request.headers['content-length']),
     idempotencyKey: singleHeader(request.headers['idempotency-key']),
     requestId: request.id,
     signal: client,

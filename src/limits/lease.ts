@@ -115,6 +115,18 @@ export class AccountLease {
     };
   }
 
+  /** Whether the held lease could admit a request of `prompt` tokens now (takes nothing from it). */
+  could(limits: RateLimits, prompt: number, now: number): boolean {
+    const lease = this.lease;
+    return (
+      !!lease &&
+      now < lease.expiresAt &&
+      sameLimits(lease.limits, limits) &&
+      lease.requests >= 1 &&
+      lease.tokens >= prompt
+    );
+  }
+
   /** The lease to ask for with the next admission: [requests, tokens], zero when the account is idle or near its limits. */
   want(now: number): [number, number] {
     if (this.freeRequests < MIN_FREE_REQUESTS || now > this.secondEndsAt + 1000) return [0, 0];
@@ -246,6 +258,17 @@ export class AccountLease {
     this.current.requests += 1;
     this.current.tokens += prompt;
   }
+}
+
+/** The decision in a reply to 'peek' (which counts nothing and grants no lease). */
+export function peekDecision(reply: AdmitReply, limits: RateLimits): RateDecision {
+  const [allowed, requestsUsed, tokensUsed, requestWait, tokenWait, requestReset, tokenReset] = reply;
+  return {
+    allowed: allowed === 1,
+    retryAfterSeconds: Math.max(1, Math.ceil(Math.max(requestWait, tokenWait) / 1000)),
+    requests: window(limits.requestsPerMinute, requestsUsed, requestReset),
+    tokens: window(limits.tokensPerMinute, tokensUsed, tokenReset),
+  };
 }
 
 export function window(limit: number, used: number, resetMs: number): RateWindow {

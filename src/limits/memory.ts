@@ -64,13 +64,21 @@ export class MemoryRateLimiter implements RateLimiter {
   private readonly accounts = new Map<string, AccountWindows>();
 
   admit(accountId: string, limits: RateLimits, promptTokens: number): RateDecision {
+    return this.decide(accountId, limits, promptTokens, true);
+  }
+
+  peek(accountId: string, limits: RateLimits): RateDecision {
+    return this.decide(accountId, limits, 1, false);
+  }
+
+  private decide(accountId: string, limits: RateLimits, promptTokens: number, count: boolean): RateDecision {
     const nowMs = Date.now();
     const nowSecond = Math.floor(nowMs / 1000);
     const windows = this.windows(accountId, nowSecond);
     const requestWait = windows.requests.waitFor(nowMs, limits.requestsPerMinute, 1);
     const tokenWait = windows.tokens.waitFor(nowMs, limits.tokensPerMinute, promptTokens);
     const allowed = requestWait === 0 && tokenWait === 0;
-    if (allowed) {
+    if (allowed && count) {
       windows.requests.add(nowSecond, 1);
       windows.tokens.add(nowSecond, promptTokens);
     }

@@ -42,6 +42,7 @@ import {
   LEASE_SHARE,
   MIN_FREE_REQUESTS,
   admitReply,
+  peekDecision,
   window,
   type LeaseSettlement,
 } from './lease.js';
@@ -54,7 +55,7 @@ const RENEW_AFTER_MS = 2;
 
 /**
  * KEYS: requests hash, tokens hash. ARGV: 'settle', settlement (lease.ts) -> {}; or 'admit' (or 'lease': the same
- * with no request of its own to count), requests per minute, tokens per minute, prompt tokens, lease requests
+ * with no request of its own to count; or 'peek': the decision for a request, counting nothing), requests per minute, tokens per minute, prompt tokens, lease requests
  * wanted, lease tokens wanted, settlement ->
  * {allowed, requests used, tokens used, request wait ms, token wait ms, request reset ms, token reset ms,
  * lease requests, lease tokens, second, ms within the second, the second the lease is counted in}. Used counts
@@ -135,13 +136,14 @@ end
 local rpm, tpm, prompt = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local wantRequests, wantTokens = tonumber(ARGV[5]), tonumber(ARGV[6])
 local own = ARGV[1] == 'lease' and 0 or 1
+local peek = ARGV[1] == 'peek'
 local requests, tokens = load(KEYS[1]), load(KEYS[2])
 local requestWait, tokenWait = waitFor(requests, rpm, own), waitFor(tokens, tpm, prompt)
 local allowed = requestWait == 0 and tokenWait == 0
 local leaseRequests, leaseTokens = 0, 0
 -- Late in a second the lease is for the next one, counted in its bucket (see the file's comment).
 local leaseSecond = msInSecond <= ${LEASE_LATEST_MS} and now or now + 1
-if allowed then
+if allowed and not peek then
   local freeRequests, freeTokens = rpm - requests.used - own, tpm - tokens.used - prompt
   if wantRequests > 0 and freeRequests >= ${MIN_FREE_REQUESTS} and freeTokens > 0 then
     leaseRequests = math.min(wantRequests, math.floor(freeRequests / ${LEASE_SHARE}))
@@ -263,6 +265,18 @@ export class RedisRateLimiter implements RateLimiter {
     }
   }
 
+  async peek(accountId: string, limits: RateLimits): Promise<RateDecision> {
+    await this.started;
+    if (this.accounts.get(accountId)?.could(limits, 1, performance.now())) return allowedByLease(limits);
+    try {
+      const args = [limits.requestsPerMinute, limits.tokensPerMinute, 1, 0, 0, 0, 0];
+      return peekDecision(admitReply(await this.run(...this.keys(accountId), 'peek', ...args)), limits);
+    } catch (error) {
+      this.onError(error);
+      return allowedByLease(limits);
+    }
+  }
+
   /** Resolves once the tokens were sent (with the account's next call, within FLUSH_MS, or on close). */
   async addTokens(accountId: string, tokens: number): Promise<void> {
     const whole = wholeTokens(tokens);
@@ -366,6 +380,16 @@ export class RedisRateLimiter implements RateLimiter {
 }
 
 function noop(): void {}
+
+/** An allowed peek's decision where Redis was not asked (a lease has room, or Redis failed: fail open). */
+function allowedByLease(limits: RateLimits): RateDecision {
+  return {
+    allowed: true,
+    retryAfterSeconds: 1,
+    requests: window(limits.requestsPerMinute, 0, 0),
+    tokens: window(limits.tokensPerMinute, 0, 0),
+  };
+}
 
 /** HINCRBY takes integers only. */
 function wholeTokens(tokens: number): number {

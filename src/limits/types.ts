@@ -21,6 +21,11 @@ export interface RateDecision {
 export interface RateLimiter {
   /** Counts one request and `promptTokens` when it fits both limits; counts nothing when refused. */
   admit(accountId: string, limits: RateLimits, promptTokens: number): RateDecision | Promise<RateDecision>;
+  /**
+   * Whether a request of one token would be admitted now, counting nothing: the cheap refusal before costly work
+   * (tokenizing a large body). The later `admit` decides; a replica's lease may make this answer stricter.
+   */
+  peek(accountId: string, limits: RateLimits): RateDecision | Promise<RateDecision>;
   /** Adds tokens known only after the answer (completion tokens). */
   addTokens(accountId: string, tokens: number): void | Promise<void>;
   /** Releases connections, if any. */

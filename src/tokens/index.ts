@@ -2,7 +2,10 @@
  * Token counting where the upstream reports no usage (sandbox, cut streams, admission estimates).
  * One encoding (o200k_base, GPT-4o's) serves every model: counts are estimates for other vendors' tokenizers.
  */
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { countTextTokens, countsAreReal } from './count.js';
+
+export { countTextTokens } from './count.js';
+export { measureSliced, type SlicedOptions } from './sliced.js';
 
 /** The parts of an OpenAI chat message that carry tokens (structural, so any chat message type fits). */
 export type CountableMessage = {
@@ -13,56 +16,11 @@ export type CountableMessage = {
   tool_call_id?: string | undefined;
 };
 
-const NO_SPECIAL = { disallowedSpecial: new Set<string>() };
-
 /** Tokens charged per image part; OpenAI's high-detail 1024x1024 tile count, rounded up. */
 export const TOKENS_PER_IMAGE = 1_000;
 /** Framing tokens per message and per reply, by OpenAI's count for chat models. */
 const TOKENS_PER_MESSAGE = 3;
 const TOKENS_PER_REPLY = 3;
-
-/** Runs of non-space or of space characters this long are counted in slices (see exactCount). */
-const LONG_RUN = /\S{1024,}|\s{1024,}/g;
-const SLICE = 256;
-/** Texts longer than this are estimated from samples (see countTextTokens). */
-const EXACT_LIMIT = 128 * 1024;
-const SAMPLES = 16;
-const SAMPLE_CHARS = 2 * 1024;
-
-/**
- * o200k tokens of a text. The tokenizer runs on the event loop, and slowly (random letters, like base64, are the
- * slow end; the figures in docs/performance.md), so a prompt of a few MiB could stall the process for seconds. Up to 128 KiB the count is
- * exact; beyond, it is extrapolated from 16 evenly spread 2 KiB samples (within a few percent for natural text;
- * the upstream's own usage, when reported, is what is charged).
- */
-export function countTextTokens(text: string): number {
-  if (text.length === 0) return 0;
-  if (text.length <= EXACT_LIMIT) return exactCount(text);
-  const stride = Math.floor((text.length - SAMPLE_CHARS) / (SAMPLES - 1));
-  let sampled = 0;
-  for (let i = 0; i < SAMPLES; i++) sampled += exactCount(text.slice(i * stride, i * stride + SAMPLE_CHARS));
-  return Math.ceil((sampled * text.length) / (SAMPLES * SAMPLE_CHARS));
-}
-
-/**
- * BPE is quadratic in the length of one pre-tokenized piece (a run of letters, digits, punctuation or spaces): one
- * long word could take seconds. Such runs are counted in slices of 256 characters (about a token per slice of error).
- */
-function exactCount(text: string): number {
-  if (text.length < 1024) return countTokens(text, NO_SPECIAL);
-  let tokens = 0;
-  let last = 0;
-  for (const run of text.matchAll(LONG_RUN)) {
-    if (run.index > last) tokens += countTokens(text.slice(last, run.index), NO_SPECIAL);
-    const end = run.index + run[0].length;
-    for (let at = run.index; at < end; at += SLICE)
-      tokens += countTokens(text.slice(at, Math.min(at + SLICE, end)), NO_SPECIAL);
-    last = end;
-  }
-  if (last === 0) return countTokens(text, NO_SPECIAL);
-  if (last < text.length) tokens += countTokens(text.slice(last), NO_SPECIAL);
-  return tokens;
-}
 
 /**
  * Prompt texts counted lately. A conversation sends its system prompt and its whole history again with every turn,
@@ -77,7 +35,7 @@ function promptTextTokens(text: string): number {
   const known = recentCounts.get(text);
   if (known !== undefined) return known;
   const tokens = countTextTokens(text);
-  if (text.length <= RECENT_CHARS_MAX / 16) {
+  if (text.length <= RECENT_CHARS_MAX / 16 && countsAreReal()) {
     recentChars += text.length;
     for (const oldest of recentCounts.keys()) {
       if (recentChars <= RECENT_CHARS_MAX) break;
@@ -96,7 +54,7 @@ function roleCount(role: string): number {
   let tokens = roleTokens.get(role);
   if (tokens === undefined) {
     tokens = countTextTokens(role);
-    if (role.length <= 32 && roleTokens.size < 64) roleTokens.set(role, tokens);
+    if (role.length <= 32 && roleTokens.size < 64 && countsAreReal()) roleTokens.set(role, tokens);
   }
   return tokens;
 }

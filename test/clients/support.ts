@@ -20,6 +20,10 @@ export class ClockedLimiter implements RateLimiter {
     return this.at(() => this.inner.admit(accountId, limits, promptTokens));
   }
 
+  peek(accountId: string, limits: RateLimits): RateDecision {
+    return this.at(() => this.inner.peek(accountId, limits));
+  }
+
   addTokens(accountId: string, tokens: number): void {
     this.at(() => this.inner.addTokens(accountId, tokens));
   }

@@ -16,6 +16,17 @@ describe('in-memory rate limiter', () => {
     expect(decisions[3]!.retryAfterSeconds).toBeLessThanOrEqual(61);
   });
 
+  it('peeks without counting, and refuses a peek once the limit is reached', () => {
+    vi.useFakeTimers({ now: 1_000_000_000_000 });
+    const limiter = new MemoryRateLimiter();
+    for (let i = 0; i < 5; i++) expect(limiter.peek('a', limits).allowed).toBe(true);
+    expect([1, 2, 3].map(() => limiter.admit('a', limits, 1).allowed)).toEqual([true, true, true]);
+    const peeked = limiter.peek('a', limits);
+    expect(peeked.allowed).toBe(false);
+    expect(peeked.retryAfterSeconds).toBeGreaterThanOrEqual(60);
+    expect(peeked.tokens.remaining).toBe(97);
+  });
+
   it('never admits more than the limit in any 60-second span, and frees capacity after it', () => {
     vi.useFakeTimers({ now: 1_000_000_000_500 });
     const limiter = new MemoryRateLimiter();

@@ -75,6 +75,17 @@ needsRedis('Redis rate limiter', () => {
     expect(decisions[3]!.tokens.remaining).toBe(97);
   });
 
+  it('peeks without counting: allowed while a request would be, refused with a retry time once the limit is reached', async () => {
+    const one = limiter(newPrefix());
+    for (let i = 0; i < 5; i++) expect((await one.peek('a', limits)).allowed).toBe(true);
+    for (let i = 0; i < 3; i++) expect((await one.admit('a', limits, 1)).allowed).toBe(true);
+    const peeked = await one.peek('a', limits);
+    expect(peeked.allowed).toBe(false);
+    expect(peeked.retryAfterSeconds).toBeGreaterThanOrEqual(59);
+    expect(peeked.requests.remaining).toBe(0);
+    expect(peeked.tokens.remaining).toBe(97);
+  });
+
   it('three replicas admitting 200 requests concurrently admit exactly the limit', async () => {
     const prefix = newPrefix();
     const replicas = [limiter(prefix), limiter(prefix), limiter(prefix)];

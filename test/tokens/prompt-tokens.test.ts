@@ -26,7 +26,7 @@ function timed<T>(fn: () => T): { value: T; ms: number } {
 
 describe('countPromptTokens', () => {
   it('gives a repeated prompt the same count, without tokenizing its texts again', () => {
-    const system = slowText(32 * 1024);
+    const system = slowText(96 * 1024);
     const first = timed(() => countPromptTokens(request(system, 'first question')));
     // The same system prompt in a new string (as a new request body parses it), and a new user turn.
     const again = timed(() => countPromptTokens(request(`${system} `.trimEnd(), 'second question')));

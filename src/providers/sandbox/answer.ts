@@ -1,5 +1,5 @@
 /** The whole sandbox answer to a request, computed up front; `complete` and `stream` only present it. */
-import { countPromptTokens, countTextTokens } from '../../tokens/index.js';
+import { countPromptTokens, countTextTokens, measureSliced } from '../../tokens/index.js';
 import { UpstreamError, type ProviderCall } from '../provider.js';
 import type { ChatRequest, FinishReason, ToolCall, ToolDefinition, UpstreamUsage } from '../types.js';
 import { cutAtStop, cutToBytes, cutToTokens } from './cut.js';
@@ -24,7 +24,11 @@ export const SANDBOX_MAX_CHOICES = 8;
 /** The generated text of one sandbox answer, all choices together, is cut to this many UTF-8 bytes. */
 export const SANDBOX_MAX_ANSWER_BYTES = 1024 * 1024;
 
-export function buildAnswer(call: ProviderCall): SandboxAnswer {
+/**
+ * The answer, its prompt counted as a provider would; a large prompt is counted in slices that yield (the sandbox's
+ * own queue), so a test key's large body does not hold the event loop.
+ */
+export async function buildAnswer(call: ProviderCall): Promise<SandboxAnswer> {
   const { body } = call;
   const count = choiceCount(body);
   const tool = forcedTool(body);
@@ -32,7 +36,7 @@ export function buildAnswer(call: ProviderCall): SandboxAnswer {
   const choices = Array.from({ length: count }, (_, index) =>
     tool ? toolCallChoice(call, tool, index, limits) : textChoice(body, index, limits),
   );
-  const prompt = countPromptTokens(body);
+  const prompt = await measureSliced(() => countPromptTokens(body), { queue: 'sandbox', signal: call.signal });
   const completion = choices.reduce((sum, choice) => sum + choiceTokens(choice), 0);
   return {
     choices,

@@ -4,7 +4,7 @@
  * `echo` puts the prompt in front; `logprobs` lists the text's tokens, each certain (log probability 0).
  */
 import { decode, encode } from 'gpt-tokenizer/encoding/o200k_base';
-import { countTextTokens } from '../../tokens/index.js';
+import { countTextTokens, measureSliced } from '../../tokens/index.js';
 import type { CompletionFinishReason } from '../../wire/index.js';
 import {
   completionPrompts,
@@ -37,8 +37,8 @@ interface TextChoice {
   offset: number;
 }
 
-export function completeSandboxText(call: TextCompletionCall): UpstreamTextCompletion {
-  const { choices, usage } = answerOf(call);
+export async function completeSandboxText(call: TextCompletionCall): Promise<UpstreamTextCompletion> {
+  const { choices, usage } = await answerOf(call);
   const top = call.body.logprobs;
   return {
     ...head(call),
@@ -56,7 +56,7 @@ export function completeSandboxText(call: TextCompletionCall): UpstreamTextCompl
  * `logprobs` is asked), then a chunk with the finish reason; choices interleaved; then always a usage chunk.
  */
 export async function* streamSandboxText(call: TextCompletionCall): AsyncGenerator<UpstreamTextCompletion> {
-  const { choices, usage } = answerOf(call);
+  const { choices, usage } = await answerOf(call);
   const top = call.body.logprobs;
   const perChoice = choices.map((choice): Choice[] => {
     const parts =
@@ -90,10 +90,13 @@ export async function* streamSandboxText(call: TextCompletionCall): AsyncGenerat
   yield { ...base, choices: [], usage };
 }
 
-function answerOf(call: TextCompletionCall): {
+interface TextAnswer {
   choices: TextChoice[];
   usage: NonNullable<UpstreamTextCompletion['usage']>;
-} {
+}
+
+/** The answer; its prompts are counted in slices that yield when large (the sandbox's own queue). */
+async function answerOf(call: TextCompletionCall): Promise<TextAnswer> {
   const { body } = call;
   const n = body.n ?? 1;
   if (n > SANDBOX_MAX_CHOICES)
@@ -107,15 +110,15 @@ function answerOf(call: TextCompletionCall): {
       },
     );
   const prompts = completionPrompts(body.prompt);
+  const suffixTokens = body.suffix ? countTextTokens(body.suffix) : 0;
+  const countPrompts = () => prompts.reduce((sum, prompt) => sum + promptTokensOf(prompt) + suffixTokens, 0);
+  const promptTokens = await measureSliced(countPrompts, { queue: 'sandbox', signal: call.signal });
   const limit = body.max_tokens ?? DEFAULT_MAX_TOKENS;
   const bytes = Math.floor(SANDBOX_MAX_ANSWER_BYTES / (prompts.length * n));
   const stops = typeof body.stop === 'string' ? [body.stop] : (body.stop ?? []);
-  const suffixTokens = body.suffix ? countTextTokens(body.suffix) : 0;
-  let promptTokens = 0;
   let completionTokens = 0;
   const choices: TextChoice[] = [];
   for (const [at, prompt] of prompts.entries()) {
-    promptTokens += promptTokensOf(prompt) + suffixTokens;
     const text = textOf(prompt);
     for (let i = 0; i < n; i++) {
       const full = body.model === 'lorem' ? ` ${loremText(hash(text + (body.seed ?? '')) + i)}` : text;

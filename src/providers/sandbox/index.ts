@@ -15,13 +15,13 @@ let anonymousCalls = 0;
 export function createSandboxProvider(): Provider {
   return {
     id: 'sandbox',
-    complete: (call) => settled(() => completion(call)),
+    complete: completion,
     async *stream(call) {
-      const answer = buildAnswer(call);
+      const answer = await buildAnswer(call);
       yield* streamAnswer(call, answer, { ...head(call), object: 'chat.completion.chunk' });
     },
     embed: (call) => settled(() => sandboxEmbeddings(call)),
-    completeText: (call) => settled(() => completeSandboxText(call)),
+    completeText: completeSandboxText,
     streamText: streamSandboxText,
   };
 }
@@ -31,8 +31,8 @@ function settled<T>(make: () => T): Promise<T> {
   return new Promise((resolve) => resolve(make()));
 }
 
-function completion(call: ProviderCall): UpstreamCompletion {
-  const answer = buildAnswer(call);
+async function completion(call: ProviderCall): Promise<UpstreamCompletion> {
+  const answer = await buildAnswer(call);
   return {
     ...head(call),
     object: 'chat.completion',
