@@ -236,15 +236,18 @@ describe('ChatStreamTranslator', () => {
     });
   });
 
-  it('a failure after the start is response.failed with the error', () => {
+  it("a failure after the start is response.failed with the error, its code one of OpenAI's", () => {
     const translator = new ChatStreamTranslator({ model: 'm', input: 'x' }, meta());
     translator.start();
     const [failed] = translator.fail({ code: 'upstream_error', message: 'cut' });
     expect(failed).toMatchObject({
       type: 'response.failed',
       sequence_number: 2,
-      response: { status: 'failed', error: { code: 'upstream_error', message: 'cut' } },
+      response: { status: 'failed', error: { code: 'server_error', message: 'cut' } },
     });
+    const limited = new ChatStreamTranslator({ model: 'm', input: 'x' }, meta());
+    const [throttled] = limited.fail({ code: 'rate_limit_exceeded', message: 'slow down' });
+    expect(throttled!.response).toMatchObject({ error: { code: 'rate_limit_exceeded', message: 'slow down' } });
   });
 });
 
