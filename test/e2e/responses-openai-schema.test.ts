@@ -5,6 +5,7 @@
  * format). Text, function and custom tool calls, reasoning, refusals, an answer cut at `max_output_tokens`, and
  * failures mid-stream, as JSON and as streams.
  */
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { startMockOpenAI, type Behavior, type MockOpenAI } from '../support/mock-openai.js';
@@ -19,8 +20,8 @@ interface Reply {
 const TRANSLATED = 'mistral-small-2603';
 const NATIVE = 'gpt-6-luna';
 
-/** A chat answer whose content is cut at the token bound (`finish_reason: length`), as JSON and as a stream. */
-function cutChatAnswer(stream: boolean): Behavior {
+/** A chat answer cut short (at the token bound by default), as JSON and as a stream. */
+function cutChatAnswer(stream: boolean, finish: 'length' | 'content_filter' = 'length'): Behavior {
   const usage = { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 };
   const base = { id: 'chatcmpl-cut', created: 1_700_000_000, model: 'mistral-small' };
   if (!stream)
@@ -29,7 +30,7 @@ function cutChatAnswer(stream: boolean): Behavior {
       body: JSON.stringify({
         ...base,
         object: 'chat.completion',
-        choices: [{ index: 0, message: { role: 'assistant', content: 'Once upon a' }, finish_reason: 'length' }],
+        choices: [{ index: 0, message: { role: 'assistant', content: 'Once upon a' }, finish_reason: finish }],
         usage,
       }),
     };
@@ -42,7 +43,7 @@ function cutChatAnswer(stream: boolean): Behavior {
     chunk({ role: 'assistant', content: '' }),
     chunk({ content: 'Once upon' }),
     chunk({ content: ' a' }),
-    chunk({}, 'length'),
+    chunk({}, finish),
     { ...base, object: 'chat.completion.chunk', choices: [], usage },
   ];
   return sseAnswer(chunks);
@@ -225,6 +226,10 @@ describe("POST /v1/responses answers by OpenAI's published schema", () => {
       const incomplete = ofType(events, 'response.incomplete')[0].response;
       expect(incomplete.output[0].content[0]).toMatchObject({ text: 'Once upon a', logprobs: [] });
       expect(ofType(events, 'response.completed')).toEqual([]);
+
+      mistral.enqueue(cutChatAnswer(false, 'content_filter'));
+      const filtered = await conformingResponse({ model: TRANSLATED, input: 'Tell a story' });
+      expect(filtered).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'content_filter' } });
     });
 
     it("a chat refusal is the message's refusal part, streamed as response.refusal.delta and .done", async () => {
@@ -256,6 +261,19 @@ describe("POST /v1/responses answers by OpenAI's published schema", () => {
       // The text written before the failure is the message's, closed as incomplete.
       expect(failed.response.output[0]).toMatchObject({ type: 'message', status: 'incomplete' });
       expect(failed.response.output[0].content[0]).toMatchObject({ text: 'part0 part1 ', logprobs: [] });
+    });
+
+    it("Codex's first turn (its tools in additional_tools items, namespaced and custom), JSON and streamed", async () => {
+      const codex = JSON.parse(
+        readFileSync(new URL('../clients/fixtures/codex-request.json', import.meta.url), 'utf8'),
+      ) as Record<string, unknown>;
+      const request = { ...codex, model: TRANSLATED };
+      const exec = { name: 'exec', arguments: JSON.stringify({ input: 'ls' }) };
+      mistral.enqueue({ kind: 'ok', toolCalls: [exec] }, { kind: 'ok', toolCalls: [exec] });
+      const call = { type: 'custom_tool_call', namespace: 'functions', name: 'exec', input: 'ls' };
+      expect((await conformingResponse(request)).output[0]).toMatchObject(call);
+      const events = await conformingStream(request);
+      expect(ofType(events, 'response.output_item.done')[0].item).toMatchObject(call);
     });
 
     it("a test key's sandbox answer, JSON and streamed", async () => {
