@@ -100,6 +100,35 @@ const FUNCTION_TOOL = {
 /** A function tool as a client may declare it: no `parameters`, no `strict` (OpenAI's Response names both). */
 const BARE_TOOL = { type: 'function', name: 'get_time' };
 
+const WEATHER_CALL = { name: 'get_weather', arguments: '{"city":"Paris"}', id: 'call_w' };
+const PATCH_CALL = { name: 'apply_patch', arguments: JSON.stringify({ input: '*** Begin Patch' }) };
+/** Codex's `exec` (a custom tool in its `functions` namespace). */
+const EXEC_CALL = { name: 'exec', arguments: JSON.stringify({ input: 'ls' }) };
+const FAILURE: Behavior = { kind: 'stream-error', afterChunks: 2, message: 'overloaded' };
+
+/** The chat answer to a request, by its last message (a request names what it wants answered, whatever runs first). */
+const CHAT_ANSWERS: Record<string, (stream: boolean) => Behavior> = {
+  'Weather in Paris?': () => ({ kind: 'ok', toolCalls: [WEATHER_CALL] }),
+  'Patch it': () => ({ kind: 'ok', toolCalls: [PATCH_CALL] }),
+  'Tell a story': (stream) => cutChatAnswer(stream),
+  'Tell a filtered story': (stream) => cutChatAnswer(stream, 'content_filter'),
+  'Something bad': refusingChatAnswer,
+  'Fail midway': () => FAILURE,
+};
+
+/** OpenAI's answer to a Responses request, by its input. */
+const RESPONSES_ANSWERS: Record<string, Behavior> = {
+  'Weather in Paris?': { kind: 'ok', toolCalls: [WEATHER_CALL] },
+  'Answer without usage': { kind: 'ok', usage: false },
+  'Fail midway': FAILURE,
+};
+
+function chatAnswer(body: any): Behavior | undefined {
+  if (body.tools?.some((tool: any) => tool.function?.name === 'exec')) return { kind: 'ok', toolCalls: [EXEC_CALL] };
+  const last = body.messages?.at(-1)?.content;
+  return typeof last === 'string' ? CHAT_ANSWERS[last]?.(body.stream === true) : undefined;
+}
+
 describe("POST /v1/responses answers by OpenAI's published schema", () => {
   let gateway: TestGateway;
   let openai: MockOpenAI;
@@ -107,8 +136,11 @@ describe("POST /v1/responses answers by OpenAI's published schema", () => {
   let key: string;
 
   beforeAll(async () => {
-    openai = await startMockOpenAI({ apiKey: 'sk-e2e' });
-    mistral = await startMockOpenAI();
+    openai = await startMockOpenAI({
+      apiKey: 'sk-e2e',
+      route: (body) => (typeof body.input === 'string' ? RESPONSES_ANSWERS[body.input] : undefined),
+    });
+    mistral = await startMockOpenAI({ route: chatAnswer });
     gateway = await startGateway({
       env: {
         OPENAI_API_KEY: 'sk-e2e',
@@ -179,8 +211,6 @@ describe("POST /v1/responses answers by OpenAI's published schema", () => {
     });
 
     it('function and custom tool calls, JSON and streamed', async () => {
-      const call = { name: 'get_weather', arguments: '{"city":"Paris"}', id: 'call_w' };
-      mistral.enqueue({ kind: 'ok', toolCalls: [call] }, { kind: 'ok', toolCalls: [call] });
       const tools = [FUNCTION_TOOL, BARE_TOOL];
       const request = { model: TRANSLATED, input: 'Weather in Paris?', tools, tool_choice: 'auto' };
       const response = await conformingResponse(request);
@@ -189,8 +219,6 @@ describe("POST /v1/responses answers by OpenAI's published schema", () => {
       const events = await conformingStream(request);
       expect(ofType(events, 'response.function_call_arguments.done')[0].arguments).toBe('{"city":"Paris"}');
 
-      const patch = { name: 'apply_patch', arguments: JSON.stringify({ input: '*** Begin Patch' }) };
-      mistral.enqueue({ kind: 'ok', toolCalls: [patch] }, { kind: 'ok', toolCalls: [patch] });
       const custom = { model: TRANSLATED, input: 'Patch it', tools: [CUSTOM_TOOL] };
       expect((await conformingResponse(custom)).output[0]).toMatchObject({
         type: 'custom_tool_call',
@@ -212,7 +240,6 @@ describe("POST /v1/responses answers by OpenAI's published schema", () => {
     });
 
     it('an answer cut at max_output_tokens is incomplete, its text part whole by the schema', async () => {
-      mistral.enqueue(cutChatAnswer(false), cutChatAnswer(true));
       const request = { model: TRANSLATED, input: 'Tell a story', max_output_tokens: 3 };
       const response = await conformingResponse(request);
       expect(response).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } });
@@ -227,13 +254,11 @@ describe("POST /v1/responses answers by OpenAI's published schema", () => {
       expect(incomplete.output[0].content[0]).toMatchObject({ text: 'Once upon a', logprobs: [] });
       expect(ofType(events, 'response.completed')).toEqual([]);
 
-      mistral.enqueue(cutChatAnswer(false, 'content_filter'));
-      const filtered = await conformingResponse({ model: TRANSLATED, input: 'Tell a story' });
+      const filtered = await conformingResponse({ model: TRANSLATED, input: 'Tell a filtered story' });
       expect(filtered).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'content_filter' } });
     });
 
     it("a chat refusal is the message's refusal part, streamed as response.refusal.delta and .done", async () => {
-      mistral.enqueue(refusingChatAnswer(false), refusingChatAnswer(true));
       const request = { model: TRANSLATED, input: 'Something bad' };
       const response = await conformingResponse(request);
       expect(response.output).toHaveLength(1);
@@ -252,8 +277,7 @@ describe("POST /v1/responses answers by OpenAI's published schema", () => {
     });
 
     it('a stream that fails midway ends with response.failed, whose error OpenAI defines', async () => {
-      mistral.enqueue({ kind: 'stream-error', afterChunks: 2, message: 'overloaded' });
-      const events = await conformingStream({ model: TRANSLATED, input: 'x' });
+      const events = await conformingStream({ model: TRANSLATED, input: 'Fail midway' });
       const failed = events.at(-1);
       expect(failed.type).toBe('response.failed');
       expect(failed.response).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
@@ -268,8 +292,6 @@ describe("POST /v1/responses answers by OpenAI's published schema", () => {
         readFileSync(new URL('../clients/fixtures/codex-request.json', import.meta.url), 'utf8'),
       ) as Record<string, unknown>;
       const request = { ...codex, model: TRANSLATED };
-      const exec = { name: 'exec', arguments: JSON.stringify({ input: 'ls' }) };
-      mistral.enqueue({ kind: 'ok', toolCalls: [exec] }, { kind: 'ok', toolCalls: [exec] });
       const call = { type: 'custom_tool_call', namespace: 'functions', name: 'exec', input: 'ls' };
       expect((await conformingResponse(request)).output[0]).toMatchObject(call);
       const events = await conformingStream(request);
@@ -295,8 +317,6 @@ describe("POST /v1/responses answers by OpenAI's published schema", () => {
     });
 
     it('function calls, reasoning and web searches', async () => {
-      const call = { name: 'get_weather', arguments: '{"city":"Paris"}' };
-      openai.enqueue({ kind: 'ok', toolCalls: [call] }, { kind: 'ok', toolCalls: [call] });
       const request = {
         model: NATIVE,
         input: 'Weather in Paris?',
@@ -315,20 +335,18 @@ describe("POST /v1/responses answers by OpenAI's published schema", () => {
     });
 
     it('an answer without usage gets the billed one, with the token details OpenAI requires', async () => {
-      openai.enqueue({ kind: 'ok', usage: false }, { kind: 'ok', usage: false });
-      const response = await conformingResponse({ model: NATIVE, input: 'Say hello' });
+      const response = await conformingResponse({ model: NATIVE, input: 'Answer without usage' });
       expect(response.usage).toMatchObject({
         input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
         output_tokens_details: { reasoning_tokens: 0 },
       });
       expect(response.usage.output_tokens).toBeGreaterThan(0);
-      const events = await conformingStream({ model: NATIVE, input: 'Say hello' });
+      const events = await conformingStream({ model: NATIVE, input: 'Answer without usage' });
       expect(ofType(events, 'response.completed')[0].response.usage.output_tokens).toBeGreaterThan(0);
     });
 
     it('a stream that fails midway ends with an error event OpenAI defines', async () => {
-      openai.enqueue({ kind: 'stream-error', afterChunks: 2, message: 'overloaded' });
-      const events = await conformingStream({ model: NATIVE, input: 'x' });
+      const events = await conformingStream({ model: NATIVE, input: 'Fail midway' });
       expect(events.at(-1)).toMatchObject({ type: 'error', param: null });
     });
   });
