@@ -1,8 +1,10 @@
 /**
  * OpenAI's Responses API answers (`POST /v1/responses`) as tollgate sends them: the Response object, its output
- * items and usage (with `cost`), and the typed stream events. Those with an `$id` are components of the OpenAPI
- * document. A Response from OpenAI itself is passed through, so the objects are open (OpenAI's other fields and
- * output item types pass), and `Upstream*` are the lenient shapes the native adapter checks OpenAI's JSON against.
+ * items and usage (with `cost`), and the typed stream events, each a subset of what OpenAI's published OpenAPI
+ * document requires of it (test/e2e/responses-openai-schema.test.ts checks answers against that document). Those
+ * with an `$id` are components of tollgate's OpenAPI document. A Response from OpenAI itself is passed through, so
+ * the objects are open (OpenAI's other fields and output item types pass), and `Upstream*` are the lenient shapes
+ * the native adapter checks OpenAI's JSON against.
  */
 import { Type, type ObjectOptions, type Static, type TSchema } from '@sinclair/typebox';
 import { Nullable, Open, OptionalNullable, UnixSeconds, Usd } from './schema-kit.js';
@@ -17,14 +19,17 @@ export const ResponseOutputTextSchema = Open({
   type: Type.Literal('output_text'),
   text: Type.String(),
   annotations: Type.Array(Type.Unknown()),
+  logprobs: Type.Array(Type.Unknown(), { description: 'Empty on an answer translated from chat' }),
 });
+
+export const ResponseRefusalSchema = Open({ type: Type.Literal('refusal'), refusal: Type.String() });
 
 export const ResponseMessageOutputSchema = Open({
   type: Type.Literal('message'),
   id: Type.String(),
   status: ItemStatusSchema,
   role: Type.Literal('assistant'),
-  content: Type.Array(ResponseOutputTextSchema),
+  content: Type.Array(Type.Union([ResponseOutputTextSchema, ResponseRefusalSchema])),
 });
 
 export const ResponseFunctionCallOutputSchema = Open({
@@ -64,9 +69,12 @@ export const ResponseOutputItemSchema = Type.Union([
 export const ResponseUsageSchema = Open(
   {
     input_tokens: Type.Integer({ minimum: 0 }),
-    input_tokens_details: Type.Optional(Open({ cached_tokens: Type.Integer({ minimum: 0 }) })),
+    input_tokens_details: Open({
+      cached_tokens: Type.Integer({ minimum: 0 }),
+      cache_write_tokens: Type.Integer({ minimum: 0 }),
+    }),
     output_tokens: Type.Integer({ minimum: 0 }),
-    output_tokens_details: Type.Optional(Open({ reasoning_tokens: Type.Integer({ minimum: 0 }) })),
+    output_tokens_details: Open({ reasoning_tokens: Type.Integer({ minimum: 0 }) }),
     total_tokens: Type.Integer({ minimum: 0 }),
     cost: Usd('The amount debited for this request; 0 for test keys'),
   },
@@ -101,7 +109,7 @@ const responseOf = <T extends TSchema>(item: T, options?: ObjectOptions) =>
       incomplete_details: Nullable(Open({ reason: Type.String() })),
       model: Type.String({ description: 'The catalog id of the model that answered' }),
       output: Type.Array(item),
-      usage: Nullable(ResponseUsageSchema),
+      usage: Type.Optional(ResponseUsageSchema),
       instructions: Type.Optional(Type.Unknown()),
       max_output_tokens: OptionalNullable(Type.Integer()),
       metadata: OptionalNullable(Type.Record(Type.String(), Type.String())),
@@ -112,7 +120,7 @@ const responseOf = <T extends TSchema>(item: T, options?: ObjectOptions) =>
       top_p: OptionalNullable(Type.Number()),
       tool_choice: Type.Optional(Type.Unknown()),
       tools: Type.Optional(Type.Array(Type.Unknown())),
-      user: OptionalNullable(Type.String()),
+      user: Type.Optional(Type.String()),
     },
     options,
   );
@@ -120,7 +128,7 @@ const responseOf = <T extends TSchema>(item: T, options?: ObjectOptions) =>
 /** The Response `POST /v1/responses` answers (and its stream's `response.*` events carry). */
 export const ResponseSchema = responseOf(ResponseOutputItemSchema, {
   $id: 'Response',
-  description: "OpenAI's Response object; `usage` adds `cost` (USD), null until the answer is complete",
+  description: "OpenAI's Response object; `usage` adds `cost` (USD), left out until the answer is complete",
 });
 
 /** A Response tollgate writes from a chat answer: only the output items it writes itself. */
@@ -142,6 +150,8 @@ const KNOWN_EVENT_TYPES = [
   'response.content_part.done',
   'response.output_text.delta',
   'response.output_text.done',
+  'response.refusal.delta',
+  'response.refusal.done',
   'response.function_call_arguments.delta',
   'response.function_call_arguments.done',
   'response.custom_tool_call_input.delta',
@@ -177,18 +187,43 @@ export const ResponseStreamEventSchema = Type.Union(
       part: Open({ type: Type.String() }),
     }),
     Open({
+      type: Type.Literal('response.output_text.delta'),
+      ...itemPlace,
+      content_index: Type.Integer({ minimum: 0 }),
+      delta: Type.String(),
+      logprobs: Type.Array(Type.Unknown()),
+    }),
+    Open({
+      type: Type.Literal('response.output_text.done'),
+      ...itemPlace,
+      content_index: Type.Integer({ minimum: 0 }),
+      text: Type.String(),
+      logprobs: Type.Array(Type.Unknown()),
+    }),
+    Open({
       type: literals(
-        'response.output_text.delta',
+        'response.refusal.delta',
         'response.function_call_arguments.delta',
         'response.custom_tool_call_input.delta',
       ),
       ...itemPlace,
       delta: Type.String(),
     }),
-    Open({ type: Type.Literal('response.output_text.done'), ...itemPlace, text: Type.String() }),
+    Open({
+      type: Type.Literal('response.refusal.done'),
+      ...itemPlace,
+      content_index: Type.Integer({ minimum: 0 }),
+      refusal: Type.String(),
+    }),
     Open({ type: Type.Literal('response.function_call_arguments.done'), ...itemPlace, arguments: Type.String() }),
     Open({ type: Type.Literal('response.custom_tool_call_input.done'), ...itemPlace, input: Type.String() }),
-    Open({ type: Type.Literal('error'), ...eventHead, message: Type.String(), code: OptionalNullable(Type.String()) }),
+    Open({
+      type: Type.Literal('error'),
+      ...eventHead,
+      message: Type.String(),
+      code: Nullable(Type.String()),
+      param: Nullable(Type.String()),
+    }),
     Open(
       {
         type: Type.String({ minLength: 1, pattern: `^(?!(${KNOWN_EVENT_TYPES.join('|').replace(/\./g, '\\.')})$)` }),
@@ -219,6 +254,7 @@ export const UpstreamResponseSchema = Open({
 export const UpstreamResponseEventSchema = Open({ type: Type.String() });
 
 export type ResponseOutputText = Static<typeof ResponseOutputTextSchema>;
+export type ResponseRefusal = Static<typeof ResponseRefusalSchema>;
 export type ResponseMessageOutput = Static<typeof ResponseMessageOutputSchema>;
 export type ResponseFunctionCallOutput = Static<typeof ResponseFunctionCallOutputSchema>;
 export type ResponseCustomToolCallOutput = Static<typeof ResponseCustomToolCallOutputSchema>;

@@ -236,15 +236,53 @@ describe('ChatStreamTranslator', () => {
     });
   });
 
-  it('a failure after the start is response.failed with the error', () => {
+  it('tells text then a refusal as two parts of one message, each with its own events and content_index', () => {
+    const translator = new ChatStreamTranslator({ model: 'm', input: 'x' }, meta());
+    translator.start();
+    const events = [
+      ...translator.chunk(chunk({ content: 'Well' })),
+      ...translator.chunk(chunk({ refusal: 'No.' }, 'stop')),
+      ...translator.end({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 }),
+    ];
+    expect(events.map((e) => [e.type, e.content_index])).toEqual([
+      ['response.output_item.added', undefined],
+      ['response.content_part.added', 0],
+      ['response.output_text.delta', 0],
+      ['response.output_text.done', 0],
+      ['response.content_part.done', 0],
+      ['response.content_part.added', 1],
+      ['response.refusal.delta', 1],
+      ['response.refusal.done', 1],
+      ['response.content_part.done', 1],
+      ['response.output_item.done', undefined],
+      ['response.completed', undefined],
+    ]);
+    expect(events[0]!.item).toMatchObject({ type: 'message', content: [] });
+    expect(events.at(-1)!.response).toMatchObject({
+      output: [
+        {
+          type: 'message',
+          content: [
+            { type: 'output_text', text: 'Well', annotations: [], logprobs: [] },
+            { type: 'refusal', refusal: 'No.' },
+          ],
+        },
+      ],
+    });
+  });
+
+  it("a failure after the start is response.failed with the error, its code one of OpenAI's", () => {
     const translator = new ChatStreamTranslator({ model: 'm', input: 'x' }, meta());
     translator.start();
     const [failed] = translator.fail({ code: 'upstream_error', message: 'cut' });
     expect(failed).toMatchObject({
       type: 'response.failed',
       sequence_number: 2,
-      response: { status: 'failed', error: { code: 'upstream_error', message: 'cut' } },
+      response: { status: 'failed', error: { code: 'server_error', message: 'cut' } },
     });
+    const limited = new ChatStreamTranslator({ model: 'm', input: 'x' }, meta());
+    const [throttled] = limited.fail({ code: 'rate_limit_exceeded', message: 'slow down' });
+    expect(throttled!.response).toMatchObject({ error: { code: 'rate_limit_exceeded', message: 'slow down' } });
   });
 });
 

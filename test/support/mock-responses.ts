@@ -181,7 +181,7 @@ export async function serveResponses(
   if (request.store !== false) state.stored.set(id, { input: inputTokens, output: outputTokens });
   const usage = {
     input_tokens: inputTokens,
-    input_tokens_details: { cached_tokens: cached },
+    input_tokens_details: { cached_tokens: cached, cache_write_tokens: 0 },
     output_tokens: outputTokens,
     output_tokens_details: { reasoning_tokens: reasoning },
     total_tokens: inputTokens + outputTokens,
@@ -218,7 +218,7 @@ export async function serveResponses(
             id: `msg_mock${counter}`,
             status: 'completed',
             role: 'assistant',
-            content: [{ type: 'output_text', text, annotations: [] }],
+            content: [{ type: 'output_text', text, annotations: [], logprobs: [] }],
           },
         ]),
   ];
@@ -231,6 +231,7 @@ export async function serveResponses(
     incomplete_details: null,
     instructions: request.instructions ?? null,
     max_output_tokens: request.max_output_tokens ?? null,
+    metadata: request.metadata ?? {},
     model: `${request.model}-2026-01-01`,
     output: done ? output : [],
     parallel_tool_calls: true,
@@ -242,7 +243,7 @@ export async function serveResponses(
     tool_choice: request.tool_choice ?? 'auto',
     tools: request.tools ?? [],
     top_p: 1,
-    usage: done && behavior.usage !== false ? usage : null,
+    ...(done && behavior.usage !== false ? { usage } : {}),
   });
   if (!request.stream) {
     if (record) record.outputSent = outputTokens;
@@ -283,7 +284,7 @@ export async function serveResponses(
       await send('response.content_part.added', {
         ...place,
         content_index: 0,
-        part: { type: 'output_text', text: '', annotations: [] },
+        part: { type: 'output_text', text: '', annotations: [], logprobs: [] },
       });
       for (const word of words) {
         if (behavior.kind === 'cut' && delivered === (behavior.afterChunks ?? 2)) return void res.socket?.destroy();
@@ -305,7 +306,7 @@ export async function serveResponses(
       await send('response.content_part.done', {
         ...place,
         content_index: 0,
-        part: { type: 'output_text', text, annotations: [] },
+        part: { type: 'output_text', text, annotations: [], logprobs: [] },
       });
     } else {
       await send('response.output_item.added', {

@@ -1,13 +1,22 @@
 /**
  * Chat stream chunks as the Responses API's typed events, in OpenAI's order: `response.created` and
- * `response.in_progress`; per output item `output_item.added`, its text (`content_part.added`,
- * `output_text.delta`..., `output_text.done`, `content_part.done`) or its arguments
- * (`function_call_arguments.delta`..., `.done`), `output_item.done`; then `response.completed` with usage (or
- * `response.incomplete`). Each event carries its `sequence_number`. A custom tool's call is told once its chat
- * arguments are whole (its free text is inside their JSON): `custom_tool_call_input.delta` with all of it, `.done`.
+ * `response.in_progress`; per output item `output_item.added`, its content parts (`content_part.added`, the text's
+ * `output_text.delta`..., `output_text.done` or a refusal's `refusal.delta`..., `refusal.done`,
+ * `content_part.done`) or its arguments (`function_call_arguments.delta`..., `.done`), `output_item.done`; then
+ * `response.completed` with usage (or `response.incomplete`). Each event carries its `sequence_number`. A custom
+ * tool's call is told once its chat arguments are whole (its free text is inside their JSON):
+ * `custom_tool_call_input.delta` with all of it, `.done`.
  */
 import type { UpstreamChunk, UpstreamUsage } from '../../providers/index.js';
-import { callItem, finished, messageItem, responseShell, type ResponseMeta } from './from-chat.js';
+import {
+  callItem,
+  finished,
+  messageItem,
+  refusalPart,
+  responseShell,
+  textPart,
+  type ResponseMeta,
+} from './from-chat.js';
 import type { ResponseRequest } from './schema.js';
 import { chatTools, customInput, type ChatTools } from './tools.js';
 import type {
@@ -15,11 +24,19 @@ import type {
   FunctionCallOutput,
   MessageOutput,
   OutputItem,
+  OutputText,
+  Refusal,
   ResponseEvent,
   ResponseObject,
 } from './types.js';
 
 type FinishReason = UpstreamChunk['choices'][number]['finish_reason'];
+
+/** The message being written, and its part being written (the last of its content). */
+interface OpenMessage {
+  item: MessageOutput;
+  part: OutputText | Refusal;
+}
 
 export class ChatStreamTranslator {
   private readonly shell: ResponseObject;
@@ -27,9 +44,7 @@ export class ChatStreamTranslator {
   private sequence = 0;
   /** The item being written: the message, or the call of a chat tool-call index (with its chat arguments so far). */
   private open:
-    | { item: MessageOutput }
-    | { item: FunctionCallOutput | CustomToolCallOutput; index: number; args: string }
-    | undefined;
+    OpenMessage | { item: FunctionCallOutput | CustomToolCallOutput; index: number; args: string } | undefined;
   private readonly tools: ChatTools;
   private finishReason: FinishReason | undefined;
 
@@ -57,19 +72,9 @@ export class ChatStreamTranslator {
     const events: ResponseEvent[] = [];
     const choice = chunk.choices[0];
     if (!choice) return events;
-    const { content, tool_calls: calls } = choice.delta;
-    if (typeof content === 'string' && content) {
-      const item = this.open && this.open.item.type === 'message' ? this.open.item : this.openMessage(events);
-      item.content[0]!.text += content;
-      events.push(
-        this.event('response.output_text.delta', {
-          ...this.place(item),
-          content_index: 0,
-          delta: content,
-          logprobs: [],
-        }),
-      );
-    }
+    const { content, refusal, tool_calls: calls } = choice.delta;
+    if (typeof content === 'string' && content) this.write(events, 'output_text', content);
+    if (typeof refusal === 'string' && refusal) this.write(events, 'refusal', refusal);
     for (const call of calls ?? []) {
       let open = this.open;
       if (!open || !('index' in open) || open.index !== call.index) {
@@ -104,26 +109,67 @@ export class ChatStreamTranslator {
     return events;
   }
 
-  /** A failure after the stream began: `response.failed` with the error the client would otherwise have got. */
+  /**
+   * A failure after the stream began: `response.failed` with the output so far (the item being written left
+   * incomplete) and the error in OpenAI's terms: its `code` one OpenAI defines, the message the client would
+   * otherwise have got.
+   */
   fail(error: { code: string; message: string }): ResponseEvent[] {
-    const response = { ...this.shell, status: 'failed', error, output: this.output };
+    if (this.open) this.open.item.status = 'incomplete';
+    this.open = undefined;
+    const code = error.code === 'rate_limit_exceeded' ? 'rate_limit_exceeded' : 'server_error';
+    const response = {
+      ...this.shell,
+      status: 'failed',
+      error: { code, message: error.message },
+      output: structuredClone(this.output),
+    };
     return [this.event('response.failed', { response })];
   }
 
-  private openMessage(events: ResponseEvent[]): MessageOutput {
+  /** A piece of the message's text or refusal: in the message's part of that kind, opened if it is not. */
+  private write(events: ResponseEvent[], kind: 'output_text' | 'refusal', delta: string): void {
+    let open = this.open && 'part' in this.open ? this.open : this.openMessage(events, kind);
+    if (open.part.type !== kind) {
+      this.closePart(events, open);
+      open = this.openPart(events, open.item, kind);
+    }
+    const place = { ...this.place(open.item), content_index: open.item.content.length - 1, delta };
+    if (open.part.type === 'output_text') {
+      open.part.text += delta;
+      events.push(this.event('response.output_text.delta', { ...place, logprobs: [] }));
+    } else {
+      open.part.refusal += delta;
+      events.push(this.event('response.refusal.delta', place));
+    }
+  }
+
+  private openMessage(events: ResponseEvent[], kind: 'output_text' | 'refusal'): OpenMessage {
     this.close(events);
-    const item = messageItem(this.meta.newId('msg'), '', 'in_progress');
-    this.open = { item };
+    const item = messageItem(this.meta.newId('msg'), [], 'in_progress');
     this.output.push(item);
     events.push(
-      this.event('response.output_item.added', {
-        output_index: this.output.length - 1,
-        item: { ...item, content: [] },
-      }),
+      this.event('response.output_item.added', { output_index: this.output.length - 1, item: structuredClone(item) }),
     );
-    const part = { type: 'output_text', text: '', annotations: [] };
-    events.push(this.event('response.content_part.added', { ...this.place(item), content_index: 0, part }));
-    return item;
+    return this.openPart(events, item, kind);
+  }
+
+  private openPart(events: ResponseEvent[], item: MessageOutput, kind: 'output_text' | 'refusal'): OpenMessage {
+    const part = kind === 'output_text' ? textPart('') : refusalPart('');
+    item.content.push(part);
+    const open = { item, part };
+    this.open = open;
+    const place = { ...this.place(item), content_index: item.content.length - 1 };
+    events.push(this.event('response.content_part.added', { ...place, part: { ...part } }));
+    return open;
+  }
+
+  private closePart(events: ResponseEvent[], { item, part }: OpenMessage): void {
+    const place = { ...this.place(item), content_index: item.content.indexOf(part) };
+    if (part.type === 'output_text')
+      events.push(this.event('response.output_text.done', { ...place, text: part.text, logprobs: [] }));
+    else events.push(this.event('response.refusal.done', { ...place, refusal: part.refusal }));
+    events.push(this.event('response.content_part.done', { ...place, part: structuredClone(part) }));
   }
 
   private close(events: ResponseEvent[]): void {
@@ -132,19 +178,8 @@ export class ChatStreamTranslator {
     this.open = undefined;
     const { item } = open;
     item.status = 'completed';
-    if (item.type === 'message') {
-      const part = item.content[0]!;
-      events.push(
-        this.event('response.output_text.done', {
-          ...this.place(item),
-          content_index: 0,
-          text: part.text,
-          logprobs: [],
-        }),
-      );
-      events.push(
-        this.event('response.content_part.done', { ...this.place(item), content_index: 0, part: { ...part } }),
-      );
+    if ('part' in open) {
+      this.closePart(events, open);
     } else if (item.type === 'function_call') {
       events.push(
         this.event('response.function_call_arguments.done', {
@@ -153,7 +188,7 @@ export class ChatStreamTranslator {
           arguments: item.arguments,
         }),
       );
-    } else if ('args' in open) {
+    } else if (item.type === 'custom_tool_call') {
       item.input = customInput(open.args);
       if (item.input)
         events.push(this.event('response.custom_tool_call_input.delta', { ...this.place(item), delta: item.input }));

@@ -1,17 +1,21 @@
 /**
- * A chat answer as a Response: the assistant's text a `message` item with one `output_text` part, each tool call
- * a `function_call` item (a `custom_tool_call` one for a custom tool), named as the client declared the tool;
- * chat's usage the Response's (with `cost`). The request's settings are echoed as OpenAI
- * echoes them.
+ * A chat answer as a Response, in the shape OpenAI's published schema gives it: the assistant's text a `message`
+ * item with an `output_text` part (its `annotations` and `logprobs` empty: chat has none to give), a refusal that
+ * message's `refusal` part, each tool call a `function_call` item (a `custom_tool_call` one for a custom tool),
+ * named as the client declared the tool; chat's usage the Response's (with `cost`), left out until it is known. The
+ * request's settings are echoed as OpenAI echoes them.
  */
+import { chatUsage } from '../../pricing/index.js';
 import type { UpstreamCompletion, UpstreamChunk, UpstreamUsage } from '../../providers/index.js';
-import type { ResponseRequest } from './schema.js';
+import type { ResponseRequest, ResponseTool } from './schema.js';
 import { chatTools, customInput, type ChatTools } from './tools.js';
 import type {
   CustomToolCallOutput,
   FunctionCallOutput,
   MessageOutput,
   OutputItem,
+  OutputText,
+  Refusal,
   ResponseObject,
   ResponseStatus,
   ResponseUsage,
@@ -47,12 +51,17 @@ export function responseShell(request: ResponseRequest, meta: ResponseMeta): Res
     temperature: request.temperature ?? 1,
     text: { format: request.text?.format ?? { type: 'text' } },
     tool_choice: request.tool_choice ?? 'auto',
-    tools: request.tools ?? [],
+    tools: (request.tools ?? []).map(echoedTool),
     top_p: request.top_p ?? 1,
     truncation: 'disabled',
-    usage: null,
-    user: request.user ?? null,
+    ...(request.user !== undefined ? { user: request.user } : {}),
   };
+}
+
+/** A declared tool as the Response echoes it: a function tool with its `parameters` and `strict`, null when unset. */
+function echoedTool(tool: ResponseTool): ResponseTool {
+  if (tool.type !== 'function') return tool;
+  return { ...tool, parameters: tool.parameters ?? null, strict: tool.strict ?? null };
 }
 
 export function responseFromChat(
@@ -63,7 +72,9 @@ export function responseFromChat(
   const choice = completion.choices[0];
   const output: OutputItem[] = [];
   const text = typeof choice?.message.content === 'string' ? choice.message.content : '';
-  if (text) output.push(messageItem(meta.newId('msg'), text, 'completed'));
+  const refusal = typeof choice?.message.refusal === 'string' ? choice.message.refusal : '';
+  const content = [...(text ? [textPart(text)] : []), ...(refusal ? [refusalPart(refusal)] : [])];
+  if (content.length) output.push(messageItem(meta.newId('msg'), content, 'completed'));
   const tools = chatTools(request);
   for (const call of choice?.message.tool_calls ?? []) {
     output.push(callItem(tools, meta.newId('fc'), call.id, call.function.name, call.function.arguments, 'completed'));
@@ -88,9 +99,18 @@ export function callItem(
   return { type: 'function_call', id, call_id: callId, name, ...namespace, arguments: args, status };
 }
 
-export function messageItem(id: string, text: string, status: 'in_progress' | 'completed'): MessageOutput {
-  return { type: 'message', id, status, role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] };
+export function messageItem(
+  id: string,
+  content: MessageOutput['content'],
+  status: 'in_progress' | 'completed',
+): MessageOutput {
+  return { type: 'message', id, status, role: 'assistant', content };
 }
+
+/** Text as an `output_text` part: chat gives no annotations, and no log probabilities a Response can carry. */
+export const textPart = (text: string): OutputText => ({ type: 'output_text', text, annotations: [], logprobs: [] });
+
+export const refusalPart = (refusal: string): Refusal => ({ type: 'refusal', refusal });
 
 /** The Response once its output is known: completed, or incomplete when the output was cut short. */
 export function finished(
@@ -107,26 +127,25 @@ export function finished(
     status,
     incomplete_details: reason ? { reason } : null,
     output,
-    usage: usage ? responseUsage(usage) : null,
+    ...(usage ? { usage: responseUsage(usage) } : {}),
   };
 }
 
-/** Chat's usage in the Responses shape: prompt tokens are input, completion tokens output. */
+/**
+ * Chat's usage in the Responses shape: prompt tokens are input (cache reads and writes among them, read as the
+ * charge reads them), completion tokens output.
+ */
 export function responseUsage(usage: UpstreamUsage): ResponseUsage {
-  const cached = detail(usage.prompt_tokens_details, 'cached_tokens');
-  const reasoning = detail(usage.completion_tokens_details, 'reasoning_tokens');
+  const kinds = chatUsage(usage, { prompt: 0, completion: () => 0 });
   return {
     input_tokens: usage.prompt_tokens,
-    input_tokens_details: { cached_tokens: cached },
+    input_tokens_details: {
+      cached_tokens: kinds.cacheRead,
+      cache_write_tokens: kinds.cacheWrite + kinds.cacheWrite1h,
+    },
     output_tokens: usage.completion_tokens,
-    output_tokens_details: { reasoning_tokens: reasoning },
+    output_tokens_details: { reasoning_tokens: kinds.reasoning },
     total_tokens: usage.total_tokens,
     cost: typeof usage.cost === 'number' ? usage.cost : 0,
   };
-}
-
-function detail(details: unknown, field: string): number {
-  if (typeof details !== 'object' || details === null || !(field in details)) return 0;
-  const value: unknown = Reflect.get(details, field);
-  return typeof value === 'number' ? value : 0;
 }

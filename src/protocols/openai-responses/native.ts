@@ -43,18 +43,25 @@ export function outputText(response: Json): string {
   return texts.join('');
 }
 
-/** The Response as the client gets it: the catalog's model id, and the billed tokens with their cost. */
+/**
+ * The Response as the client gets it: the catalog's model id, and the billed tokens with their cost. The token
+ * details OpenAI's schema requires are 0 where OpenAI reported none (none were billed).
+ */
 export function billedResponse(
   response: Json,
   model: string,
   billed: { promptTokens: number; completionTokens: number; cost: number },
 ): Json {
   const usage = isObject(response.usage) ? response.usage : {};
+  const inputDetails = isObject(usage.input_tokens_details) ? usage.input_tokens_details : {};
+  const outputDetails = isObject(usage.output_tokens_details) ? usage.output_tokens_details : {};
   return {
     ...response,
     model,
     usage: {
       ...usage,
+      input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0, ...inputDetails },
+      output_tokens_details: { reasoning_tokens: 0, ...outputDetails },
       input_tokens: billed.promptTokens,
       output_tokens: billed.completionTokens,
       total_tokens: billed.promptTokens + billed.completionTokens,

@@ -10,12 +10,14 @@ import type {
   ResponseMessageOutput,
   ResponseOutputText,
   ResponseOwnOutputItem,
+  ResponseRefusal,
   ResponseStatus,
   ResponseUsage,
   StreamEvent,
 } from '../../wire/index.js';
 
 export type OutputText = ResponseOutputText;
+export type Refusal = ResponseRefusal;
 export type MessageOutput = ResponseMessageOutput;
 export type FunctionCallOutput = ResponseFunctionCallOutput;
 /** A call of a custom (free-text) tool: its `input` is the text itself. */
