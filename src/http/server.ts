@@ -15,7 +15,7 @@ import { GatewayError, errorEnvelope, messageOf } from '../errors/index.js';
 import { plainJson } from '../money/index.js';
 import { runInContext, tracingEnabled, type Metrics } from '../observability/index.js';
 import { errorAnswer, openRequest, traceRequest } from './edge.js';
-import { errorResponse, fromFastify } from './errors.js';
+import { errorResponse, fromFastify, retryAdvice } from './errors.js';
 import { parseJsonText } from './json-body.js';
 import { requestIdFor } from './request-id.js';
 
@@ -149,9 +149,10 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   // A net.Socket counts what it wrote; a Duplex need not.
   if (socket.writable && !('bytesWritten' in socket && socket.bytesWritten)) {
     const body = JSON.stringify(errorEnvelope(gatewayError));
+    const advice = Object.entries(retryAdvice(gatewayError)).map(([name, value]) => `${name}: ${value}\r\n`);
     socket.write(
       `HTTP/1.1 ${gatewayError.status} ${STATUS_CODES[gatewayError.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `${advice.join('')}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();
