@@ -12,6 +12,7 @@ export const UNIT = [
   'test/auth/authenticator.test.ts',
   'test/billing/credit-state.test.ts',
   'test/billing/money.test.ts',
+  'test/catalog/display-name.test.ts',
   'test/config/catalog.test.ts',
   'test/config/default-prices.test.ts',
   'test/config/payments.test.ts',

@@ -67,6 +67,16 @@ export class Authenticator {
     return key;
   }
 
+  /**
+   * The key behind an Authorization header as last looked up (a revoked one too), without looking it up: who a
+   * refused request came from, for its log line. Undefined when it was never looked up or is not a key.
+   */
+  known(authorization: string | undefined): KeyRecord | undefined {
+    const presented = bearer(authorization);
+    if (!presented || !this.pattern.test(presented)) return undefined;
+    return this.cache.get(digest('sha256', presented, 'base64'))?.key;
+  }
+
   /** Drops cached lookups (after a revocation through this process). */
   invalidate(): void {
     this.generation++;

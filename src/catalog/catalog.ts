@@ -9,10 +9,13 @@ import {
 } from '../config/index.js';
 import { PriceRules } from '../pricing/index.js';
 import { GatewayError } from '../errors/index.js';
+import { displayNameOf } from './display-name.js';
 import type { ModelFigures } from './live-figures.js';
 
 export interface CatalogModel {
   id: string;
+  /** A human name: the configured `name`, else one read from the id. */
+  displayName: string;
   aliases: string[];
   providerId: string;
   providerName: string;
@@ -149,6 +152,7 @@ function toCatalogModel(
     : { active: false, message: `Provider ${providerName} is not configured: set ${envHint}` };
   return {
     id: model.id,
+    displayName: model.name ?? displayNameOf(model.id),
     aliases: model.aliases ?? [],
     providerId: model.provider,
     providerName,

@@ -4,7 +4,7 @@
  * Metered from Anthropic's usage: input, cache-write and cache-read tokens are all prompt tokens at the prompt
  * price (the Anthropic adapter's policy for chat too), output tokens the completion.
  */
-import { usdString } from '../billing/index.js';
+import { usdNumber, usdString } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
 import type { MessagesEvent, MessagesJson, Provider } from '../providers/index.js';
 import type { AttemptCall, Deployment, Way } from '../routing/index.js';
@@ -46,7 +46,8 @@ export async function answerNatively(admitted: Admitted, body: MessagesJson): Pr
   const used = () => anthropicUsage(message.usage, { prompt: context.promptTokens, completion: counted });
   const billed = await settleAnswer(context, signal, used, () => contentText(message.content));
   headers['x-tollgate-cost'] = usdString(billed.chargedNano);
-  return { kind: 'json', headers, body: { ...message, model: context.model.id } };
+  const usage = { ...(isObject(message.usage) ? message.usage : {}), cost: usdNumber(billed.chargedNano) };
+  return { kind: 'json', headers, body: { ...message, model: context.model.id, usage } };
 }
 
 type Messenger = Provider & Required<Pick<Provider, 'createMessage' | 'streamMessage'>>;

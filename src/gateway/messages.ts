@@ -4,7 +4,7 @@
  * The request is translated to chat for admission and for every provider that speaks chat; a route whose every
  * deployment speaks Messages natively (Anthropic) gets the client's body as it is (`messages-native.ts`).
  */
-import { usdString } from '../billing/index.js';
+import { usdNumber, usdString } from '../billing/index.js';
 import { ERROR_CATALOGUE, GatewayError } from '../errors/index.js';
 import {
   CountTokensRequestSchema,
@@ -75,7 +75,7 @@ export async function createMessage(input: RequestInput, deps: GatewayDeps): Pro
         const { lowered, maxTokens } = admitted.reservation.admission;
         return answerNatively(admitted, withSearchBounds(nativeBody(native, lowered ? maxTokens : native.max_tokens)));
       }
-      // 5-7. Translated through chat; the cost goes in a header (the Message has no field for it).
+      // 5-7. Translated through chat; the cost goes in `usage.cost` and a header, as on a native answer.
       const id = `msg_${input.requestId}`;
       const answer = await answerChat(admitted, chat);
       const { headers, context } = answer;
@@ -84,7 +84,12 @@ export async function createMessage(input: RequestInput, deps: GatewayDeps): Pro
         return { kind: 'stream', headers, events: asMessagesEvents(answer.events, writer) };
       }
       headers['x-tollgate-cost'] = usdString(answer.chargedNano);
-      return { kind: 'json', headers, body: messageFromCompletion(id, answer.body) };
+      const message = messageFromCompletion(id, answer.body);
+      return {
+        kind: 'json',
+        headers,
+        body: { ...message, usage: { ...message.usage, cost: usdNumber(answer.chargedNano) } },
+      };
     },
     MESSAGES_PROTOCOL,
   );

@@ -12,7 +12,7 @@ import { createChatCompletion, type GatewayDeps } from '../gateway/index.js';
 import { plainJson } from '../money/index.js';
 import { accessLogger, runInContext, type Metrics } from '../observability/index.js';
 import { clientSignalOf, singleHeader } from './client-signal.js';
-import { errorAnswer, openRequest, traceRequest } from './edge.js';
+import { errorAnswer, openRequest, traceRequest, type KeyOfRequest } from './edge.js';
 import { errorResponse } from './errors.js';
 import { writeEventStream } from './event-stream.js';
 import { declaredBytes, readJsonBody } from './json-body.js';
@@ -26,6 +26,8 @@ export interface ChatEndpointOptions {
   bodyLimitBytes: number;
   corsOrigins: string[];
   logger: FastifyBaseLogger;
+  /** The key a request carried, named in the log line of a refusal. */
+  keyOf?: KeyOfRequest;
 }
 
 /** A request this endpoint answers (any other goes to Fastify). */
@@ -81,7 +83,7 @@ async function serve(
     if (result.kind === 'json') return sendJson(res, 200, result.headers, result.body);
     await writeEventStream(res, result, client, (error) => log().error({ err: error }, 'stream failed'));
   } catch (error) {
-    const answer = errorAnswer(error, log);
+    const answer = errorAnswer(error, log, { method: 'POST', url: CHAT_PATH, headers: req.headers }, options.keyOf);
     if (res.headersSent) return void res.destroy();
     sendJson(res, answer.status, answer.headers, answer.body);
   }

@@ -1,7 +1,7 @@
 /** CORS for browser clients of `/v1` (off unless origins are configured; never for `/admin`). */
 const ALLOW_HEADERS = 'authorization, content-type, x-request-id, idempotency-key';
 const EXPOSE_HEADERS =
-  'x-request-id, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens, retry-after';
+  'x-request-id, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens, retry-after, x-should-retry';
 
 /** The CORS headers of a response to `origin`, or undefined when that origin gets none. */
 export function corsHeaders(

@@ -6,7 +6,8 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Context } from '@opentelemetry/api';
 import type { FastifyBaseLogger } from 'fastify';
-import type { ErrorEnvelope } from '../errors/index.js';
+import type { ErrorEnvelope, GatewayError } from '../errors/index.js';
+import type { KeyRecord } from '../storage/index.js';
 import { endSpan, startServerSpan, type Metrics } from '../observability/index.js';
 import { corsHeaders } from './cors.js';
 import { errorResponse, fromFastify } from './errors.js';
@@ -61,12 +62,53 @@ export function traceRequest(
   return started.context;
 }
 
-/** The answer to an error thrown while serving a request; server faults (5xx) are logged with their cause. */
+/** What an error's log line says of its request: where it went, and whose key it carried. */
+export interface ErrorScene {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+}
+
+/** The key a request carried, as the authenticator last saw it (undefined when unknown). */
+export type KeyOfRequest = (headers: IncomingHttpHeaders) => KeyRecord | undefined;
+
+/**
+ * The answer to an error thrown while serving a request, logged: a refusal (4xx) with its reason, a server fault
+ * (5xx) with its cause.
+ */
 export function errorAnswer(
   error: unknown,
   log: () => FastifyBaseLogger,
+  scene: ErrorScene,
+  keyOf: KeyOfRequest | undefined,
 ): { status: number; headers: Record<string, string>; body: ErrorEnvelope } {
   const gatewayError = fromFastify(error);
-  if (gatewayError.status >= 500) log().error({ err: error }, 'request failed');
+  if (gatewayError.status >= 500) log().error({ err: error, ...errorFields(gatewayError, scene) }, 'request failed');
+  else logRefusal(log(), gatewayError, scene, keyOf);
   return errorResponse(gatewayError);
+}
+
+/**
+ * The line a refused request leaves at the default level, so an operator can tell anyone why: status, code and
+ * message, the route, and the key's and account's ids when the key is known (never the key).
+ */
+export function logRefusal(
+  log: FastifyBaseLogger,
+  error: GatewayError,
+  scene: ErrorScene,
+  keyOf: KeyOfRequest | undefined,
+): void {
+  const key = keyOf?.(scene.headers);
+  const who = key ? { key_id: key.id, account_id: key.accountId } : {};
+  log.info({ ...errorFields(error, scene), ...who }, 'request refused');
+}
+
+function errorFields(error: GatewayError, scene: ErrorScene) {
+  return {
+    status: error.status,
+    code: error.code,
+    message: error.message,
+    method: scene.method,
+    path: scene.url.split('?')[0],
+  };
 }

@@ -12,17 +12,38 @@ import { isStorageUnavailable } from '../storage/index.js';
 
 /**
  * 429s that an automatic retry cannot fix within any sensible wait: `daily_limit_exceeded` says "retry after
- * midnight UTC" (hours), and the openai SDKs sleep for whatever Retry-After says unless `x-should-retry: false`.
+ * midnight UTC" (hours).
  */
 const DO_NOT_RETRY: ReadonlySet<string> = new Set(['daily_limit_exceeded']);
+/**
+ * The longest `Retry-After` a client is told to sit through by itself: a per-minute window's, not an hour's
+ * (a throttled sign-up). Anthropic's SDK sleeps for whatever Retry-After it is given.
+ */
+const LONGEST_RETRY_WAIT_S = 120;
+/** The wait suggested with a retryable error that names none (an upstream or the database failing). */
+const DEFAULT_RETRY_AFTER_S = 1;
 
 export function errorResponse(error: GatewayError): {
   status: number;
   headers: Record<string, string>;
   body: ErrorEnvelope;
 } {
-  const headers = DO_NOT_RETRY.has(error.code) ? { ...error.headers, 'x-should-retry': 'false' } : error.headers;
-  return { status: error.status, headers, body: errorEnvelope(error) };
+  return { status: error.status, headers: { ...error.headers, ...retryAdvice(error) }, body: errorEnvelope(error) };
+}
+
+/**
+ * `x-should-retry`, which OpenAI's and Anthropic's SDKs (and Claude Code) obey before their own rules: false for
+ * what the same request cannot get (bad input, key, credit, permission, route; a long wait), true with a
+ * `Retry-After` for what a retry may get (a short rate-limit wait, a request in progress, a timeout, a 5xx).
+ */
+export function retryAdvice(error: GatewayError): Record<string, string> {
+  const { status } = error;
+  const retryable =
+    status === 429
+      ? !DO_NOT_RETRY.has(error.code) && (error.retryAfter ?? 0) <= LONGEST_RETRY_WAIT_S
+      : status >= 500 || status === 408 || status === 409;
+  if (!retryable) return { 'x-should-retry': 'false' };
+  return { 'x-should-retry': 'true', 'retry-after': error.headers['retry-after'] ?? String(DEFAULT_RETRY_AFTER_S) };
 }
 
 /**

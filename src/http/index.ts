@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { AdminGuard } from './admin-guard.js';
 import type { HttpDeps } from './deps.js';
 import { chatEndpoint, isChatRequest } from './chat-endpoint.js';
+import { keyOfRequest } from './key-of-request.js';
 import { adminRoutes } from './routes/admin.js';
 import { creditRoutes } from './routes/credits.js';
 import { generationRoutes } from './routes/generation.js';
@@ -17,14 +18,16 @@ export type { HttpDeps } from './deps.js';
 
 export function buildHttpServer(options: ServerOptions, deps: HttpDeps): FastifyInstance {
   // POST /v1/chat/completions is answered ahead of Fastify (see chat-endpoint.ts); every other route by Fastify.
+  const keyOf = keyOfRequest(deps);
   const chat = chatEndpoint({
     deps,
+    keyOf,
     metrics: options.metrics,
     bodyLimitBytes: options.bodyLimitBytes,
     corsOrigins: options.corsOrigins,
     logger: options.logger,
   });
-  const server = createServer({ ...options, ahead: { matches: isChatRequest, handle: chat } });
+  const server = createServer({ ...options, keyOf, ahead: { matches: isChatRequest, handle: chat } });
   // One throttle of failed admin authentication for /admin and /metrics.
   const adminGuard = new AdminGuard(deps.isAdminToken, deps.config.server.admin_auth_max_failures);
   opsRoutes(server, deps, adminGuard);

@@ -10,12 +10,18 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { Duplex } from 'node:stream';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import { GatewayError, errorEnvelope, messageOf } from '../errors/index.js';
 import { plainJson } from '../money/index.js';
 import { runInContext, tracingEnabled, type Metrics } from '../observability/index.js';
-import { errorAnswer, openRequest, traceRequest } from './edge.js';
-import { errorResponse, fromFastify } from './errors.js';
+import { errorAnswer, logRefusal, openRequest, traceRequest, type KeyOfRequest } from './edge.js';
+import { errorResponse, fromFastify, retryAdvice } from './errors.js';
 import { parseJsonText } from './json-body.js';
 import { requestIdFor } from './request-id.js';
 
@@ -27,6 +33,8 @@ export interface ServerOptions {
   corsOrigins: string[];
   trustProxy: boolean;
   logger: FastifyBaseLogger;
+  /** The key a request carried, named in the log line of a refusal. */
+  keyOf?: KeyOfRequest;
   /** A route answered from Node's request event ahead of Fastify (the chat endpoint); `closing` once the server stops accepting. */
   ahead?: {
     matches(req: IncomingMessage): boolean;
@@ -57,7 +65,7 @@ export function createServer(options: ServerOptions): FastifyInstance {
       http.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
       return http;
     },
-    clientErrorHandler: answerClientError,
+    clientErrorHandler: (error, socket) => answerClientError(error, socket, options.logger),
     trustProxy: options.trustProxy,
     // Chat requests get one access-log line from the gateway with ids, model and cost; no per-request noise.
     logController: new LogController({ disableRequestLogging: true }),
@@ -86,7 +94,7 @@ export function createServer(options: ServerOptions): FastifyInstance {
                 message: `Unknown route: ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}`,
               })
             : fromFastify(error);
-      void sendError(reply, gatewayError);
+      void refuse(request, reply, gatewayError, options.keyOf);
     },
   });
 
@@ -120,14 +128,16 @@ export function createServer(options: ServerOptions): FastifyInstance {
   server.setReplySerializer((payload) => plainJson(JSON.stringify(payload)));
 
   server.setErrorHandler((error, request, reply) => {
-    const { status, headers, body } = errorAnswer(error, () => request.log);
+    const { status, headers, body } = errorAnswer(error, () => request.log, request, options.keyOf);
     return reply.code(status).headers(headers).send(body);
   });
 
   server.setNotFoundHandler((request, reply) =>
-    sendError(
+    refuse(
+      request,
       reply,
       new GatewayError('not_found', { message: `Unknown route: ${request.method} ${request.url.split('?')[0]}` }),
+      options.keyOf,
     ),
   );
 
@@ -138,7 +148,7 @@ export function createServer(options: ServerOptions): FastifyInstance {
  * Errors Node's HTTP parser raises before there is a request (a request not received in time, headers too large,
  * bytes that are not HTTP): the contract's envelope written on the socket, which then closes.
  */
-function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, log: FastifyBaseLogger): void {
   if (error.code === 'ECONNRESET' || error.code === 'EPIPE') return void socket.destroy();
   const gatewayError =
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
@@ -146,15 +156,24 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
       : error.code === 'HPE_HEADER_OVERFLOW'
         ? new GatewayError('headers_too_large')
         : new GatewayError('invalid_request', { message: 'The request is not valid HTTP' });
+  // No request (and so no request id) exists yet.
+  log.info({ status: gatewayError.status, code: gatewayError.code, message: gatewayError.message }, 'request refused');
   // A net.Socket counts what it wrote; a Duplex need not.
   if (socket.writable && !('bytesWritten' in socket && socket.bytesWritten)) {
     const body = JSON.stringify(errorEnvelope(gatewayError));
+    const advice = Object.entries(retryAdvice(gatewayError)).map(([name, value]) => `${name}: ${value}\r\n`);
     socket.write(
       `HTTP/1.1 ${gatewayError.status} ${STATUS_CODES[gatewayError.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `${advice.join('')}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();
+}
+
+/** Answers a request Fastify refused before any route ran (unknown route, malformed URL), with its log line. */
+function refuse(request: FastifyRequest, reply: FastifyReply, error: GatewayError, keyOf?: KeyOfRequest): FastifyReply {
+  logRefusal(request.log, error, request, keyOf);
+  return sendError(reply, error);
 }
 
 export function sendError(reply: FastifyReply, error: GatewayError): FastifyReply {

@@ -12,6 +12,7 @@ import Anthropic, {
   RateLimitError,
 } from '@anthropic-ai/sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ModelConfig } from '../../src/config/index.js';
 import { CLAUDE_CODE_BETAS, CLAUDE_CODE_PROMPT, claudeCodeBody } from '../support/claude-code.js';
 import { startGateway } from '../support/gateway.js';
 import { ANTHROPIC_TEXT, startMockAnthropic, type MockAnthropic } from '../support/mock-anthropic.js';
@@ -32,6 +33,23 @@ import {
 const CLAUDE = 'claude-haiku-5-5';
 const GPT = 'gpt-6-luna';
 const SANDBOX = 'sandbox/echo';
+const UNNAMED: ModelConfig = {
+  id: 'acme-chat-2-1-20250101',
+  provider: 'sandbox',
+  upstream_model: 'echo',
+  pricing: { prompt: 0.001, completion: 0.002 },
+  context_length: 8_000,
+  max_tokens: 1_000,
+  capabilities: {
+    chat: true,
+    completion: false,
+    function_calling: true,
+    vision: false,
+    embeddings: false,
+    json_mode: true,
+  },
+  created: 1700000000,
+};
 
 let gateway: ClientGateway;
 let anthropicUpstream: MockAnthropic;
@@ -44,6 +62,7 @@ beforeAll(async () => {
   const limiter = new ClockedLimiter();
   const started = await startGateway({
     limiter,
+    overrides: { models: [UNNAMED] },
     env: {
       ANTHROPIC_API_KEY: 'sk-ant-sdk',
       ANTHROPIC_BASE_URL: anthropicUpstream.url,
@@ -99,8 +118,20 @@ describe('@anthropic-ai/sdk against tollgate', () => {
     expect(response.headers.get('request-id')).toBeTruthy();
     const cost = Number(response.headers.get('x-tollgate-cost'));
     expect(cost).toBeGreaterThan(0);
+    expect((message.usage as { cost?: number }).cost).toBe(cost);
     const after = await credits(gateway, account.key);
     expect(nano(before) - nano(after)).toBe(nano(cost));
+  });
+
+  it('messages.create natively to Anthropic: usage.cost is what was charged, as on a translated answer', async () => {
+    const before = await credits(gateway, account.key);
+    const { data: message, response } = await client(account.key)
+      .messages.create({ model: CLAUDE, max_tokens: 200, messages: [{ role: 'user', content: 'Say hello' }] })
+      .withResponse();
+    const cost = (message.usage as { cost?: number }).cost;
+    expect(cost).toBeGreaterThan(0);
+    expect(cost).toBe(Number(response.headers.get('x-tollgate-cost')));
+    expect(nano(before) - nano(await credits(gateway, account.key))).toBe(nano(cost!));
   });
 
   it('messages.stream: text events add up to finalMessage; message_delta carries the cost that was charged', async () => {
@@ -121,6 +152,8 @@ describe('@anthropic-ai/sdk against tollgate', () => {
     expect(textOf(final.content)).toBe(text);
     expect(final.stop_reason).toBe('end_turn');
     expect(final.usage.output_tokens).toBeGreaterThan(0);
+    // finalMessage() keeps only Anthropic's own usage fields; the cost is read from message_delta (docs/clients.md).
+    expect(final.usage).not.toHaveProperty('cost');
     expect(cost).toBeGreaterThan(0);
     const after = await credits(gateway, account.key);
     expect(nano(before) - nano(after)).toBe(nano(cost!));
@@ -325,7 +358,9 @@ describe('@anthropic-ai/sdk against tollgate', () => {
     const models = [];
     for await (const model of client(account.key).models.list()) models.push(model);
     const claude = models.find((model) => model.id === CLAUDE);
-    expect(claude).toMatchObject({ type: 'model', id: CLAUDE });
+    expect(claude).toMatchObject({ type: 'model', id: CLAUDE, display_name: 'Claude Haiku 5.5' });
+    // A model configured without a `name` gets one read from its id.
+    expect(models.find((model) => model.id === UNNAMED.id)?.display_name).toBe('Acme Chat 2.1');
     expect(new Date(claude!.created_at).getTime()).toBeGreaterThan(0);
     expect(models.some((model) => model.id === 'sandbox/embed')).toBe(false);
     const one = await client(account.key).models.retrieve(CLAUDE);

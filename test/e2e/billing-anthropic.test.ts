@@ -276,7 +276,7 @@ function messagesBody(seed: string): Anthropic.MessageCreateParamsNonStreaming {
 }
 
 describe('/v1/messages natively: the provider bill, kind by kind', () => {
-  it('JSON (@anthropic-ai/sdk): the usage breakdown unchanged, x-tollgate-cost the charge; then reads', async () => {
+  it('JSON (@anthropic-ai/sdk): the usage breakdown unchanged, usage.cost and x-tollgate-cost the charge; then reads', async () => {
     const { id, key } = await account();
     const charges: bigint[] = [];
     for (const round of ['write', 'read'] as const) {
@@ -286,7 +286,9 @@ describe('/v1/messages natively: the provider bill, kind by kind', () => {
         .withResponse();
       const bill = lastBill();
       const charged = before - (await balance(id));
-      expect(message.usage).toEqual(bill.usage);
+      const { cost, ...usage } = message.usage as typeof message.usage & { cost: number };
+      expect(usage).toEqual(bill.usage);
+      expect(nano(cost)).toBe(charged);
       expect(bill.usage.server_tool_use).toEqual({ web_search_requests: 2 });
       expect(bill.usage.cache_read_input_tokens > 0).toBe(round === 'read');
       if (round === 'write') expect(bill.usage.cache_creation?.ephemeral_1h_input_tokens).toBeGreaterThan(1_000);

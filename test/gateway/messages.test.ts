@@ -128,7 +128,7 @@ describe('a Messages answer translated through chat', () => {
       content: [{ type: 'text', text: 'Hello there' }],
       stop_reason: 'end_turn',
       stop_sequence: null,
-      usage: { input_tokens: 12, output_tokens: 4 },
+      usage: { input_tokens: 12, output_tokens: 4, cost: 0.0015 },
     });
     expect(fake.settled).toMatchObject([{ promptTokens: 12, completionTokens: 4, model: 'gpt-6-luna' }]);
     expect(result.headers['x-tollgate-cost']).toBe('0.0015');

@@ -10,14 +10,16 @@ import { anthropicErrorBody } from '../../protocols/anthropic-messages/index.js'
 import { clientSignalOf, singleHeader, type ClientSignal } from '../client-signal.js';
 import type { HttpDeps } from '../deps.js';
 import { errorAnswer } from '../edge.js';
+import { keyOfRequest } from '../key-of-request.js';
 import { requestInput } from '../request-input.js';
 import { sendAnswer } from '../stream-reply.js';
 
 export function messagesRoutes(server: FastifyInstance, deps: HttpDeps): void {
+  const keyOf = keyOfRequest(deps);
   void server.register((scope, _options, done) => {
     const access = accessLogger(scope.log);
     scope.setErrorHandler((error, request, reply) => {
-      const { status, headers, body } = errorAnswer(error, () => request.log);
+      const { status, headers, body } = errorAnswer(error, () => request.log, request, keyOf);
       return reply.code(status).headers(headers).send(anthropicErrorBody(status, body.error.message));
     });
     // Anthropic's SDKs read the request id from `request-id`.

@@ -89,5 +89,5 @@ async function admitAnthropic(deps: HttpDeps, request: FastifyRequest, reply: Fa
 
 function anthropicModel(model: CatalogModel) {
   const created_at = new Date(model.created * 1000).toISOString().replace('.000Z', 'Z');
-  return { type: 'model', id: model.id, display_name: model.id, created_at };
+  return { type: 'model', id: model.id, display_name: model.displayName, created_at };
 }

@@ -74,7 +74,6 @@ export function messagesUsage(usage: { prompt_tokens?: number; completion_tokens
   };
 }
 
-/** One Server-Sent Event of the Messages stream. */
 /** One Messages stream event: named by its type, which its data repeats. */
 export function messagesEvent(type: string, data: Record<string, unknown>): StreamEvent {
   return { event: type, data: { type, ...data } };
