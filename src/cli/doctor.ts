@@ -141,7 +141,7 @@ function signupCheck(config: Config): Check {
           check,
           outcome: 'warn',
           detail:
-            'SMTP_URL is set but TOLLGATE_PUBLIC_URL is not: verification links use the Host each sign-up request came with',
+            'SMTP_URL is set but TOLLGATE_PUBLIC_URL is not: sign-ups are refused unless they come to a host listed in TOLLGATE_PUBLIC_HOSTS or to a loopback address',
         };
   }
   return config.signup.grant_without_verification

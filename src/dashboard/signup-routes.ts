@@ -8,6 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { normalizeEmail } from '../admin/index.js';
+import { publicBase, publicBaseMissing } from '../config/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
 import { renderKey } from '../http/render.js';
@@ -54,6 +55,7 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
 
   async function emailLink(
     request: FastifyRequest,
+    base: string,
     send: Mailer,
     accountId: string,
     email: string,
@@ -71,17 +73,15 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
     sendLater(
       request,
       send,
-      verificationMail(
-        email,
-        `${publicBase(request)}/dashboard/verify#${token}`,
-        signup.verification_ttl_hours,
-        credits.signup_grant,
-      ),
+      verificationMail(email, `${base}/dashboard/verify#${token}`, signup.verification_ttl_hours, credits.signup_grant),
     );
   }
 
-  function publicBase(request: FastifyRequest): string {
-    return server.public_url?.replace(/\/$/, '') ?? `${request.protocol}://${request.host}`;
+  /** Where the emailed links point: never a `Host` nobody vouched for (config/public-url.ts). */
+  function linkBase(request: FastifyRequest): string {
+    const base = publicBase(server, request);
+    if (!base) throw invalidRequest(publicBaseMissing('Signing up', request));
+    return base;
   }
 
   scope.post('/api/signup', { schema: { body: Credentials }, config: { anonymous: true } }, async (request, reply) => {
@@ -89,6 +89,8 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
       throw new GatewayError('permission_denied', {
         message: 'Sign-up is closed on this gateway; ask its operator for an account',
       });
+    // Before anything is stored: a sign-up that cannot be emailed its link is refused whole.
+    const base = mailer ? linkBase(request) : '';
     const { body } = request;
     const email = normalizeEmail(body.email);
     await throttle(request, email);
@@ -117,16 +119,16 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
     if (!existing) {
       const account = await deps.admin.openAccount({ email }, { grant: false });
       await users.insert(account.id, passwordHash, Date.now(), 'pending');
-      await emailLink(request, mailer, account.id, email, passwordHash);
+      await emailLink(request, base, mailer, account.id, email, passwordHash);
     } else {
       const user = await users.user(existing.id);
       if (user?.emailStatus === 'verified')
-        sendLater(request, mailer, alreadyRegisteredMail(email, `${publicBase(request)}/dashboard/signin`));
+        sendLater(request, mailer, alreadyRegisteredMail(email, `${base}/dashboard/signin`));
       else {
         // An operator-made account (no dashboard user yet) or one whose email is not verified: the link proves the
         // mailbox, and only then is this sign-up's password set.
         if (!user) await users.insert(existing.id, passwordHash, Date.now(), 'pending');
-        await emailLink(request, mailer, existing.id, email, passwordHash);
+        await emailLink(request, base, mailer, existing.id, email, passwordHash);
       }
     }
     reply.code(202);

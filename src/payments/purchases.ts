@@ -46,11 +46,12 @@ export class Purchases {
     return this.stripe ? null : NO_PROCESSOR;
   }
 
-  /** `returnTo`: the dashboard's address, where Stripe sends the buyer back. */
-  async create(buyer: Buyer, body: unknown, returnTo: string): Promise<PurchaseRecord> {
+  /** `returnTo`: the dashboard's address, where Stripe sends the buyer back (it throws when there is none). */
+  async create(buyer: Buyer, body: unknown, returnTo: () => string): Promise<PurchaseRecord> {
     if (!this.stripe) {
       throw invalidRequest(NO_PROCESSOR);
     }
+    const base = returnTo();
     const amountNano = this.amountOf(body);
     const purchase = {
       id: newId('cp'),
@@ -80,8 +81,8 @@ export class Purchases {
             },
           ],
           payment_intent_data: { setup_future_usage: 'off_session', metadata: { purchase_id: purchase.id } },
-          success_url: `${returnTo}/dashboard/credits?purchase=${purchase.id}`,
-          cancel_url: `${returnTo}/dashboard/credits?purchase=${purchase.id}&canceled=1`,
+          success_url: `${base}/dashboard/credits?purchase=${purchase.id}`,
+          cancel_url: `${base}/dashboard/credits?purchase=${purchase.id}&canceled=1`,
         },
         { idempotencyKey: `checkout-${purchase.id}` },
       );
