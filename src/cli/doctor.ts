@@ -191,7 +191,7 @@ function stripeWebhookCheck(secret: string | undefined, publicUrl: string | unde
       check,
       outcome: 'warn',
       detail:
-        "STRIPE_WEBHOOK_SECRET not set: POST /webhooks/stripe refuses Stripe's events, so no purchase is ever credited; set it to the signing secret (whsec_…) of the endpoint registered in Stripe",
+        "STRIPE_WEBHOOK_SECRET not set: POST /webhooks/stripe refuses Stripe's events, so purchases are credited only when the gateway asks Stripe and refunds and disputes are never seen; set it to the signing secret (whsec_…) of the endpoint registered in Stripe",
     };
   }
   if (!secret.startsWith('whsec_'))

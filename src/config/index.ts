@@ -72,7 +72,15 @@ export function defaultConfig(): Config {
     dashboard: { enabled: true, signup: true, session_ttl_hours: 168, signin_attempts_per_minute: 10 },
     signup: { grant_without_verification: true, per_ip_per_hour: 20, verification_ttl_hours: 24 },
     smtp: { from: 'tollgate <noreply@localhost>' },
-    payments: { stripe: {}, purchase: { min_amount: 5, max_amount: 1000 } },
+    payments: {
+      stripe: {},
+      purchase: {
+        min_amount: 5,
+        max_amount: 1000,
+        pending_check_after_seconds: 300,
+        pending_check_interval_seconds: 60,
+      },
+    },
     webhooks: {
       allow_private_urls: false,
       poll_interval_ms: 500,

@@ -272,6 +272,10 @@ export const ConfigSchema = Type.Object(
           {
             min_amount: Type.Number({ minimum: 0.5 }),
             max_amount: Type.Number({ exclusiveMinimum: 0 }),
+            /** A purchase still pending this long is asked of Stripe by the periodic check (docs/payments.md). */
+            pending_check_after_seconds: PositiveInt,
+            /** How often each process runs that check. */
+            pending_check_interval_seconds: PositiveInt,
           },
           { additionalProperties: false },
         ),
