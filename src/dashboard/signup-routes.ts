@@ -2,7 +2,8 @@
  * Self-serve sign-up and email verification. Where SMTP is configured, sign-up always answers 202 "check your
  * email" (a registered email answers exactly like a new one); the emailed link, followed once, verifies the email,
  * sets the password chosen with that sign-up, credits the sign-up grant once and signs in. Without SMTP the account
- * opens at once, with the grant only when `signup.grant_without_verification` is on.
+ * opens at once, with the grant only when `signup.grant_without_verification` is on. Either way one mailbox gets one
+ * grant, however its address is spelled.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
@@ -48,6 +49,20 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
     }
   }
 
+  /**
+   * The sign-up grant, unless an account of the same mailbox had it (`a.b+x@gmail.com` and `ab@googlemail.com` are
+   * one: storage/mailboxes.ts). The claim of the mailbox decides, race-free; it is given back if the credit fails.
+   */
+  async function grantOnce(accountId: string, email: string): Promise<void> {
+    if (credits.signup_grant <= 0 || !(await users.claimSignupGrant(accountId, email, Date.now()))) return;
+    try {
+      await deps.admin.grantSignupCredit(accountId);
+    } catch (error) {
+      await users.releaseSignupGrant(accountId, email).catch(() => undefined);
+      throw error;
+    }
+  }
+
   /** Sent after the answer, so its time never tells a registered email from a new one. */
   function sendLater(request: FastifyRequest, send: Mailer, mail: Mail): void {
     send.send(mail).catch((error: unknown) => request.log.error({ err: error }, 'sign-up email could not be sent'));
@@ -70,10 +85,12 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
       createdAt: now,
       expiresAt: now + signup.verification_ttl_hours * HOUR_MS,
     });
+    // Only the mailbox's owner reads whether its grant was had already.
+    const credit = (await users.signupGrantTaken(email, accountId)) ? 0 : credits.signup_grant;
     sendLater(
       request,
       send,
-      verificationMail(email, `${base}/dashboard/verify#${token}`, signup.verification_ttl_hours, credits.signup_grant),
+      verificationMail(email, `${base}/dashboard/verify#${token}`, signup.verification_ttl_hours, credit),
     );
   }
 
@@ -100,8 +117,9 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
     const passwordHash = await hashPassword(body.password);
 
     if (!mailer) {
-      const account = await deps.admin.openAccount({ email }, { grant: signup.grant_without_verification });
+      const account = await deps.admin.openAccount({ email }, { grant: false });
       await users.insert(account.id, passwordHash, Date.now());
+      if (signup.grant_without_verification) await grantOnce(account.id, email);
       const key = await deps.admin.createKey(account.id, { name: 'default' });
       const csrfToken = await sessions.start(request, reply, account.id);
       reply.code(201);
@@ -144,8 +162,9 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
     if (claim === 'used' || !(await users.markVerified(claim.accountId, claim.passwordHash, now)))
       return { signed_in: false, verified: true };
     const { accountId } = claim;
-    // At most one sign-up grant per account, whichever way it was opened.
-    if (!(await deps.storage.ledger.hasEntry(accountId, 'grant'))) await deps.admin.grantSignupCredit(accountId);
+    // At most one sign-up grant per account, whichever way it was opened, and per mailbox.
+    const opened = (await deps.storage.accounts.get(accountId))!;
+    if (!(await deps.storage.ledger.hasEntry(accountId, 'grant'))) await grantOnce(accountId, opened.email);
     const hasKey = (await deps.storage.keys.listByAccount(accountId)).length > 0;
     const key = hasKey ? undefined : await deps.admin.createKey(accountId, { name: 'default' });
     const account = (await deps.storage.accounts.get(accountId))!;

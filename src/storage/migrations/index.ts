@@ -11,6 +11,7 @@ import { paymentReversals } from './009_payment_reversals.js';
 import { responses } from './010_responses.js';
 import { billing } from './011_billing.js';
 import { pendingPurchases } from './012_pending_purchases.js';
+import { signupGrantMailboxes } from './013_signup_grant_mailboxes.js';
 
 /** Every migration by name, compiled in so `dist/` needs no migration folder at run time. */
 export const MIGRATIONS: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '010_responses': responses,
   '011_billing': billing,
   '012_pending_purchases': pendingPurchases,
+  '013_signup_grant_mailboxes': signupGrantMailboxes,
 };
