@@ -210,6 +210,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   if (config.dashboard.enabled) registerDashboard(server, httpDeps);
   wallet.start();
   await webhooks.start();
+  payments.start();
 
   return {
     config,
@@ -222,6 +223,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     listen: () => server.listen({ port: config.server.port, host: config.server.host }),
     close: async () => {
       await server.close();
+      await payments.stop();
       await wallet.stop();
       // After the wallet: its last commits may still raise events.
       await webhooks.stop();

@@ -75,6 +75,8 @@ export class AdminService {
       if (await this.storage.accounts.getByEmail(email)) throw taken();
       throw error;
     }
+    // The operator's grant counts for its mailbox: self-serve sign-ups of the same mailbox get none.
+    if (grantNano > 0n) await this.storage.users.claimSignupGrant(id, email, Date.now());
     return (await this.storage.accounts.get(id))!;
   }
 

@@ -141,7 +141,7 @@ function signupCheck(config: Config): Check {
           check,
           outcome: 'warn',
           detail:
-            'SMTP_URL is set but TOLLGATE_PUBLIC_URL is not: verification links use the Host each sign-up request came with',
+            'SMTP_URL is set but TOLLGATE_PUBLIC_URL is not: sign-ups are refused unless they come to a host listed in TOLLGATE_PUBLIC_HOSTS or to a loopback address',
         };
   }
   return config.signup.grant_without_verification
@@ -191,7 +191,7 @@ function stripeWebhookCheck(secret: string | undefined, publicUrl: string | unde
       check,
       outcome: 'warn',
       detail:
-        "STRIPE_WEBHOOK_SECRET not set: POST /webhooks/stripe refuses Stripe's events, so no purchase is ever credited; set it to the signing secret (whsec_…) of the endpoint registered in Stripe",
+        "STRIPE_WEBHOOK_SECRET not set: POST /webhooks/stripe refuses Stripe's events, so purchases are credited only when the gateway asks Stripe and refunds and disputes are never seen; set it to the signing secret (whsec_…) of the endpoint registered in Stripe",
     };
   }
   if (!secret.startsWith('whsec_'))

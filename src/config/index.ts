@@ -50,6 +50,7 @@ export function defaultConfig(): Config {
       cors_origins: [],
       trust_proxy: false,
       admin_auth_max_failures: 10,
+      public_hosts: [],
     },
     storage: { data_dir: './data' },
     key_prefix: 'tg',
@@ -71,7 +72,15 @@ export function defaultConfig(): Config {
     dashboard: { enabled: true, signup: true, session_ttl_hours: 168, signin_attempts_per_minute: 10 },
     signup: { grant_without_verification: true, per_ip_per_hour: 20, verification_ttl_hours: 24 },
     smtp: { from: 'tollgate <noreply@localhost>' },
-    payments: { stripe: {}, purchase: { min_amount: 5, max_amount: 1000 } },
+    payments: {
+      stripe: {},
+      purchase: {
+        min_amount: 5,
+        max_amount: 1000,
+        pending_check_after_seconds: 300,
+        pending_check_interval_seconds: 60,
+      },
+    },
     webhooks: {
       allow_private_urls: false,
       poll_interval_ms: 500,
@@ -151,6 +160,10 @@ function fromEnv(env: Env): Record<string, unknown> {
   if (env.PORT !== undefined) server.port = envInteger('PORT', env.PORT);
   if (env.HOST) server.host = env.HOST;
   if (env.TOLLGATE_PUBLIC_URL) server.public_url = env.TOLLGATE_PUBLIC_URL;
+  if (env.TOLLGATE_PUBLIC_HOSTS !== undefined)
+    server.public_hosts = env.TOLLGATE_PUBLIC_HOSTS.split(',')
+      .map((host) => host.trim())
+      .filter((host) => host !== '');
   if (Object.keys(server).length) out.server = server;
   const storage: Record<string, unknown> = {};
   if (env.TOLLGATE_DATA_DIR) storage.data_dir = env.TOLLGATE_DATA_DIR;
@@ -319,3 +332,4 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 export { VERSION } from './version.js';
 export { CapabilitiesSchema, PricingSchema } from './schema.js';
+export { publicBase, publicBaseMissing, type RequestAddress } from './public-url.js';

@@ -150,8 +150,13 @@ export const ConfigSchema = Type.Object(
         trust_proxy: Type.Boolean(),
         /** Wrong admin tokens per client address within 15 minutes before that address gets 429 on /admin and /metrics. */
         admin_auth_max_failures: PositiveInt,
-        /** The gateway's public address for links it emails (`TOLLGATE_PUBLIC_URL`); else the request's own. */
+        /**
+         * The gateway's public address for the links it builds: emailed links, Stripe's return (`TOLLGATE_PUBLIC_URL`).
+         * Unset, a request's own `Host` is used only if `public_hosts` lists it or it is a loopback address.
+         */
         public_url: Type.Optional(Type.String({ pattern: '^https?://[^/?#]+/?$' })),
+        /** Without `public_url`, the hosts (`name[:port]`) a link may be built for (`TOLLGATE_PUBLIC_HOSTS`, comma-separated). */
+        public_hosts: Type.Array(Type.String({ pattern: '^[A-Za-z0-9.-]+(:[0-9]{1,5})?$' })),
       },
       { additionalProperties: false },
     ),
@@ -267,6 +272,10 @@ export const ConfigSchema = Type.Object(
           {
             min_amount: Type.Number({ minimum: 0.5 }),
             max_amount: Type.Number({ exclusiveMinimum: 0 }),
+            /** A purchase still pending this long is asked of Stripe by the periodic check (docs/payments.md). */
+            pending_check_after_seconds: PositiveInt,
+            /** How often each process runs that check. */
+            pending_check_interval_seconds: PositiveInt,
           },
           { additionalProperties: false },
         ),

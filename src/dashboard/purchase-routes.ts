@@ -5,6 +5,7 @@
  */
 import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { publicBase, publicBaseMissing } from '../config/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
 import { checkoutReturnUrl, renderPurchase } from '../http/routes/purchases.js';
@@ -45,10 +46,13 @@ export function purchaseRoutes(app: FastifyInstance, deps: HttpDeps, sessions: S
   /** Whether this gateway sells credit, and the bounds of one purchase. */
   scope.get('/api/purchasing', async (request) => {
     await sessions.require(request);
+    const reason =
+      purchases.unavailableReason ??
+      (publicBase(deps.config.server, request) ? null : publicBaseMissing('Buying credit', request));
     return {
       object: 'purchasing',
-      available: purchases.enabled,
-      unavailable_reason: purchases.unavailableReason,
+      available: reason === null,
+      unavailable_reason: reason,
       min_amount: usdNumber(purchases.minNano),
       max_amount: usdNumber(purchases.maxNano),
       currency: 'USD',
@@ -56,9 +60,7 @@ export function purchaseRoutes(app: FastifyInstance, deps: HttpDeps, sessions: S
   });
 
   scope.post('/api/purchases', async (request, reply) => {
-    const purchase = await purchases.create(
-      await buyer(request),
-      request.body,
+    const purchase = await purchases.create(await buyer(request), request.body, () =>
       checkoutReturnUrl(deps.config, request),
     );
     return reply.code(201).send(renderPurchase(purchase));

@@ -2,12 +2,14 @@
  * Self-serve sign-up and email verification. Where SMTP is configured, sign-up always answers 202 "check your
  * email" (a registered email answers exactly like a new one); the emailed link, followed once, verifies the email,
  * sets the password chosen with that sign-up, credits the sign-up grant once and signs in. Without SMTP the account
- * opens at once, with the grant only when `signup.grant_without_verification` is on.
+ * opens at once, with the grant only when `signup.grant_without_verification` is on. Either way one mailbox gets one
+ * grant, however its address is spelled.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { normalizeEmail } from '../admin/index.js';
+import { publicBase, publicBaseMissing } from '../config/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
 import { renderKey } from '../http/render.js';
@@ -47,6 +49,20 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
     }
   }
 
+  /**
+   * The sign-up grant, unless an account of the same mailbox had it (`a.b+x@gmail.com` and `ab@googlemail.com` are
+   * one: storage/mailboxes.ts). The claim of the mailbox decides, race-free; it is given back if the credit fails.
+   */
+  async function grantOnce(accountId: string, email: string): Promise<void> {
+    if (credits.signup_grant <= 0 || !(await users.claimSignupGrant(accountId, email, Date.now()))) return;
+    try {
+      await deps.admin.grantSignupCredit(accountId);
+    } catch (error) {
+      await users.releaseSignupGrant(accountId, email).catch(() => undefined);
+      throw error;
+    }
+  }
+
   /** Sent after the answer, so its time never tells a registered email from a new one. */
   function sendLater(request: FastifyRequest, send: Mailer, mail: Mail): void {
     send.send(mail).catch((error: unknown) => request.log.error({ err: error }, 'sign-up email could not be sent'));
@@ -54,6 +70,7 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
 
   async function emailLink(
     request: FastifyRequest,
+    base: string,
     send: Mailer,
     accountId: string,
     email: string,
@@ -68,20 +85,20 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
       createdAt: now,
       expiresAt: now + signup.verification_ttl_hours * HOUR_MS,
     });
+    // Only the mailbox's owner reads whether its grant was had already.
+    const credit = (await users.signupGrantTaken(email, accountId)) ? 0 : credits.signup_grant;
     sendLater(
       request,
       send,
-      verificationMail(
-        email,
-        `${publicBase(request)}/dashboard/verify#${token}`,
-        signup.verification_ttl_hours,
-        credits.signup_grant,
-      ),
+      verificationMail(email, `${base}/dashboard/verify#${token}`, signup.verification_ttl_hours, credit),
     );
   }
 
-  function publicBase(request: FastifyRequest): string {
-    return server.public_url?.replace(/\/$/, '') ?? `${request.protocol}://${request.host}`;
+  /** Where the emailed links point: never a `Host` nobody vouched for (config/public-url.ts). */
+  function linkBase(request: FastifyRequest): string {
+    const base = publicBase(server, request);
+    if (!base) throw invalidRequest(publicBaseMissing('Signing up', request));
+    return base;
   }
 
   scope.post('/api/signup', { schema: { body: Credentials }, config: { anonymous: true } }, async (request, reply) => {
@@ -89,6 +106,8 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
       throw new GatewayError('permission_denied', {
         message: 'Sign-up is closed on this gateway; ask its operator for an account',
       });
+    // Before anything is stored: a sign-up that cannot be emailed its link is refused whole.
+    const base = mailer ? linkBase(request) : '';
     const { body } = request;
     const email = normalizeEmail(body.email);
     await throttle(request, email);
@@ -98,8 +117,9 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
     const passwordHash = await hashPassword(body.password);
 
     if (!mailer) {
-      const account = await deps.admin.openAccount({ email }, { grant: signup.grant_without_verification });
+      const account = await deps.admin.openAccount({ email }, { grant: false });
       await users.insert(account.id, passwordHash, Date.now());
+      if (signup.grant_without_verification) await grantOnce(account.id, email);
       const key = await deps.admin.createKey(account.id, { name: 'default' });
       const csrfToken = await sessions.start(request, reply, account.id);
       reply.code(201);
@@ -117,16 +137,16 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
     if (!existing) {
       const account = await deps.admin.openAccount({ email }, { grant: false });
       await users.insert(account.id, passwordHash, Date.now(), 'pending');
-      await emailLink(request, mailer, account.id, email, passwordHash);
+      await emailLink(request, base, mailer, account.id, email, passwordHash);
     } else {
       const user = await users.user(existing.id);
       if (user?.emailStatus === 'verified')
-        sendLater(request, mailer, alreadyRegisteredMail(email, `${publicBase(request)}/dashboard/signin`));
+        sendLater(request, mailer, alreadyRegisteredMail(email, `${base}/dashboard/signin`));
       else {
         // An operator-made account (no dashboard user yet) or one whose email is not verified: the link proves the
         // mailbox, and only then is this sign-up's password set.
         if (!user) await users.insert(existing.id, passwordHash, Date.now(), 'pending');
-        await emailLink(request, mailer, existing.id, email, passwordHash);
+        await emailLink(request, base, mailer, existing.id, email, passwordHash);
       }
     }
     reply.code(202);
@@ -142,8 +162,9 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
     if (claim === 'used' || !(await users.markVerified(claim.accountId, claim.passwordHash, now)))
       return { signed_in: false, verified: true };
     const { accountId } = claim;
-    // At most one sign-up grant per account, whichever way it was opened.
-    if (!(await deps.storage.ledger.hasEntry(accountId, 'grant'))) await deps.admin.grantSignupCredit(accountId);
+    // At most one sign-up grant per account, whichever way it was opened, and per mailbox.
+    const opened = (await deps.storage.accounts.get(accountId))!;
+    if (!(await deps.storage.ledger.hasEntry(accountId, 'grant'))) await grantOnce(accountId, opened.email);
     const hasKey = (await deps.storage.keys.listByAccount(accountId)).length > 0;
     const key = hasKey ? undefined : await deps.admin.createKey(accountId, { name: 'default' });
     const account = (await deps.storage.accounts.get(accountId))!;

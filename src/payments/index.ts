@@ -8,6 +8,7 @@ import type { Config } from '../config/index.js';
 import type { EventSink } from '../events/index.js';
 import type { Storage } from '../storage/index.js';
 import { CardRecharge } from './card-recharge.js';
+import { CheckoutChecks, SESSION_RETRIEVED } from './checkout-checks.js';
 import { Purchases } from './purchases.js';
 import { Reversals } from './reversals.js';
 import { StripeEvents } from './stripe-events.js';
@@ -26,6 +27,9 @@ export interface Payments {
   stripeEvents: StripeEvents;
   /** Refunds and disputes; an operator's refund of a purchase. */
   reversals: Reversals;
+  /** Starts the periodic check of purchases still pending (./checkout-checks.ts), when Stripe is configured. */
+  start(): void;
+  stop(): Promise<void>;
 }
 
 export function createPayments(options: {
@@ -39,19 +43,33 @@ export function createPayments(options: {
   const stripe = secret_key ? stripeClient(secret_key, api_base) : undefined;
   if (stripe && !webhook_secret)
     options.logger.warn(
-      'STRIPE_SECRET_KEY is set without STRIPE_WEBHOOK_SECRET: purchases cannot be confirmed, so none is credited',
+      "STRIPE_SECRET_KEY is set without STRIPE_WEBHOOK_SECRET: Stripe's events are refused, so purchases are credited only when the gateway asks Stripe (the buyer's return, the check of pending purchases), and refunds and disputes are not seen",
     );
-  return {
-    purchases: new Purchases(options.storage, options.config, stripe, options.logger),
-    stripeEvents: new StripeEvents({
+  const stripeEvents = new StripeEvents({
+    storage: options.storage,
+    stripe,
+    webhookSecret: webhook_secret,
+    logger: options.logger,
+    events: options.events,
+    onCredited: options.onCredited,
+  });
+  const { pending_check_after_seconds, pending_check_interval_seconds } = options.config.payments.purchase;
+  const checks =
+    stripe &&
+    new CheckoutChecks({
       storage: options.storage,
       stripe,
-      webhookSecret: webhook_secret,
+      credit: (session) => stripeEvents.credit({ id: session.id, type: SESSION_RETRIEVED }, session),
       logger: options.logger,
-      events: options.events,
-      onCredited: options.onCredited,
-    }),
+      checkAfterMs: pending_check_after_seconds * 1000,
+      intervalMs: pending_check_interval_seconds * 1000,
+    });
+  return {
+    purchases: new Purchases(options.storage, options.config, stripe, options.logger, checks),
+    stripeEvents,
     reversals: new Reversals(options.storage, stripe, options.logger, options.onCredited),
+    start: () => checks?.start(),
+    stop: async () => checks?.stop(),
   };
 }
 

@@ -1,7 +1,7 @@
 /**
  * Buying credit: a purchase row first (pending), then a Stripe Checkout Session for it (mode `payment`, the card
- * saved for later off-session charges, the purchase id in its metadata). The credit comes only from Stripe's
- * signed confirmation (./stripe-events.ts).
+ * saved for later off-session charges, the purchase id in its metadata). The credit comes only from Stripe: its
+ * signed confirmation (./stripe-events.ts), or the session as Stripe shows it when asked (./checkout-checks.ts).
  */
 import type Stripe from 'stripe';
 import type { Logger } from 'pino';
@@ -9,6 +9,7 @@ import type { Config } from '../config/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import { enteredUsd, parseUsd, usdString, type Nano } from '../money/index.js';
 import { newId, type PurchaseRecord, type Storage } from '../storage/index.js';
+import type { CheckoutChecks } from './checkout-checks.js';
 import { NANO_PER_CENT } from './stripe-client.js';
 
 export const STRIPE = 'stripe';
@@ -31,6 +32,7 @@ export class Purchases {
     config: Config,
     private readonly stripe: Stripe | undefined,
     private readonly logger: Logger,
+    private readonly checks?: CheckoutChecks,
   ) {
     this.minNano = parseUsd(config.payments.purchase.min_amount);
     this.maxNano = parseUsd(config.payments.purchase.max_amount);
@@ -46,11 +48,12 @@ export class Purchases {
     return this.stripe ? null : NO_PROCESSOR;
   }
 
-  /** `returnTo`: the dashboard's address, where Stripe sends the buyer back. */
-  async create(buyer: Buyer, body: unknown, returnTo: string): Promise<PurchaseRecord> {
+  /** `returnTo`: the dashboard's address, where Stripe sends the buyer back (it throws when there is none). */
+  async create(buyer: Buyer, body: unknown, returnTo: () => string): Promise<PurchaseRecord> {
     if (!this.stripe) {
       throw invalidRequest(NO_PROCESSOR);
     }
+    const base = returnTo();
     const amountNano = this.amountOf(body);
     const purchase = {
       id: newId('cp'),
@@ -80,8 +83,8 @@ export class Purchases {
             },
           ],
           payment_intent_data: { setup_future_usage: 'off_session', metadata: { purchase_id: purchase.id } },
-          success_url: `${returnTo}/dashboard/credits?purchase=${purchase.id}`,
-          cancel_url: `${returnTo}/dashboard/credits?purchase=${purchase.id}&canceled=1`,
+          success_url: `${base}/dashboard/credits?purchase=${purchase.id}`,
+          cancel_url: `${base}/dashboard/credits?purchase=${purchase.id}&canceled=1`,
         },
         { idempotencyKey: `checkout-${purchase.id}` },
       );
@@ -104,12 +107,15 @@ export class Purchases {
     return this.storage.purchases.list(accountId, page);
   }
 
-  /** Another account's purchase is answered like one that does not exist. */
+  /**
+   * Another account's purchase is answered like one that does not exist. A pending one is first asked of Stripe:
+   * the buyer back from Checkout sees it paid even if Stripe's webhook is late.
+   */
   async get(accountId: string, id: string): Promise<PurchaseRecord> {
     const purchase = await this.storage.purchases.get(id);
     if (!purchase || purchase.accountId !== accountId)
       throw new GatewayError('not_found', { message: `No credit purchase ${id}`, param: 'id' });
-    return purchase;
+    return this.checks ? this.checks.check(purchase) : purchase;
   }
 
   private amountOf(body: unknown): Nano {

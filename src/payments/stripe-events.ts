@@ -73,7 +73,11 @@ export class StripeEvents {
     }
   }
 
-  private async credit(event: Stripe.Event, session: Stripe.Checkout.Session): Promise<EventOutcome> {
+  /**
+   * Credits a paid session's purchase once. `event` is Stripe's event, or what stands for it when the gateway asked
+   * Stripe for the session itself (./checkout-checks.ts): its id is recorded in `payment_events`.
+   */
+  async credit(event: { id: string; type: string }, session: Stripe.Checkout.Session): Promise<EventOutcome> {
     const purchase = await this.purchaseOf(session);
     if (!purchase) return 'ignored';
     const paymentIntentId = idOf(session.payment_intent);

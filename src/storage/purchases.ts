@@ -99,6 +99,24 @@ export class PurchaseStore {
     return (await query.execute()).map(toPurchase);
   }
 
+  /**
+   * Purchases still pending with a checkout session, created within [`after`, `before`], newest first: those whose
+   * payment the gateway asks the processor about when its confirmation is late.
+   */
+  async pendingCheckouts(window: { after: number; before: number; limit: number }): Promise<PurchaseRecord[]> {
+    const rows = await this.db
+      .selectFrom('credit_purchases')
+      .selectAll()
+      .where('status', '=', 'pending')
+      .where('created_at', '>=', BigInt(window.after))
+      .where('created_at', '<=', BigInt(window.before))
+      .where('checkout_session_id', 'is not', null)
+      .orderBy('created_at', 'desc')
+      .limit(window.limit)
+      .execute();
+    return rows.map(toPurchase);
+  }
+
   /** The purchase or card recharge a processor's payment paid for, if any (refunds and disputes name the payment). */
   async paymentOf(paymentIntentId: string): Promise<PaidPayment | undefined> {
     const purchase = await this.db

@@ -110,6 +110,13 @@ export interface EmailVerificationsTable {
   used_at: NullableBig;
 }
 
+/** The mailbox of each account credited the sign-up grant (storage/mailboxes.ts): one grant per mailbox. */
+export interface SignupGrantMailboxesTable {
+  mailbox: string;
+  account_id: string;
+  created_at: Big;
+}
+
 export interface SignupAttemptsTable {
   ip: string;
   created_at: Big;
@@ -167,6 +174,7 @@ export interface Database {
   dashboard_sessions: DashboardSessionsTable;
   email_verifications: EmailVerificationsTable;
   signup_attempts: SignupAttemptsTable;
+  signup_grant_mailboxes: SignupGrantMailboxesTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   idempotency_keys: IdempotencyKeysTable;

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, EmailStatus } from './schema.js';
+import { mailboxOf } from './mailboxes.js';
 import { num } from './values.js';
 
 /** 'pending': signed up where SMTP is configured, no sign-in until verified; 'unverified': signed up without SMTP. */
@@ -126,6 +127,38 @@ export class UserStore {
       .where('created_at', '>', BigInt(since))
       .executeTakeFirstOrThrow();
     return { count: Number(row.count), oldest: Number(row.oldest ?? at) };
+  }
+
+  /**
+   * Claims the sign-up grant of `email`'s mailbox (storage/mailboxes.ts) for the account: true for the one claim
+   * that gets it, however many accounts of that mailbox ask at once (the mailbox is the table's primary key).
+   */
+  async claimSignupGrant(accountId: string, email: string, at: number): Promise<boolean> {
+    const result = await this.db
+      .insertInto('signup_grant_mailboxes')
+      .values({ mailbox: mailboxOf(email), account_id: accountId, created_at: at })
+      .onConflict((oc) => oc.column('mailbox').doNothing())
+      .executeTakeFirst();
+    return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  }
+
+  /** Gives a claim back (the grant it was for could not be credited). */
+  async releaseSignupGrant(accountId: string, email: string): Promise<void> {
+    await this.db
+      .deleteFrom('signup_grant_mailboxes')
+      .where('mailbox', '=', mailboxOf(email))
+      .where('account_id', '=', accountId)
+      .execute();
+  }
+
+  /** Whether an account of `email`'s mailbox other than `accountId` has had the sign-up grant. */
+  async signupGrantTaken(email: string, accountId: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('signup_grant_mailboxes')
+      .select('account_id')
+      .where('mailbox', '=', mailboxOf(email))
+      .executeTakeFirst();
+    return row !== undefined && row.account_id !== accountId;
   }
 
   async deleteOldSignupAttempts(before: number): Promise<void> {

@@ -162,7 +162,7 @@ describe('tollgate doctor', () => {
     expect(refused.code).toBe(1);
     expect(refused.stdout).toMatch(/stripe\s+FAIL\s+.*the key was refused \(HTTP 401\): check STRIPE_SECRET_KEY/);
     expect(refused.stdout).toMatch(
-      /stripe webhooks\s+WARN\s+STRIPE_WEBHOOK_SECRET not set: .*no purchase is ever credited/,
+      /stripe webhooks\s+WARN\s+STRIPE_WEBHOOK_SECRET not set: .*refunds and disputes are never seen/,
     );
     expect(refused.stdout).not.toContain('0123456789abcdef');
 

@@ -45,6 +45,8 @@ export interface MockStripe {
   intentDelayMs: number;
   /** Marks a session paid as Stripe does when the buyer pays: a payment intent with a card saved on the customer. */
   pay(sessionId: string): Json;
+  /** Marks an unpaid session expired, as Stripe does when its time runs out. */
+  expire(sessionId: string): Json;
   /** A Stripe event object for `object` (what Stripe POSTs to the webhook endpoint). */
   event(type: string, object: Json): Json;
   /** The `Stripe-Signature` header of a payload, signed with `secret` (default: the gateway's webhook secret). */
@@ -127,6 +129,19 @@ export async function startMockStripe(): Promise<MockStripe> {
         };
         sessions.set(id, session);
         return [200, session];
+      },
+    ],
+    [
+      'GET',
+      /^\/v1\/checkout\/sessions\/([^/]+)$/,
+      (_params, match) => {
+        const session = sessions.get(match[1]!);
+        return session
+          ? [200, session]
+          : [
+              404,
+              stripeError('invalid_request_error', 'resource_missing', `No such checkout.session: '${match[1]}'`, 'id'),
+            ];
       },
     ],
     [
@@ -358,6 +373,11 @@ export async function startMockStripe(): Promise<MockStripe> {
       };
       intents.set(intent.id, intent);
       Object.assign(session, { status: 'complete', payment_status: 'paid', payment_intent: intent.id });
+      return { ...session };
+    },
+    expire(sessionId) {
+      const session = sessions.get(sessionId)!;
+      Object.assign(session, { status: 'expired', url: null });
       return { ...session };
     },
     event(type, object) {

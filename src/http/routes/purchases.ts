@@ -1,7 +1,7 @@
 /** `/v1/credits/purchases` (full keys: buying credit through Stripe Checkout) and Stripe's `POST /webhooks/stripe`. */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Config } from '../../config/index.js';
-import { GatewayError } from '../../errors/index.js';
+import { publicBase, publicBaseMissing, type Config } from '../../config/index.js';
+import { GatewayError, invalidRequest } from '../../errors/index.js';
 import { usdNumber } from '../../money/index.js';
 import type { Payments, Refunded } from '../../payments/index.js';
 import type { PurchaseRecord } from '../../storage/index.js';
@@ -40,23 +40,22 @@ export function renderRefund(refunded: Refunded, balanceNano: bigint): Record<st
   };
 }
 
-/** Where Stripe sends the buyer back: the public URL, else the address the purchase request came to. */
+/** Where Stripe sends the buyer back (config/public-url.ts); a host that may not be used refuses the purchase. */
 export function checkoutReturnUrl(config: Config, request: FastifyRequest): string {
-  return config.server.public_url?.replace(/\/$/, '') ?? `${request.protocol}://${request.host}`;
+  const base = publicBase(config.server, request);
+  if (!base) throw invalidRequest(publicBaseMissing('Buying credit', request));
+  return base;
 }
 
 export function purchaseRoutes(app: FastifyInstance, deps: HttpDeps, payments: Payments): void {
   const server = typed(app);
-  const returnTo = (request: FastifyRequest) => checkoutReturnUrl(deps.config, request);
 
   server.post('/v1/credits/purchases', async (request, reply) => {
     const key = await admitRead(deps, request, reply, 'manage');
     const account = await deps.storage.accounts.get(key.accountId);
     if (!account) throw new GatewayError('invalid_api_key');
-    const purchase = await payments.purchases.create(
-      { id: account.id, email: account.email },
-      request.body,
-      returnTo(request),
+    const purchase = await payments.purchases.create({ id: account.id, email: account.email }, request.body, () =>
+      checkoutReturnUrl(deps.config, request),
     );
     return reply.code(201).send(renderPurchase(purchase));
   });

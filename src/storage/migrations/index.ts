@@ -10,6 +10,8 @@ import { cardRecharges } from './008_card_recharges.js';
 import { paymentReversals } from './009_payment_reversals.js';
 import { responses } from './010_responses.js';
 import { billing } from './011_billing.js';
+import { pendingPurchases } from './012_pending_purchases.js';
+import { signupGrantMailboxes } from './013_signup_grant_mailboxes.js';
 
 /** Every migration by name, compiled in so `dist/` needs no migration folder at run time. */
 export const MIGRATIONS: Record<string, Migration> = {
@@ -24,4 +26,6 @@ export const MIGRATIONS: Record<string, Migration> = {
   '009_payment_reversals': paymentReversals,
   '010_responses': responses,
   '011_billing': billing,
+  '012_pending_purchases': pendingPurchases,
+  '013_signup_grant_mailboxes': signupGrantMailboxes,
 };
