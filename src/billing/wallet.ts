@@ -40,6 +40,7 @@ export interface ReserveRequest extends Pick<
   | 'promptCeiling'
   | 'requestedMaxTokens'
   | 'choices'
+  | 'rateBound'
   | 'modelMaxTokens'
   | 'contextLength'
 > {
@@ -154,6 +155,7 @@ export class Wallet {
         promptCeiling: request.promptCeiling,
         requestedMaxTokens: request.requestedMaxTokens,
         choices: request.choices,
+        rateBound: request.rateBound,
         modelMaxTokens: request.modelMaxTokens,
         contextLength: request.contextLength,
         balanceAvailable: budgets.balanceAvailable,
@@ -318,6 +320,7 @@ export class Wallet {
 
 export class Reservation {
   private done = false;
+  private onClosed: ((completionTokens: number) => void) | undefined;
 
   constructor(
     private readonly wallet: Wallet,
@@ -341,17 +344,26 @@ export class Reservation {
     return this.admission.maxTokens;
   }
 
+  /** Calls `listener` once the reservation closes: with the completion tokens billed, or 0 when it is released. */
+  whenClosed(listener: (completionTokens: number) => void): void {
+    this.onClosed = listener;
+  }
+
   /** Settles at the actual usage; resolves once the debit is durable. */
   settle(request: SettleRequest): Promise<Settlement> {
     if (this.done) throw new GatewayError('internal_error', { message: 'reservation settled twice' });
     this.done = true;
-    return this.wallet.closeReservation(this, request);
+    return this.wallet.closeReservation(this, request).then((settlement) => {
+      this.onClosed?.(settlement.completionTokens);
+      return settlement;
+    });
   }
 
   /** Gives the hold back without charging (the request failed before any output). */
   release(): void {
     if (this.done) return;
     this.done = true;
+    this.onClosed?.(0);
     void this.wallet.closeReservation(this, null);
   }
 
