@@ -16,11 +16,11 @@ const N = 3;
 const MAX_TOKENS = 1_000;
 const CHOICES = PROMPTS * N;
 
-const CONFIGURATIONS = [
-  { name: 'SQLite, window in memory', dialect: 'sqlite' as const, env: {} },
+const CONFIGURATIONS: Array<{ name: string; dialect: 'sqlite' | 'postgres'; env: Record<string, string> }> = [
+  { name: 'SQLite, window in memory', dialect: 'sqlite', env: {} },
   {
     name: 'PostgreSQL, window in Redis',
-    dialect: 'postgres' as const,
+    dialect: 'postgres',
     env: { REDIS_URL: REDIS_TEST_URL, TOLLGATE_REDIS_PREFIX: `tgtest:window:${process.pid}:${Date.now()}:` },
   },
 ];
