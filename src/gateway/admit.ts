@@ -126,6 +126,8 @@ export interface Routable {
   fallbacks?: readonly CatalogModel[] | undefined;
   /** The request's `timeout_ms`. */
   timeoutMs?: number | undefined;
+  /** Aborted when the client leaves: a reservation waiting for other holds stops. */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -137,7 +139,7 @@ export interface Routable {
  */
 export async function routeAndReserve(
   deps: GatewayDeps,
-  { requestId, key, model, fallbacks, timeoutMs }: Routable,
+  { requestId, key, model, fallbacks, timeoutMs, signal }: Routable,
   hold: Hold,
   chosen?: Route,
 ): Promise<{ route: Route; headers: Record<string, string>; reservation: Reservation }> {
@@ -151,6 +153,7 @@ export async function routeAndReserve(
   try {
     reservation = await reserveCredit(deps, {
       requestId,
+      signal,
       key,
       account,
       hold,
@@ -175,20 +178,10 @@ export async function routeAndReserve(
 async function reserveCredit(
   deps: GatewayDeps,
   {
-    requestId,
-    key,
-    account,
     hold,
     route,
-    rateBound,
-  }: {
-    requestId: string;
-    key: KeyRecord;
-    account: AccountState;
-    hold: Hold;
-    route: Route;
-    rateBound: number;
-  },
+    ...request
+  }: Pick<ReserveRequest, 'requestId' | 'key' | 'account' | 'rateBound' | 'signal'> & { hold: Hold; route: Route },
 ): Promise<Reservation> {
   const at = Date.now();
   const promptCeiling = heldPrompt(hold);
@@ -201,9 +194,7 @@ async function reserveCredit(
     serviceTier: hold.serviceTier,
   });
   return deps.wallet.reserve({
-    requestId,
-    account,
-    key,
+    ...request,
     at,
     price,
     feesNano,
@@ -211,7 +202,6 @@ async function reserveCredit(
     promptCeiling,
     requestedMaxTokens: hold.requestedMaxTokens,
     choices: hold.choices,
-    rateBound,
     modelMaxTokens: hold.modelMaxTokens,
     contextLength: hold.contextLength,
   });
