@@ -187,7 +187,7 @@ export class Wallet {
     }
   }
 
-  /** A budget refused the request, and would not without the holds in flight (the request's own budgets). */
+  /** A budget refused the request, and the same budgets without the holds in flight would admit it. */
   private async holdsInTheWay(error: unknown, request: ReserveRequest, limits: PlanLimits): Promise<boolean> {
     if (!(error instanceof GatewayError) || !BUDGET_REFUSALS.has(error.code) || this.waiters.maxWaitMs <= 0)
       return false;
