@@ -92,6 +92,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     storage,
     limitsFor,
     defaultThresholdsNano: config.credits.low_balance_thresholds.map((t) => parseUsd(t)),
+    holdWaits: { maxWaitMs: config.credits.wait_for_holds_ms, perAccount: config.credits.waiters_per_account },
     events,
     recharge: {
       processors,

@@ -23,6 +23,8 @@ export interface AdmissionInput {
   requestedMaxTokens: number | undefined;
   /** `n`: every choice may use the whole completion bound. */
   choices: number;
+  /** The most completion tokens per choice the tokens-per-minute window counted (it may have had less room). */
+  rateBound?: number | undefined;
   modelMaxTokens: number;
   contextLength: number;
   /** What the account's balance can still pay (balance minus holds and unconfirmed debits). */
@@ -37,7 +39,7 @@ export interface AdmissionInput {
 
 export interface Admission {
   maxTokens: number;
-  /** True when maxTokens is lower than the request (or the model default) because of a budget. */
+  /** True when maxTokens is lower than the request (or the model default) because of a budget or the token window. */
   lowered: boolean;
   holdNano: Nano;
 }
@@ -61,11 +63,11 @@ export function admit(input: AdmissionInput): Admission {
       param: 'messages',
     });
   }
-  const worst = requestedMaxTokens ?? Math.min(modelMaxTokens, room);
-  if (input.free) return { maxTokens: worst, lowered: false, holdNano: 0n };
+  const worst = completionBound(input);
+  let cap = input.rateBound !== undefined && worst > 0 ? Math.min(worst, input.rateBound) : worst;
+  if (input.free) return { maxTokens: cap, lowered: cap < worst, holdNano: 0n };
   if (input.balanceAvailable < 0n) throw new GatewayError('insufficient_credits', { message: NEGATIVE_BALANCE });
 
-  let cap = worst;
   const budgets: Array<[Nano | null, () => GatewayError]> = [
     [input.balanceAvailable, () => new GatewayError('insufficient_credits')],
     [input.dailyRemaining, () => new GatewayError('daily_limit_exceeded', { retryAfter: secondsUntilUtcMidnight() })],
@@ -89,6 +91,14 @@ export function admit(input: AdmissionInput): Admission {
     cap = Math.min(cap, tokens);
   }
   return { maxTokens: cap, lowered: cap < worst, holdNano: costOf(price, held, cap * input.choices) + feesNano };
+}
+
+/** The completion bound sent upstream before any budget lowers it: the request's, or what the context leaves. */
+export function completionBound(
+  input: Pick<AdmissionInput, 'promptTokens' | 'requestedMaxTokens' | 'modelMaxTokens' | 'contextLength'>,
+): number {
+  const room = Math.max(0, input.contextLength - input.promptTokens);
+  return input.requestedMaxTokens ?? Math.min(input.modelMaxTokens, room);
 }
 
 export function secondsUntilUtcMidnight(now = Date.now()): number {

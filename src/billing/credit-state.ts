@@ -25,6 +25,13 @@ export interface Budgets {
 
 export interface CreditState {
   budgets(account: AccountState, key: KeyRecord, limits: PlanLimits): Promise<Budgets>;
+  /**
+   * The budgets as they would be without any hold in flight (unwritten charges still count): whether a refused
+   * request would pass once other requests' holds end. Where holds are shared (Redis), every lease counts as held.
+   */
+  budgetsWithoutHolds(account: AccountState, key: KeyRecord, limits: PlanLimits): Promise<Budgets>;
+  /** Set where holds also end out of this process's sight (another replica's): how often a waiter looks again. */
+  readonly pollMs?: number;
   /** Takes the hold when it still fits every budget; false when concurrent requests took the room first. */
   take(hold: Hold, limits: PlanLimits): Promise<boolean>;
   release(hold: Hold): Promise<void>;
@@ -57,6 +64,16 @@ export function capCharge(actualNano: Nano, holdNano: Nano, freeNano: Nano): Nan
 export class MemoryCreditState implements CreditState {
   budgets(account: AccountState, key: KeyRecord, limits: PlanLimits): Promise<Budgets> {
     return Promise.resolve(this.budgetsNow(account, key, limits));
+  }
+
+  budgetsWithoutHolds(account: AccountState, key: KeyRecord, limits: PlanLimits): Promise<Budgets> {
+    const budgets = this.budgetsNow(account, key, limits);
+    const held = keySpendOf(account, key).reservedNano;
+    return Promise.resolve({
+      balanceAvailable: budgets.balanceAvailable + account.reservedNano,
+      dailyRemaining: budgets.dailyRemaining === null ? null : budgets.dailyRemaining + account.dailyReservedNano,
+      keyRemaining: budgets.keyRemaining === null ? null : budgets.keyRemaining + held,
+    });
   }
 
   /** Check and hold in one synchronous step: an `await` between them would let concurrent takes both pass. */

@@ -1,5 +1,12 @@
 export { AccountCache, available, utcDay, type AccountState } from './accounts.js';
-export { admit, NEGATIVE_BALANCE, secondsUntilUtcMidnight, type Admission, type AdmissionInput } from './admission.js';
+export {
+  admit,
+  completionBound,
+  NEGATIVE_BALANCE,
+  secondsUntilUtcMidnight,
+  type Admission,
+  type AdmissionInput,
+} from './admission.js';
 export { MemoryCreditState, capCharge, type Budgets, type CreditState, type Hold } from './credit-state.js';
 export { RedisCreditState, type RedisCreditStateOptions } from './redis-credit-state.js';
 export { findCrossings } from './low-balance.js';

@@ -61,8 +61,11 @@ export class RedisCreditClient {
     await this.redis.quit();
   }
 
-  /** Adds `amount` to the lease in Redis; returns what is free beyond every lease (negative when over). */
-  async grow(lease: Lease, amount: Nano): Promise<Budgets> {
+  /**
+   * Adds `amount` to the lease in Redis; returns what is free beyond every lease (negative when over), or with
+   * `ignoringLeases` what would be free without any lease (only the confirmed balance and spend).
+   */
+  async grow(lease: Lease, amount: Nano, ignoringLeases = false): Promise<Budgets> {
     const { account, key } = lease;
     let reply: unknown;
     try {
@@ -82,7 +85,7 @@ export class RedisCreditClient {
       throw unavailable(error);
     }
     if (!isFields(reply)) throw new Error('tollgateCreditGrow answered with something other than two lists of fields');
-    return toBudgets(reply, key, lease.limits);
+    return toBudgets(ignoringLeases ? withoutLeases(reply) : reply, key, lease.limits);
   }
 
   /**
@@ -187,6 +190,14 @@ function toBudgets([account, keys]: Fields, key: KeyRecord, limits: PlanLimits):
     dailyRemaining: limits.dailyLimitNano === null ? null : limits.dailyLimitNano - big(dspent) - big(dres),
     keyRemaining: key.spendLimitNano === null ? null : key.spendLimitNano - big(kspent) - big(kres),
   };
+}
+
+/** The reply with every lease (`res`, `dres`, the key's `res`) left out. */
+function withoutLeases([[bal, , dspent], [kspent]]: Fields): Fields {
+  return [
+    [bal ?? null, null, dspent ?? null, null],
+    [kspent ?? null, null],
+  ];
 }
 
 function big(value: string | null | undefined): bigint {

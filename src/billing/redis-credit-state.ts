@@ -40,6 +40,8 @@ const SWEEP_MS = 2_000;
 const LEASE_IDLE_MS = 1_000;
 /** A roomy lease confirms its durable charges to Redis at most this often. */
 const CONFIRM_BATCH_MS = 50;
+/** Another replica's hold ends out of sight: a reservation waiting for holds looks again this often. */
+const WAITER_POLL_MS = 100;
 
 export interface RedisCreditStateOptions {
   url: string;
@@ -51,6 +53,7 @@ export interface RedisCreditStateOptions {
 }
 
 export class RedisCreditState implements CreditState {
+  readonly pollMs = WAITER_POLL_MS;
   private readonly client: RedisCreditClient;
   /** Each key's lease, by key id. */
   private readonly leases = new Map<string, Lease>();
@@ -92,6 +95,11 @@ export class RedisCreditState implements CreditState {
     const lease = this.leaseFor(account, key, limits);
     const known = lease.roomy && lease.known ? lease.known : await this.grow(lease, 0n);
     return plus(known, slackOf(lease));
+  }
+
+  /** Every replica's leases left out: open holds, their slack and charges not yet confirmed. */
+  budgetsWithoutHolds(account: AccountState, key: KeyRecord, limits: PlanLimits): Promise<Budgets> {
+    return this.client.grow(this.leaseFor(account, key, limits), 0n, true);
   }
 
   async take(hold: Hold, limits: PlanLimits): Promise<boolean> {

@@ -18,6 +18,7 @@ import { AccountCache, utcDay, type AccountState } from './accounts.js';
 import { admit, type Admission, type AdmissionInput } from './admission.js';
 import { Committer } from './committer.js';
 import { MemoryCreditState, type Budgets, type CreditState, type Hold } from './credit-state.js';
+import { HoldWaiters, type HoldWaitOptions } from './hold-waiters.js';
 import { findCrossings } from './low-balance.js';
 import type { Nano } from '../money/index.js';
 import type { PlanLimits } from './plans.js';
@@ -40,6 +41,7 @@ export interface ReserveRequest extends Pick<
   | 'promptCeiling'
   | 'requestedMaxTokens'
   | 'choices'
+  | 'rateBound'
   | 'modelMaxTokens'
   | 'contextLength'
 > {
@@ -48,6 +50,8 @@ export interface ReserveRequest extends Pick<
   requestId: string;
   /** When the prices held were read (epoch ms); the settlement prices at the same moment. */
   at: number;
+  /** The request's: a reservation waiting for other holds stops when the client leaves. */
+  signal?: AbortSignal | undefined;
 }
 
 export interface SettleRequest {
@@ -92,6 +96,8 @@ export interface WalletOptions {
   recharge: RechargeOptions;
   /** Where holds live: in memory (one process, the default) or shared by replicas (Redis). */
   credits?: CreditState;
+  /** How long, and how many at once per account, requests refused only because of other holds wait for them. */
+  holdWaits?: Omit<HoldWaitOptions, 'pollMs'>;
   onError?: (error: unknown) => void;
   /** The events of a settlement could not be built (they are lost; the debit is written). */
   onEventError?: (error: unknown) => void;
@@ -102,12 +108,16 @@ const NO_BUDGETS: Budgets = { balanceAvailable: 0n, dailyRemaining: null, keyRem
 
 /** A hold lost to concurrent requests is planned again with fresh budgets this many times. */
 const RESERVE_ATTEMPTS = 4;
+const HOLD_WAITS = { maxWaitMs: 10_000, perAccount: 8 };
+/** The refusals a budget gives (admission.ts): only these may wait for other holds. */
+const BUDGET_REFUSALS = new Set(['insufficient_credits', 'daily_limit_exceeded', 'permission_denied']);
 
 export class Wallet {
   readonly accounts: AccountCache;
   private readonly credits: CreditState;
   private readonly committer: Committer;
   private readonly recharger: AutoRecharger;
+  private readonly waiters: HoldWaiters;
   /** The hold and charge behind each debit waiting in the committer. */
   private readonly unwritten = new WeakMap<LedgerEntryInput, { hold: Hold; chargedNano: Nano }>();
   private openReservations = 0;
@@ -115,6 +125,7 @@ export class Wallet {
   constructor(private readonly options: WalletOptions) {
     this.accounts = new AccountCache(options.storage);
     this.credits = options.credits ?? new MemoryCreditState();
+    this.waiters = new HoldWaiters({ ...(options.holdWaits ?? HOLD_WAITS), pollMs: this.credits.pollMs });
     this.recharger = new AutoRecharger(options.storage, options.recharge, this.accounts, options.onError);
     this.committer = new Committer({
       storage: options.storage,
@@ -140,27 +151,29 @@ export class Wallet {
     await this.credits.close?.();
   }
 
+  /**
+   * Holds the request's worst case (its completion bound lowered to what every budget pays). Refused by a budget
+   * only because of other requests' holds in flight, it waits for one of them to end and plans again, within
+   * `holdWaits` (ADR 0061); then, or at once when the holds are not what is in the way, the budget's refusal.
+   */
   async reserve(request: ReserveRequest): Promise<Reservation> {
     const { account, key, requestId } = request;
     const free = key.environment === 'test';
     const limits = this.options.limitsFor(account);
+    let deadline: number | undefined;
     for (let attempt = 1; ; attempt++) {
+      const mark = this.waiters.mark(account);
       const budgets = free ? NO_BUDGETS : await this.credits.budgets(account, key, limits);
-      // Built field by field: object spread of the request is a measurable share of this hot path.
-      const admission = admit({
-        price: request.price,
-        feesNano: request.feesNano,
-        promptTokens: request.promptTokens,
-        promptCeiling: request.promptCeiling,
-        requestedMaxTokens: request.requestedMaxTokens,
-        choices: request.choices,
-        modelMaxTokens: request.modelMaxTokens,
-        contextLength: request.contextLength,
-        balanceAvailable: budgets.balanceAvailable,
-        dailyRemaining: budgets.dailyRemaining,
-        keyRemaining: budgets.keyRemaining,
-        free,
-      });
+      let admission: Admission;
+      try {
+        admission = admit(admissionInput(request, budgets, free));
+      } catch (error) {
+        if (!(await this.holdsInTheWay(error, request, limits))) throw error;
+        deadline ??= Date.now() + this.waiters.maxWaitMs;
+        if (!(await this.waiters.wait(account, mark, deadline, request.signal))) throw error;
+        attempt = 0;
+        continue;
+      }
       const hold: Hold = { requestId, account, key, amountNano: admission.holdNano };
       if (free || (await this.credits.take(hold, limits))) {
         this.openReservations++;
@@ -174,13 +187,29 @@ export class Wallet {
     }
   }
 
+  /** A budget refused the request, and the same budgets without the holds in flight would admit it. */
+  private async holdsInTheWay(error: unknown, request: ReserveRequest, limits: PlanLimits): Promise<boolean> {
+    if (!(error instanceof GatewayError) || !BUDGET_REFUSALS.has(error.code) || this.waiters.maxWaitMs <= 0)
+      return false;
+    const budgets = await this.credits.budgetsWithoutHolds(request.account, request.key, limits);
+    try {
+      admit(admissionInput(request, budgets, false));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** Called by a Reservation exactly once. */
   async closeReservation(reservation: Reservation, settle: SettleRequest | null): Promise<Settlement> {
     const { hold } = reservation;
     const { account, key } = hold;
     this.openReservations--;
     if (!settle) {
-      if (hold.amountNano > 0n) await this.credits.release(hold);
+      if (hold.amountNano > 0n) {
+        await this.credits.release(hold);
+        this.waiters.ended(account);
+      }
       return { chargedNano: 0n, promptTokens: 0, completionTokens: 0 };
     }
 
@@ -205,6 +234,7 @@ export class Wallet {
     // estimation errors are the operator's, not theirs.
     const priced = priceUsage(settle.sheet, billedUsage);
     const chargedNano = await this.credits.charge(hold, priced.costNano, this.options.limitsFor(account));
+    this.waiters.ended(account);
     const entry: LedgerEntryInput = {
       accountId: account.id,
       kind: 'debit',
@@ -316,8 +346,29 @@ export class Wallet {
   }
 }
 
+/** What admission decides from: the request and the budgets. Built field by field: object spread of the request
+ * is a measurable share of this hot path. */
+function admissionInput(request: ReserveRequest, budgets: Budgets, free: boolean): AdmissionInput {
+  return {
+    price: request.price,
+    feesNano: request.feesNano,
+    promptTokens: request.promptTokens,
+    promptCeiling: request.promptCeiling,
+    requestedMaxTokens: request.requestedMaxTokens,
+    choices: request.choices,
+    rateBound: request.rateBound,
+    modelMaxTokens: request.modelMaxTokens,
+    contextLength: request.contextLength,
+    balanceAvailable: budgets.balanceAvailable,
+    dailyRemaining: budgets.dailyRemaining,
+    keyRemaining: budgets.keyRemaining,
+    free,
+  };
+}
+
 export class Reservation {
   private done = false;
+  private onClosed: ((completionTokens: number) => void) | undefined;
 
   constructor(
     private readonly wallet: Wallet,
@@ -341,17 +392,26 @@ export class Reservation {
     return this.admission.maxTokens;
   }
 
+  /** Calls `listener` once the reservation closes: with the completion tokens billed, or 0 when it is released. */
+  whenClosed(listener: (completionTokens: number) => void): void {
+    this.onClosed = listener;
+  }
+
   /** Settles at the actual usage; resolves once the debit is durable. */
   settle(request: SettleRequest): Promise<Settlement> {
     if (this.done) throw new GatewayError('internal_error', { message: 'reservation settled twice' });
     this.done = true;
-    return this.wallet.closeReservation(this, request);
+    return this.wallet.closeReservation(this, request).then((settlement) => {
+      this.onClosed?.(settlement.completionTokens);
+      return settlement;
+    });
   }
 
   /** Gives the hold back without charging (the request failed before any output). */
   release(): void {
     if (this.done) return;
     this.done = true;
+    this.onClosed?.(0);
     void this.wallet.closeReservation(this, null);
   }
 

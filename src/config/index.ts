@@ -58,7 +58,13 @@ export function defaultConfig(): Config {
     workers: 1,
     log_level: 'info',
     metrics_public: false,
-    credits: { signup_grant: 5, low_balance_thresholds: [1], auto_recharge: { max_amount: 1000, max_per_day: 3 } },
+    credits: {
+      signup_grant: 5,
+      low_balance_thresholds: [1],
+      wait_for_holds_ms: 10_000,
+      waiters_per_account: 8,
+      auto_recharge: { max_amount: 1000, max_per_day: 3 },
+    },
     default_plan: 'free',
     plans: {
       free: { requests_per_minute: 60, tokens_per_minute: 100_000, daily_limit: 5 },

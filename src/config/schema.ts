@@ -190,6 +190,10 @@ export const ConfigSchema = Type.Object(
       {
         signup_grant: UsdAmount,
         low_balance_thresholds: Type.Array(UsdAmount),
+        /** How long a request refused only because of other holds in flight waits for them (0: never). */
+        wait_for_holds_ms: Type.Integer({ minimum: 0, maximum: 60_000 }),
+        /** Requests of one account waiting for holds at once; the next is refused at once. */
+        waiters_per_account: Type.Integer({ minimum: 1, maximum: 1_000 }),
         /** Bounds on every auto-recharge, whoever set it up (docs/configuration.md#credits). */
         auto_recharge: Type.Object(
           {

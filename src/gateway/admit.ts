@@ -2,14 +2,14 @@
  * Admission, shared by every endpoint that takes an API key: the key and its permission, the key's account, and
  * the account's rate limits. The requests-per-minute limit covers every request of the account (spec 8), metered
  * or not; a metered request (chat, completions, embeddings, and those translated to chat) also counts its prompt
- * tokens and then holds credit (`routeAndReserve`).
+ * tokens and its completion bound x choices, and then holds credit (`routeAndReserve`).
  */
 import { requirePermission, type Operation } from '../auth/index.js';
-import type { AccountState, Reservation, ReserveRequest } from '../billing/index.js';
+import { completionBound, type AccountState, type Reservation, type ReserveRequest } from '../billing/index.js';
 import type { CatalogModel } from '../catalog/index.js';
 import { GatewayError } from '../errors/index.js';
+import type { CompletionAsk, RateDecision } from '../limits/index.js';
 import { holdRates, type PriceSheet } from '../pricing/index.js';
-import type { RateDecision } from '../limits/index.js';
 import type { Route } from '../routing/index.js';
 import type { KeyRecord } from '../storage/index.js';
 import type { GatewayDeps } from './deps.js';
@@ -47,8 +47,19 @@ export async function admitRate(
   promptTokens: number,
   providerId?: string,
 ): Promise<Record<string, string>> {
-  const decision = await deps.limiter.admit(account.id, deps.limitsFor(account), promptTokens);
-  return allowedHeaders(deps, decision, providerId);
+  return (await admitTokens(deps, account, promptTokens, providerId)).headers;
+}
+
+/** `admitRate` counting a completion too (bound x choices, the bound lowered to the room left): the decision with the headers. */
+async function admitTokens(
+  deps: AdmitDeps,
+  account: AccountState,
+  promptTokens: number,
+  providerId?: string,
+  completion?: CompletionAsk,
+): Promise<{ headers: Record<string, string>; decision: RateDecision }> {
+  const decision = await deps.limiter.admit(account.id, deps.limitsFor(account), promptTokens, completion);
+  return { headers: allowedHeaders(deps, decision, providerId), decision };
 }
 
 /** The decision's rate-limit headers; refused, throws 429 with `Retry-After` and the same headers. */
@@ -59,6 +70,11 @@ function allowedHeaders(deps: AdmitDeps, decision: RateDecision, providerId?: st
     throw new GatewayError('rate_limit_exceeded', { retryAfter: decision.retryAfterSeconds, headers });
   }
   return headers;
+}
+
+/** Gives `tokens` counted by `decision` back to the account's token window (a decision failed open names no second). */
+function giveBackTokens(deps: AdmitDeps, account: AccountState, decision: RateDecision, tokens: number): void {
+  if (tokens > 0 && decision.second !== undefined) void deps.limiter.giveBack(account.id, decision.second, tokens);
 }
 
 /**
@@ -134,22 +150,63 @@ export interface Routable {
   fallbacks?: readonly CatalogModel[] | undefined;
   /** The request's `timeout_ms`. */
   timeoutMs?: number | undefined;
+  /** Aborted when the client leaves: a reservation waiting for other holds stops. */
+  signal?: AbortSignal | undefined;
 }
 
 /**
  * Steps 3 and 4 of every metered endpoint. Route: who may answer (503 when nobody can, before any credit is held)
  * and the price to hold, the dearest candidate's; an endpoint that chose its route itself passes it. Admit: the
- * rate limits first (they count requests), then the credit hold.
+ * rate limits first (they count requests, the prompt and the completion bound x choices, the bound lowered to the
+ * window's room), then the credit hold at that bound. The window gets back what the hold did not keep at once, and
+ * what the answer did not use when the reservation closes.
  */
 export async function routeAndReserve(
   deps: GatewayDeps,
-  { requestId, key, model, fallbacks, timeoutMs }: Routable,
+  { requestId, key, model, fallbacks, timeoutMs, signal }: Routable,
   hold: Hold,
   chosen?: Route,
 ): Promise<{ route: Route; headers: Record<string, string>; reservation: Reservation }> {
   const account = await accountOf(deps, key);
   const route = chosen ?? deps.router.route(model, key.environment, { fallbacks, timeoutMs });
-  const headers = await admitRate(deps, account, hold.promptTokens, route.providerId);
+  const choices = hold.choices;
+  const asked = { bound: completionBound(hold), choices };
+  const { headers, decision } = await admitTokens(deps, account, hold.promptTokens, route.providerId, asked);
+  const counted = decision.completionBound * choices;
+  let reservation: Reservation;
+  try {
+    reservation = await reserveCredit(deps, {
+      requestId,
+      signal,
+      key,
+      account,
+      hold,
+      route,
+      rateBound: decision.completionBound,
+    });
+  } catch (error) {
+    giveBackTokens(deps, account, decision, counted);
+    throw error;
+  }
+  const held = reservation.maxTokens * choices;
+  if (held < counted) {
+    giveBackTokens(deps, account, decision, counted - held);
+    const remaining = Math.min(decision.tokens.limit, decision.tokens.remaining + counted - held);
+    headers['x-ratelimit-remaining-tokens'] = String(remaining);
+  }
+  reservation.whenClosed((completionTokens) => giveBackTokens(deps, account, decision, held - completionTokens));
+  return { route, headers, reservation };
+}
+
+/** The credit hold of a routed request, at the completion bound the token window counted. */
+async function reserveCredit(
+  deps: GatewayDeps,
+  {
+    hold,
+    route,
+    ...request
+  }: Pick<ReserveRequest, 'requestId' | 'key' | 'account' | 'rateBound' | 'signal'> & { hold: Hold; route: Route },
+): Promise<Reservation> {
   const at = Date.now();
   const promptCeiling = heldPrompt(hold);
   const sheets = route.models.map((m) => m.pricing.at(at));
@@ -160,10 +217,8 @@ export async function routeAndReserve(
     webSearches: hold.webSearches ?? 0,
     serviceTier: hold.serviceTier,
   });
-  const reservation = await deps.wallet.reserve({
-    requestId,
-    account,
-    key,
+  return deps.wallet.reserve({
+    ...request,
     at,
     price,
     feesNano,
@@ -174,5 +229,4 @@ export async function routeAndReserve(
     modelMaxTokens: hold.modelMaxTokens,
     contextLength: hold.contextLength,
   });
-  return { route, headers, reservation };
 }

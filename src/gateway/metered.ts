@@ -61,7 +61,7 @@ export interface Called<T> {
  */
 export async function admitMetered(deps: GatewayDeps, request: MeteredRequest, chosen?: Route): Promise<Admitted> {
   const { input, key, model, fallbacks, timeoutMs } = request;
-  const routable = { requestId: input.requestId, key, model, fallbacks, timeoutMs };
+  const routable = { requestId: input.requestId, key, model, fallbacks, timeoutMs, signal: input.signal };
   const hold = exposedHold(request);
   const { route, headers, reservation } = await routeAndReserve(deps, routable, hold, chosen);
   if (reservation.admission.lowered) headers['x-tollgate-max-tokens-lowered'] = String(reservation.maxTokens);

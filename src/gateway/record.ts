@@ -1,5 +1,5 @@
 /**
- * Metrics, live model figures, the token window and the access-log line of one finished request. They are
+ * Metrics, live model figures and the access-log line of one finished request. They are
  * recorded just after the answer's last bytes are handed to the socket (the next check phase of the event loop),
  * not before: the client is not kept waiting for the log line's serialisation and the metrics.
  */
@@ -58,9 +58,6 @@ function writeRecord(context: RequestContext, outcome: Outcome, durationMs: numb
       completionTokens: outcome.completionTokens,
       generationMs: outcome.generationMs || durationMs,
     });
-  }
-  if (outcome.ok) {
-    void deps.limiter.addTokens(context.reservation.account.id, outcome.completionTokens);
   }
   context.log({
     account_id: context.reservation.account.id,

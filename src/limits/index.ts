@@ -4,4 +4,4 @@
  */
 export { MemoryRateLimiter } from './memory.js';
 export { RedisRateLimiter, type RedisRateLimiterOptions } from './redis.js';
-export type { RateDecision, RateLimiter, RateLimits, RateWindow } from './types.js';
+export type { CompletionAsk, RateDecision, RateLimiter, RateLimits, RateWindow } from './types.js';

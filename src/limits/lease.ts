@@ -1,9 +1,9 @@
 /**
  * One replica's local side of an account's rate-limit leases (see redis.ts): capacity already counted in Redis
- * and not yet used, what still has to be sent to Redis (completion tokens, unused leases to give back), and the
+ * and not yet used, what still has to be given back to Redis (unused leases, tokens answers did not use), and the
  * account's recent rate, which sizes the next lease. Times are `performance.now()` values.
  */
-import type { RateDecision, RateLimits, RateWindow } from './types.js';
+import type { CompletionAsk, RateDecision, RateLimits, RateWindow } from './types.js';
 
 /** No lease unless, after the request, at least this many requests of the window are free. */
 export const MIN_FREE_REQUESTS = 256;
@@ -43,16 +43,19 @@ export type AdmitReply = [
   msInSecond: number,
   /** `second`, or the next one for a lease granted after LEASE_LATEST_MS. */
   leaseSecond: number,
+  /** The completion bound per choice counted with the request. */
+  completionBound: number,
 ];
 
 /** The script's reply, checked to be an AdmitReply; throws on anything else (the caller fails open). */
 export function admitReply(reply: unknown): AdmitReply {
-  if (!isAdmitReply(reply)) throw new Error('the rate-limit script answered with something other than twelve numbers');
+  if (!isAdmitReply(reply))
+    throw new Error('the rate-limit script answered with something other than thirteen numbers');
   return reply;
 }
 
 function isAdmitReply(reply: unknown): reply is AdmitReply {
-  return Array.isArray(reply) && reply.length === 12 && reply.every((n) => typeof n === 'number');
+  return Array.isArray(reply) && reply.length === 13 && reply.every((n) => typeof n === 'number');
 }
 
 interface Lease {
@@ -70,7 +73,7 @@ interface Lease {
   tokenReset: number;
 }
 
-/** Script arguments: completion tokens, the number of returned leases, then (second, requests, tokens) for each. */
+/** Script arguments: the number of give-backs, then (second, requests, tokens) for each. */
 export interface LeaseSettlement {
   args: number[];
   /** Called once the script call carrying the settlement finished, whatever its outcome. */
@@ -83,7 +86,6 @@ export class AccountLease {
   /** The timer that asks for the next second's lease (redis.ts). */
   renewal: NodeJS.Timeout | undefined;
   private lease: Lease | undefined;
-  private pendingTokens = 0;
   private flushed: { promise: Promise<void>; resolve: () => void } | undefined;
   private readonly returns = new Map<number, [requests: number, tokens: number]>();
   /** Admissions by this replica in the current and previous Redis second, for sizing leases. */
@@ -94,8 +96,16 @@ export class AccountLease {
   private freeRequests = 0;
   private lastUsed = performance.now();
 
-  /** Admits from the lease, or returns undefined when the request needs Redis. */
-  take(limits: RateLimits, prompt: number, now: number): RateDecision | undefined {
+  /**
+   * Admits from the lease when it holds the prompt and the whole completion asked; otherwise returns undefined and
+   * the request goes to Redis, which sees the whole window (and lowers the completion bound if it must).
+   */
+  take(
+    limits: RateLimits,
+    prompt: number,
+    completion: CompletionAsk | undefined,
+    now: number,
+  ): RateDecision | undefined {
     this.lastUsed = now;
     const lease = this.lease;
     if (!lease) return undefined;
@@ -103,15 +113,19 @@ export class AccountLease {
       this.retire();
       return undefined;
     }
-    if (lease.requests < 1 || lease.tokens < prompt) return undefined;
+    const completionBound = completion && completion.choices > 0 ? completion.bound : 0;
+    const tokens = prompt + completionBound * (completion?.choices ?? 0);
+    if (lease.requests < 1 || lease.tokens < tokens) return undefined;
     lease.requests -= 1;
-    lease.tokens -= prompt;
-    this.count(prompt);
+    lease.tokens -= tokens;
+    this.count(tokens);
     return {
       allowed: true,
       retryAfterSeconds: 1,
       requests: window(limits.requestsPerMinute, lease.requestsUsed - lease.requests, lease.requestReset),
       tokens: window(limits.tokensPerMinute, lease.tokensUsed - lease.tokens, lease.tokenReset),
+      completionBound,
+      second: lease.second,
     };
   }
 
@@ -133,9 +147,9 @@ export class AccountLease {
     const recent = Math.max(this.previous.requests, this.current.requests);
     if (recent < MIN_RATE) return [0, 0];
     const requests = Math.max(MIN_LEASE, Math.ceil(GROWTH * recent));
-    const averagePrompt =
+    const averageTokens =
       (this.previous.tokens + this.current.tokens) / (this.previous.requests + this.current.requests);
-    return [requests, Math.ceil(requests * averagePrompt)];
+    return [requests, Math.ceil(requests * averageTokens)];
   }
 
   /**
@@ -151,8 +165,18 @@ export class AccountLease {
     return this.lease !== undefined && now < this.lease.expiresAt;
   }
 
-  /** Takes in the script's reply to an admission (or, `admission` false, to a renewal) and turns it into the decision. */
-  record(reply: AdmitReply, limits: RateLimits, prompt: number, arrivedAt: number, admission = true): RateDecision {
+  /**
+   * Takes in the script's reply to an admission (or, `admission` false, to a renewal) and turns it into the
+   * decision; `prompt` and `choices` are the admission's.
+   */
+  record(
+    reply: AdmitReply,
+    limits: RateLimits,
+    prompt: number,
+    choices: number,
+    arrivedAt: number,
+    admission = true,
+  ): RateDecision {
     this.lastUsed = arrivedAt;
     const [
       allowed,
@@ -167,6 +191,7 @@ export class AccountLease {
       second,
       ms,
       leaseSecond,
+      completionBound,
     ] = reply;
     if (second > this.second) {
       this.previous = second === this.second + 1 ? this.current : { requests: 0, tokens: 0 };
@@ -175,7 +200,7 @@ export class AccountLease {
       this.secondEndsAt = arrivedAt + 1000 - ms;
     }
     this.freeRequests = limits.requestsPerMinute - requestsUsed;
-    if (allowed === 1 && admission) this.count(prompt);
+    if (allowed === 1 && admission) this.count(prompt + completionBound * choices);
     if (leaseRequests > 0) {
       this.install({
         second: leaseSecond,
@@ -194,12 +219,15 @@ export class AccountLease {
       retryAfterSeconds: Math.max(1, Math.ceil(Math.max(requestWait, tokenWait) / 1000)),
       requests: window(limits.requestsPerMinute, requestsUsed - leaseRequests, requestReset),
       tokens: window(limits.tokensPerMinute, tokensUsed - leaseTokens, tokenReset),
+      completionBound,
+      ...(allowed === 1 ? { second } : {}),
     };
   }
 
-  /** Resolves once the tokens reached Redis (or failed to). */
-  addTokens(tokens: number): Promise<void> {
-    this.pendingTokens += tokens;
+  /** Queues `tokens` to be taken out of the bucket of `second`; resolves once that reached Redis (or failed to). */
+  giveBack(second: number, tokens: number): Promise<void> {
+    const [requests, queued] = this.returns.get(second) ?? [0, 0];
+    this.returns.set(second, [requests, queued + tokens]);
     this.lastUsed = performance.now();
     if (!this.flushed) {
       let resolve = () => {};
@@ -210,7 +238,7 @@ export class AccountLease {
   }
 
   hasWork(now: number): boolean {
-    return this.pendingTokens > 0 || this.returns.size > 0 || (this.lease !== undefined && now >= this.lease.expiresAt);
+    return this.returns.size > 0 || (this.lease !== undefined && now >= this.lease.expiresAt);
   }
 
   idle(now: number): boolean {
@@ -223,11 +251,10 @@ export class AccountLease {
    */
   settle(now: number, retireLive: boolean): LeaseSettlement | undefined {
     if (this.lease && (retireLive || now >= this.lease.expiresAt)) this.retire();
-    if (this.pendingTokens === 0 && this.returns.size === 0) return undefined;
-    const args = [this.pendingTokens, this.returns.size];
+    if (this.returns.size === 0) return undefined;
+    const args = [this.returns.size];
     for (const [second, [requests, tokens]] of this.returns) args.push(second, requests, tokens);
     const flushed = this.flushed;
-    this.pendingTokens = 0;
     this.returns.clear();
     this.flushed = undefined;
     return { args, done: () => flushed?.resolve() };
@@ -254,9 +281,9 @@ export class AccountLease {
     this.returns.set(lease.second, [requests + lease.requests, tokens + lease.tokens]);
   }
 
-  private count(prompt: number): void {
+  private count(tokens: number): void {
     this.current.requests += 1;
-    this.current.tokens += prompt;
+    this.current.tokens += tokens;
   }
 }
 
@@ -268,6 +295,7 @@ export function peekDecision(reply: AdmitReply, limits: RateLimits): RateDecisio
     retryAfterSeconds: Math.max(1, Math.ceil(Math.max(requestWait, tokenWait) / 1000)),
     requests: window(limits.requestsPerMinute, requestsUsed, requestReset),
     tokens: window(limits.tokensPerMinute, tokensUsed, tokenReset),
+    completionBound: 0,
   };
 }
 

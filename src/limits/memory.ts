@@ -1,4 +1,4 @@
-import type { RateDecision, RateLimiter, RateLimits, RateWindow } from './types.js';
+import type { CompletionAsk, RateDecision, RateLimiter, RateLimits, RateWindow } from './types.js';
 
 /**
  * A sliding window of 61 one-second buckets: counting 61 buckets covers more than any 60-second span, so no
@@ -23,6 +23,12 @@ class Window {
       this.counts[slot] = 0;
     }
     this.counts[slot]! += amount;
+  }
+
+  /** Takes up to `amount` out of the bucket of `second`, if it is still kept. */
+  remove(second: number, amount: number): void {
+    const slot = second % BUCKETS;
+    if (this.seconds[slot] === second) this.counts[slot] = Math.max(0, this.counts[slot]! - amount);
   }
 
   /** Milliseconds until everything counted now has left the window (OpenAI's "reset"): no sort needed. */
@@ -63,36 +69,50 @@ interface AccountWindows {
 export class MemoryRateLimiter implements RateLimiter {
   private readonly accounts = new Map<string, AccountWindows>();
 
-  admit(accountId: string, limits: RateLimits, promptTokens: number): RateDecision {
-    return this.decide(accountId, limits, promptTokens, true);
-  }
-
   peek(accountId: string, limits: RateLimits): RateDecision {
-    return this.decide(accountId, limits, 1, false);
+    const nowMs = Date.now();
+    const windows = this.windows(accountId, Math.floor(nowMs / 1000));
+    const requestWait = windows.requests.waitFor(nowMs, limits.requestsPerMinute, 1);
+    const tokenWait = windows.tokens.waitFor(nowMs, limits.tokensPerMinute, 1);
+    return {
+      allowed: requestWait === 0 && tokenWait === 0,
+      retryAfterSeconds: Math.max(1, Math.ceil(Math.max(requestWait, tokenWait) / 1000)),
+      requests: this.describe(windows.requests, nowMs, limits.requestsPerMinute),
+      tokens: this.describe(windows.tokens, nowMs, limits.tokensPerMinute),
+      completionBound: 0,
+    };
   }
 
-  private decide(accountId: string, limits: RateLimits, promptTokens: number, count: boolean): RateDecision {
+  admit(accountId: string, limits: RateLimits, promptTokens: number, completion?: CompletionAsk): RateDecision {
     const nowMs = Date.now();
     const nowSecond = Math.floor(nowMs / 1000);
     const windows = this.windows(accountId, nowSecond);
+    const choices = completion && completion.bound > 0 ? completion.choices : 0;
     const requestWait = windows.requests.waitFor(nowMs, limits.requestsPerMinute, 1);
-    const tokenWait = windows.tokens.waitFor(nowMs, limits.tokensPerMinute, promptTokens);
+    // At least the prompt and one token per choice must fit; the completion bound is what room is left.
+    const tokenWait = windows.tokens.waitFor(nowMs, limits.tokensPerMinute, promptTokens + choices);
     const allowed = requestWait === 0 && tokenWait === 0;
-    if (allowed && count) {
+    let completionBound = 0;
+    if (allowed) {
+      if (choices > 0) {
+        const free = limits.tokensPerMinute - windows.tokens.used(nowSecond) - promptTokens;
+        completionBound = Math.min(completion!.bound, Math.floor(free / choices));
+      }
       windows.requests.add(nowSecond, 1);
-      windows.tokens.add(nowSecond, promptTokens);
+      windows.tokens.add(nowSecond, promptTokens + completionBound * choices);
     }
     return {
       allowed,
       retryAfterSeconds: Math.max(1, Math.ceil(Math.max(requestWait, tokenWait) / 1000)),
       requests: this.describe(windows.requests, nowMs, limits.requestsPerMinute),
       tokens: this.describe(windows.tokens, nowMs, limits.tokensPerMinute),
+      completionBound,
+      second: nowSecond,
     };
   }
 
-  addTokens(accountId: string, tokens: number): void {
-    const nowSecond = Math.floor(Date.now() / 1000);
-    this.windows(accountId, nowSecond).tokens.add(nowSecond, tokens);
+  giveBack(accountId: string, second: number, tokens: number): void {
+    if (tokens > 0) this.accounts.get(accountId)?.tokens.remove(second, tokens);
   }
 
   private windows(accountId: string, nowSecond: number): AccountWindows {

@@ -2,7 +2,8 @@
  * Rate limits shared by every replica through Redis, with the semantics of the in-memory limiter (memory.ts):
  * per account, 61 one-second buckets of requests and of tokens, kept in two hashes (field = unix second). One
  * Lua script reads, decides and counts atomically on the server, using the server's clock (`TIME`) so replicas
- * with skewed clocks agree.
+ * with skewed clocks agree. An admission counts the prompt and the completion bound x choices (lowered to the
+ * room left, as in memory.ts); what the answer did not use is given back later to the bucket it was counted in.
  *
  * Leasing keeps busy accounts off Redis. When an account is far from its limits and this replica has been
  * admitting several of its requests a second, the admission also asks for a lease: the script counts, in the
@@ -12,11 +13,11 @@
  * second it was counted in ends. Exactness holds because every admitted request is counted in Redis before it
  * is admitted, under the same check, and in the bucket of the second it is admitted in: a request admitted in
  * a later second than its count would leave the window a second early, hence the expiry at the end of that
- * second, measured from the reply's arrival minus a margin. A request whose prompt does not fit the leased
- * tokens goes to Redis. Unused leases are given back (subtracted from the second they were counted in, if that
- * bucket still exists) with the account's next call, or by a timer that also flushes completion tokens, which
- * `addTokens` gathers per account and sends at most every FLUSH_MS. Until given back, leases held by other
- * replicas make Redis refuse a little early near the limit: stricter, never looser.
+ * second, measured from the reply's arrival minus a margin. A request whose prompt and whole completion bound do
+ * not fit the leased tokens goes to Redis. Unused leases, and the tokens answers did not use (`giveBack`), are
+ * given back (subtracted from the second they were counted in, if that bucket still exists) with the account's
+ * next call, or by a timer, at most FLUSH_MS later. Until given back, leases held by other replicas make Redis
+ * refuse a little early near the limit: stricter, never looser.
  *
  * An admission in the last 50 ms of a second that asks for a lease gets one for the next second, counted in that
  * second's bucket and usable until it ends: a request admitted from it in the current second's last milliseconds
@@ -29,9 +30,10 @@
  * Failure policy: FAIL OPEN. When Redis is unreachable, or a command errors or takes longer than
  * `commandTimeoutMs` (200 ms by default), the request is admitted with a decision showing the full limit as
  * remaining, `onError` is called (the app counts it in `tollgate_redis_errors_total`), and serving goes on;
- * ioredis reconnects by itself. Calls fail fast while disconnected (no offline queue), and admit/addTokens
- * never throw. Availability wins over strictness: during an outage, limits are not enforced (and completion
- * tokens or leases to give back that fail to reach Redis are dropped).
+ * ioredis reconnects by itself. Calls fail fast while disconnected (no offline queue), and admit/giveBack
+ * never throw. Availability wins over strictness: during an outage, limits are not enforced (and give-backs that
+ * fail to reach Redis are dropped: stricter). A decision made failing open names no second, so nothing is given
+ * back for it.
  */
 import { SpanKind, tracingEnabled, withSpan } from '../observability/index.js';
 import type { Redis, Result } from 'ioredis';
@@ -46,7 +48,7 @@ import {
   window,
   type LeaseSettlement,
 } from './lease.js';
-import type { RateDecision, RateLimiter, RateLimits } from './types.js';
+import type { CompletionAsk, RateDecision, RateLimiter, RateLimits } from './types.js';
 
 const BUCKETS = 61;
 const FLUSH_MS = 50;
@@ -55,11 +57,11 @@ const RENEW_AFTER_MS = 2;
 
 /**
  * KEYS: requests hash, tokens hash. ARGV: 'settle', settlement (lease.ts) -> {}; or 'admit' (or 'lease': the same
- * with no request of its own to count; or 'peek': the decision for a request, counting nothing), requests per minute, tokens per minute, prompt tokens, lease requests
- * wanted, lease tokens wanted, settlement ->
+ * with no request of its own to count; or 'peek': the decision for a request, counting nothing), requests per minute, tokens per minute, prompt tokens, completion bound,
+ * choices, lease requests wanted, lease tokens wanted, settlement ->
  * {allowed, requests used, tokens used, request wait ms, token wait ms, request reset ms, token reset ms,
- * lease requests, lease tokens, second, ms within the second, the second the lease is counted in}. Used counts
- * include the lease.
+ * lease requests, lease tokens, second, ms within the second, the second the lease is counted in, the completion
+ * bound counted}. Used counts include the lease.
  */
 const SCRIPT = `
 local WINDOW = ${BUCKETS}
@@ -67,11 +69,6 @@ local time = redis.call('TIME')
 local now = tonumber(time[1])
 local msInSecond = math.floor(tonumber(time[2]) / 1000)
 local nowMs = now * 1000 + msInSecond
-
-local function count(key, amount)
-  if amount > 0 then redis.call('HINCRBY', key, now, amount) end
-  redis.call('EXPIRE', key, WINDOW + 1)
-end
 
 -- Counts 'amount' in the bucket of 'second' and in the loaded window, which stays oldest first.
 local function add(window, key, second, amount)
@@ -90,9 +87,7 @@ local function giveBack(key, second, amount)
 end
 
 local function settle(i)
-  local tokens = tonumber(ARGV[i])
-  if tokens > 0 then count(KEYS[2], tokens) end
-  for j = i + 2, i + 1 + 3 * tonumber(ARGV[i + 1]), 3 do
+  for j = i + 1, i + 3 * tonumber(ARGV[i]), 3 do
     giveBack(KEYS[1], ARGV[j], tonumber(ARGV[j + 1]))
     giveBack(KEYS[2], ARGV[j], tonumber(ARGV[j + 2]))
   end
@@ -102,7 +97,7 @@ if ARGV[1] == 'settle' then
   settle(2)
   return {}
 end
-settle(7)
+settle(9)
 
 -- The live buckets, oldest first, and their sum; stale buckets are deleted.
 local function load(key)
@@ -134,17 +129,22 @@ local function waitFor(window, limit, needed)
 end
 
 local rpm, tpm, prompt = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local wantRequests, wantTokens = tonumber(ARGV[5]), tonumber(ARGV[6])
+local bound, choices = tonumber(ARGV[5]), tonumber(ARGV[6])
+if bound <= 0 then choices = 0 end
+local wantRequests, wantTokens = tonumber(ARGV[7]), tonumber(ARGV[8])
 local own = ARGV[1] == 'lease' and 0 or 1
 local peek = ARGV[1] == 'peek'
 local requests, tokens = load(KEYS[1]), load(KEYS[2])
-local requestWait, tokenWait = waitFor(requests, rpm, own), waitFor(tokens, tpm, prompt)
+-- At least the prompt and one token per choice must fit; the completion bound is what room is left.
+local requestWait, tokenWait = waitFor(requests, rpm, own), waitFor(tokens, tpm, prompt + choices)
 local allowed = requestWait == 0 and tokenWait == 0
-local leaseRequests, leaseTokens = 0, 0
+local leaseRequests, leaseTokens, granted = 0, 0, 0
 -- Late in a second the lease is for the next one, counted in its bucket (see the file's comment).
 local leaseSecond = msInSecond <= ${LEASE_LATEST_MS} and now or now + 1
 if allowed and not peek then
-  local freeRequests, freeTokens = rpm - requests.used - own, tpm - tokens.used - prompt
+  if choices > 0 then granted = math.min(bound, math.floor((tpm - tokens.used - prompt) / choices)) end
+  local counted = prompt + granted * choices
+  local freeRequests, freeTokens = rpm - requests.used - own, tpm - tokens.used - counted
   if wantRequests > 0 and freeRequests >= ${MIN_FREE_REQUESTS} and freeTokens > 0 then
     leaseRequests = math.min(wantRequests, math.floor(freeRequests / ${LEASE_SHARE}))
     leaseTokens = math.min(wantTokens, math.floor(freeTokens / ${LEASE_SHARE}))
@@ -152,14 +152,15 @@ if allowed and not peek then
     if leaseRequests == 0 then leaseTokens = 0 end
   end
   add(requests, KEYS[1], now, own)
-  add(tokens, KEYS[2], now, prompt)
+  add(tokens, KEYS[2], now, counted)
   add(requests, KEYS[1], leaseSecond, leaseRequests)
   add(tokens, KEYS[2], leaseSecond, leaseTokens)
   redis.call('EXPIRE', KEYS[1], WINDOW + 1)
   redis.call('EXPIRE', KEYS[2], WINDOW + 1)
 end
 return { allowed and 1 or 0, requests.used, tokens.used, requestWait, tokenWait,
-  waitFor(requests, rpm, rpm), waitFor(tokens, tpm, tpm), leaseRequests, leaseTokens, now, msInSecond, leaseSecond }
+  waitFor(requests, rpm, rpm), waitFor(tokens, tpm, tpm), leaseRequests, leaseTokens, now, msInSecond, leaseSecond,
+  granted }
 `;
 
 type RunScript = (requestsKey: string, tokensKey: string, ...args: Array<string | number>) => Promise<unknown>;
@@ -222,15 +223,34 @@ export class RedisRateLimiter implements RateLimiter {
     });
   }
 
-  async admit(accountId: string, limits: RateLimits, promptTokens: number): Promise<RateDecision> {
+  async peek(accountId: string, limits: RateLimits): Promise<RateDecision> {
+    await this.started;
+    if (this.accounts.get(accountId)?.could(limits, 1, performance.now())) return allowedWithoutRedis(limits);
+    try {
+      const args = [limits.requestsPerMinute, limits.tokensPerMinute, 1, 0, 0, 0, 0, 0];
+      return peekDecision(admitReply(await this.run(...this.keys(accountId), 'peek', ...args)), limits);
+    } catch (error) {
+      this.onError(error);
+      return allowedWithoutRedis(limits);
+    }
+  }
+
+  async admit(
+    accountId: string,
+    limits: RateLimits,
+    promptTokens: number,
+    completion?: CompletionAsk,
+  ): Promise<RateDecision> {
     const prompt = wholeTokens(promptTokens);
+    const bound = wholeTokens(completion?.bound ?? 0);
+    const ask = bound > 0 ? { bound, choices: Math.max(1, wholeTokens(completion!.choices)) } : undefined;
     await this.started;
     const account = this.account(accountId);
-    const local = account.take(limits, prompt, performance.now());
+    const local = account.take(limits, prompt, ask, performance.now());
     if (local) return this.renewing(accountId, account, limits, local);
     if (account.inflight) {
       await account.inflight;
-      const leased = account.take(limits, prompt, performance.now());
+      const leased = account.take(limits, prompt, ask, performance.now());
       if (leased) return this.renewing(accountId, account, limits, leased);
     }
     const now = performance.now();
@@ -242,12 +262,14 @@ export class RedisRateLimiter implements RateLimiter {
         limits.requestsPerMinute,
         limits.tokensPerMinute,
         prompt,
+        bound,
+        ask?.choices ?? 0,
         wantRequests,
         wantTokens,
-        ...(settlement?.args ?? [0, 0]),
+        ...(settlement?.args ?? [0]),
       ];
       const decided = this.run(...this.keys(accountId), 'admit', ...args).then((reply) =>
-        account.record(admitReply(reply), limits, prompt, performance.now()),
+        account.record(admitReply(reply), limits, prompt, ask?.choices ?? 0, performance.now()),
       );
       if (wantRequests > 0) account.inflight = flight = decided.then(noop, noop);
       return this.renewing(accountId, account, limits, await decided);
@@ -258,6 +280,7 @@ export class RedisRateLimiter implements RateLimiter {
         retryAfterSeconds: 1,
         requests: window(limits.requestsPerMinute, 0, 0),
         tokens: window(limits.tokensPerMinute, 0, 0),
+        completionBound: bound,
       };
     } finally {
       settlement?.done();
@@ -265,23 +288,11 @@ export class RedisRateLimiter implements RateLimiter {
     }
   }
 
-  async peek(accountId: string, limits: RateLimits): Promise<RateDecision> {
-    await this.started;
-    if (this.accounts.get(accountId)?.could(limits, 1, performance.now())) return allowedByLease(limits);
-    try {
-      const args = [limits.requestsPerMinute, limits.tokensPerMinute, 1, 0, 0, 0, 0];
-      return peekDecision(admitReply(await this.run(...this.keys(accountId), 'peek', ...args)), limits);
-    } catch (error) {
-      this.onError(error);
-      return allowedByLease(limits);
-    }
-  }
-
-  /** Resolves once the tokens were sent (with the account's next call, within FLUSH_MS, or on close). */
-  async addTokens(accountId: string, tokens: number): Promise<void> {
-    const whole = wholeTokens(tokens);
-    if (whole === 0) return;
-    const flushed = this.account(accountId).addTokens(whole);
+  /** Resolves once the give-back was sent (with the account's next call, within FLUSH_MS, or on close). */
+  async giveBack(accountId: string, second: number, tokens: number): Promise<void> {
+    const whole = Math.floor(tokens);
+    if (!(whole > 0) || !Number.isInteger(second)) return;
+    const flushed = this.account(accountId).giveBack(second, whole);
     if (this.closed) void this.settleDue(true);
     await flushed;
   }
@@ -298,7 +309,7 @@ export class RedisRateLimiter implements RateLimiter {
     else this.redis.disconnect();
   }
 
-  /** Sends, in one pipeline, every account's completion tokens and expired (or, on close, all) leases. */
+  /** Sends, in one pipeline, every account's give-backs and expired (or, on close, all) leases. */
   private async settleDue(all: boolean): Promise<void> {
     const now = performance.now();
     const calls: Array<Promise<void>> = [];
@@ -350,12 +361,14 @@ export class RedisRateLimiter implements RateLimiter {
       limits.requestsPerMinute,
       limits.tokensPerMinute,
       0,
+      0,
+      0,
       wantRequests,
       wantTokens,
-      ...(settlement?.args ?? [0, 0]),
+      ...(settlement?.args ?? [0]),
     );
     const flight = call
-      .then((reply) => void account.record(admitReply(reply), limits, 0, performance.now(), false))
+      .then((reply) => void account.record(admitReply(reply), limits, 0, 0, performance.now(), false))
       .catch((error: unknown) => this.onError(error));
     account.inflight = flight;
     try {
@@ -382,12 +395,13 @@ export class RedisRateLimiter implements RateLimiter {
 function noop(): void {}
 
 /** An allowed peek's decision where Redis was not asked (a lease has room, or Redis failed: fail open). */
-function allowedByLease(limits: RateLimits): RateDecision {
+function allowedWithoutRedis(limits: RateLimits): RateDecision {
   return {
     allowed: true,
     retryAfterSeconds: 1,
     requests: window(limits.requestsPerMinute, 0, 0),
     tokens: window(limits.tokensPerMinute, 0, 0),
+    completionBound: 0,
   };
 }
 

@@ -4,7 +4,13 @@
  * `Retry-After` (the real window is 60 s; no test waits that long).
  */
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { MemoryRateLimiter, type RateDecision, type RateLimiter, type RateLimits } from '../../src/limits/index.js';
+import {
+  MemoryRateLimiter,
+  type CompletionAsk,
+  type RateDecision,
+  type RateLimiter,
+  type RateLimits,
+} from '../../src/limits/index.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 
 export const MODEL = 'sandbox/echo';
@@ -16,16 +22,16 @@ export class ClockedLimiter implements RateLimiter {
   private readonly inner = new MemoryRateLimiter();
   private clock: () => number = () => Date.now();
 
-  admit(accountId: string, limits: RateLimits, promptTokens: number): RateDecision {
-    return this.at(() => this.inner.admit(accountId, limits, promptTokens));
+  admit(accountId: string, limits: RateLimits, promptTokens: number, completion?: CompletionAsk): RateDecision {
+    return this.at(() => this.inner.admit(accountId, limits, promptTokens, completion));
   }
 
   peek(accountId: string, limits: RateLimits): RateDecision {
     return this.at(() => this.inner.peek(accountId, limits));
   }
 
-  addTokens(accountId: string, tokens: number): void {
-    this.at(() => this.inner.addTokens(accountId, tokens));
+  giveBack(accountId: string, second: number, tokens: number): void {
+    this.inner.giveBack(accountId, second, tokens);
   }
 
   /** Stops the limiter's clock at `ms`. */

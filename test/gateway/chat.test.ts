@@ -59,7 +59,7 @@ describe('chat admission', () => {
     expect(key.accountId).toBe(account.id);
     expect(headers['x-ratelimit-remaining-requests']).toBe('59');
     expect(headers['x-tollgate-provider']).toBeUndefined();
-    expect(fake.limiter.admit).toHaveBeenCalledWith(account.id, {}, 0);
+    expect(fake.limiter.admit).toHaveBeenCalledWith(account.id, {}, 0, undefined);
     const refused = await refusal(admit(fakeDeps({ rateLimited: true }).deps, API_KEY, 'credits'));
     expect(refused.status).toBe(429);
   });
@@ -94,7 +94,14 @@ describe('a JSON answer', () => {
       completion: 4,
       usd: 0.0015,
     });
-    expect(fake.limiter.addTokens).toHaveBeenCalledWith(account.id, 4);
+    // The completion was counted in the token window at admission; what the answer did not use goes back on close.
+    expect(fake.limiter.admit).toHaveBeenCalledWith(account.id, {}, expect.any(Number), {
+      bound: expect.any(Number),
+      choices: 1,
+    });
+    const [closed] = fake.reservation.whenClosed.mock.calls[0]! as [(completionTokens: number) => void];
+    closed(4);
+    expect(fake.limiter.giveBack).toHaveBeenCalledWith(account.id, 1_000, 1_000 - 4);
     expect(request.lines).toMatchObject([{ status: 200, provider: 'anthropic', model: fallback.id, cost: 0.0015 }]);
   });
 

@@ -84,7 +84,14 @@ export function streamOf<T>(items: T[]): AsyncIterable<T> {
 
 function decision(allowed: boolean): RateDecision {
   const window = { limit: 60, remaining: allowed ? 59 : 0, resetMs: 1_000 };
-  return { allowed, retryAfterSeconds: 7, requests: window, tokens: { ...window, limit: 100_000 } };
+  return {
+    allowed,
+    retryAfterSeconds: 7,
+    requests: window,
+    tokens: { ...window, limit: 100_000 },
+    completionBound: allowed ? 1_000 : 0,
+    second: 1_000,
+  };
 }
 
 /** What a test sets up: the upstream's behaviour, the wallet's verdict, the rate limiter's. */
@@ -121,6 +128,7 @@ export function fakeDeps(setup: Setup = {}) {
     account,
     key,
     released: 0,
+    whenClosed: vi.fn(),
     release: vi.fn(function (this: { released: number }) {
       this.released++;
     }),
@@ -192,7 +200,7 @@ export function fakeDeps(setup: Setup = {}) {
       return Promise.resolve(reservation);
     }),
   };
-  const limiter = { admit: vi.fn(() => decision(!setup.rateLimited)), addTokens: vi.fn() };
+  const limiter = { admit: vi.fn(() => decision(!setup.rateLimited)), giveBack: vi.fn() };
   const metrics = { rateLimited: { inc: vi.fn() }, recordChat: vi.fn() };
   const performance = { record: vi.fn(), recordUptime: vi.fn() };
   const deps = {

@@ -40,15 +40,39 @@ describe('in-memory rate limiter', () => {
     expect(admitted.length).toBeGreaterThanOrEqual(6);
   });
 
-  it('counts tokens: prompt tokens at admission, completion tokens afterwards', () => {
+  it('counts the prompt and the completion bound x choices at admission, the bound lowered to the room left', () => {
     vi.useFakeTimers({ now: 1_000_000_000_000 });
     const limiter = new MemoryRateLimiter();
-    expect(limiter.admit('a', limits, 60).allowed).toBe(true);
-    limiter.addTokens('a', 30);
-    const refused = limiter.admit('a', limits, 20);
-    expect(refused.allowed).toBe(false);
-    expect(refused.tokens.remaining).toBe(10);
-    expect(limiter.admit('a', limits, 10).allowed).toBe(true);
-    expect(limiter.admit('b', limits, 100).allowed).toBe(true);
+    const first = limiter.admit('a', limits, 30, { bound: 20, choices: 2 });
+    expect(first).toMatchObject({ allowed: true, completionBound: 20, tokens: { remaining: 30 } });
+    // 20 tokens left after the prompt, for 2 choices: 10 each.
+    const lowered = limiter.admit('a', limits, 10, { bound: 50, choices: 2 });
+    expect(lowered).toMatchObject({ allowed: true, completionBound: 10, tokens: { remaining: 0 } });
+    expect(limiter.admit('b', limits, 5, { bound: 100, choices: 10 })).toMatchObject({ completionBound: 9 });
+    // Not even one token per choice beyond the prompt: refused, nothing counted.
+    const refused = limiter.admit('b', limits, 5, { bound: 100, choices: 6 });
+    expect(refused).toMatchObject({ allowed: false, completionBound: 0, tokens: { remaining: 5 } });
+    expect(refused.requests.remaining).toBe(2);
+    // An embedding (no completion) needs only its prompt.
+    expect(limiter.admit('b', limits, 5, { bound: 0, choices: 1 })).toMatchObject({ allowed: true });
+  });
+
+  it('takes back what an answer did not use, from the bucket it was counted in, never below zero', () => {
+    vi.useFakeTimers({ now: 1_000_000_000_000 });
+    const limiter = new MemoryRateLimiter();
+    const first = limiter.admit('a', limits, 10, { bound: 40, choices: 2 });
+    expect(first.tokens.remaining).toBe(10);
+    vi.setSystemTime(1_000_000_001_000);
+    // The answer used 5 of its 80: 75 go back to the second it was admitted in.
+    limiter.giveBack('a', first.second!, 75);
+    expect(limiter.admit('a', limits, 0, { bound: 100, choices: 1 })).toMatchObject({ completionBound: 85 });
+    const d = limiter.admit('d', limits, 10, { bound: 20, choices: 1 });
+    limiter.giveBack('d', d.second!, 1_000);
+    expect(limiter.admit('d', limits, 0).tokens.remaining).toBe(100);
+    // A bucket that left the window is not taken from: the later one keeps its count.
+    vi.setSystemTime(1_000_000_062_500);
+    const late = limiter.admit('c', limits, 50);
+    limiter.giveBack('c', late.second! - 62, 50);
+    expect(limiter.admit('c', limits, 0).tokens.remaining).toBe(50);
   });
 });

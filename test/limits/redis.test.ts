@@ -107,10 +107,9 @@ needsRedis('Redis rate limiter', () => {
     const prefix = newPrefix();
     const [a, b, c] = [limiter(prefix), limiter(prefix), limiter(prefix)];
     expect((await a.admit('x', limits, 10)).requests.remaining).toBe(2);
-    const second = await b.admit('x', limits, 20);
+    const second = await b.admit('x', limits, 20, { bound: 5, choices: 1 });
     expect(second.requests.remaining).toBe(1);
-    expect(second.tokens.remaining).toBe(70);
-    await a.addTokens('x', 5);
+    expect(second.tokens.remaining).toBe(65);
     const third = await c.admit('x', limits, 0);
     expect(third.requests.remaining).toBe(0);
     expect(third.tokens.remaining).toBe(65);
@@ -118,17 +117,33 @@ needsRedis('Redis rate limiter', () => {
     expect((await c.admit('other', limits, 0)).requests.remaining).toBe(2);
   });
 
-  it('counts tokens: prompt tokens at admission, completion tokens afterwards', async () => {
+  it('counts the prompt and the completion bound x choices at admission, the bound lowered to the room left', async () => {
     const l = limiter(newPrefix());
-    expect((await l.admit('a', limits, 60)).allowed).toBe(true);
-    await l.addTokens('a', 30);
-    const refused = await l.admit('a', limits, 20);
-    expect(refused.allowed).toBe(false);
-    expect(refused.tokens.remaining).toBe(10);
+    const first = await l.admit('a', limits, 30, { bound: 20, choices: 2 });
+    expect(first).toMatchObject({ allowed: true, completionBound: 20, tokens: { remaining: 30 } });
+    const lowered = await l.admit('a', limits, 10, { bound: 50, choices: 2 });
+    expect(lowered).toMatchObject({ allowed: true, completionBound: 10, tokens: { remaining: 0 } });
+    expect(await l.admit('b', limits, 5, { bound: 100, choices: 10 })).toMatchObject({ completionBound: 9 });
+    const refused = await l.admit('b', limits, 5, { bound: 100, choices: 6 });
+    expect(refused).toMatchObject({ allowed: false, completionBound: 0, tokens: { remaining: 5 } });
     expect(refused.requests.remaining).toBe(2);
-    expect((await l.admit('a', limits, 10)).allowed).toBe(true);
-    expect((await l.admit('b', limits, 100)).allowed).toBe(true);
-    expect((await l.admit('b', limits, 1)).allowed).toBe(false);
+    expect(await l.admit('b', limits, 5, { bound: 0, choices: 1 })).toMatchObject({ allowed: true });
+  });
+
+  it('takes back what an answer did not use, from the bucket it was counted in, never below zero', async () => {
+    const prefix = newPrefix();
+    const [l, other] = [limiter(prefix), limiter(prefix)];
+    const first = await l.admit('a', limits, 10, { bound: 40, choices: 2 });
+    expect(first.tokens.remaining).toBe(10);
+    await l.giveBack('a', first.second!, 75);
+    expect(await other.admit('a', limits, 0, { bound: 100, choices: 1 })).toMatchObject({ completionBound: 85 });
+    const d = await l.admit('d', limits, 10, { bound: 20, choices: 1 });
+    await l.giveBack('d', d.second!, 1_000);
+    expect((await other.admit('d', limits, 0)).tokens.remaining).toBe(100);
+    // A second whose bucket is gone is not taken from.
+    const c = await l.admit('c', limits, 50);
+    await l.giveBack('c', c.second! - 62, 50);
+    expect((await other.admit('c', limits, 0)).tokens.remaining).toBe(50);
   });
 
   it('refuses over the limit with a retry time within the window', async () => {
@@ -192,12 +207,14 @@ needsRedis('Redis rate limiter', () => {
     const errors: unknown[] = [];
     const l = limiter(newPrefix(), { url: 'redis://127.0.0.1:1', onError: (error) => errors.push(error) });
     const started = Date.now();
-    const decision = await l.admit('a', limits, 10);
-    await l.addTokens('a', 10);
+    const decision = await l.admit('a', limits, 10, { bound: 20, choices: 1 });
+    await l.giveBack('a', 1, 10);
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(decision.allowed).toBe(true);
     expect(decision.requests.remaining).toBe(3);
     expect(decision.tokens.remaining).toBe(100);
+    expect(decision.completionBound).toBe(20);
+    expect(decision.second).toBeUndefined();
     expect(errors).toHaveLength(2);
   });
 
@@ -386,21 +403,50 @@ needsRedis('Redis rate limiter', () => {
       await withRedis(async (client) => expect(await hashSum(client, `${prefix}rl:{t}:tok`)).toBe(sum));
     });
 
-    it('flushes completion tokens within 200 ms, and on close', async () => {
+    it('never lets leased prompts and completion bounds, given back in part, exceed the tokens per minute', async () => {
+      const prefix = newPrefix();
+      const replicas = [limiter(prefix), limiter(prefix)];
+      const tpm = { requestsPerMinute: 100_000, tokensPerMinute: 200_000 };
+      const counted = await Promise.all(
+        Array.from({ length: 6 }, async (_, w) => {
+          let sum = 0;
+          for (let i = 0; i < 400; i++) {
+            const prompt = 5 + ((i * 7 + w) % 11);
+            const replica = replicas[w % 2]!;
+            const decision = await replica.admit('t', tpm, prompt, { bound: 80, choices: 1 + (i % 3) });
+            if (!decision.allowed) continue;
+            const completion = decision.completionBound * (1 + (i % 3));
+            // Every other answer uses a quarter of its bound: the rest goes back to its bucket.
+            const unused = i % 2 === 0 ? completion - Math.floor(completion / 4) : 0;
+            await replica.giveBack('t', decision.second!, unused);
+            sum += prompt + completion - unused;
+          }
+          return sum;
+        }),
+      );
+      const sum = counted.reduce((a, b) => a + b, 0);
+      expect(sum).toBeLessThanOrEqual(200_000);
+      expect(sum).toBeGreaterThan(195_000);
+      await Promise.all(replicas.map((r) => r.close()));
+      await withRedis(async (client) => expect(await hashSum(client, `${prefix}rl:{t}:tok`)).toBe(sum));
+    });
+
+    it('sends give-backs within 200 ms, and on close', async () => {
       const prefix = newPrefix();
       const l = limiter(prefix);
       const key = `${prefix}rl:{a}:tok`;
       await withRedis(async (client) => {
-        await l.admit('a', big, 0);
+        const { second } = await l.admit('a', big, 0, { bound: 1_000, choices: 1 });
+        expect(await hashSum(client, key)).toBe(1_000);
         const started = Date.now();
-        void l.addTokens('a', 300);
-        void l.addTokens('a', 200);
-        while ((await hashSum(client, key)) < 500 && Date.now() - started < 1_000) await sleep(5);
+        void l.giveBack('a', second!, 300);
+        void l.giveBack('a', second!, 200);
+        while ((await hashSum(client, key)) > 500 && Date.now() - started < 1_000) await sleep(5);
         expect(Date.now() - started).toBeLessThan(200);
         expect(await hashSum(client, key)).toBe(500);
-        void l.addTokens('a', 7);
+        void l.giveBack('a', second!, 7);
         await l.close();
-        expect(await hashSum(client, key)).toBe(507);
+        expect(await hashSum(client, key)).toBe(493);
       });
     });
 
@@ -409,7 +455,7 @@ needsRedis('Redis rate limiter', () => {
       const l = limiter(newPrefix(), { url: 'redis://127.0.0.1:1', onError: (error) => errors.push(error) });
       const decisions = [];
       for (let i = 0; i < 50; i++) decisions.push(await l.admit('a', big, 10));
-      await l.addTokens('a', 10);
+      await l.giveBack('a', 1, 10);
       expect(decisions.every((d) => d.allowed && d.requests.remaining === 100_000)).toBe(true);
       expect(errors).toHaveLength(51);
     });
