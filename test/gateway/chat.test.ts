@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../../src/errors/index.js';
 import { admit, createChatCompletion, type RequestInput } from '../../src/gateway/index.js';
 import { UpstreamError } from '../../src/providers/index.js';
+import { countPromptTokens } from '../../src/tokens/index.js';
 import { DONE, type ChatCompletion } from '../../src/wire/index.js';
 import {
   API_KEY,
@@ -51,6 +52,24 @@ describe('chat admission', () => {
     });
     expect(fake.wallet.reserve).not.toHaveBeenCalled();
     expect(fake.metrics.rateLimited.inc).toHaveBeenCalledTimes(1);
+  });
+
+  it('asks the limiter before measuring a large body, and refuses it there without counting it', async () => {
+    const fake = fakeDeps({ rateLimited: true });
+    const large = { messages: [{ role: 'user', content: 'word '.repeat(4_000) }] };
+    const error = await refusal(createChatCompletion(input(large), fake.deps));
+    expect([error.status, error.code]).toEqual([429, 'rate_limit_exceeded']);
+    expect(error.headers).toMatchObject({ 'retry-after': '7', 'x-ratelimit-remaining-requests': '0' });
+    expect(fake.limiter.peek).toHaveBeenCalledTimes(1);
+    expect(fake.limiter.admit).not.toHaveBeenCalled();
+    // Admitted, the same body is measured as it would be at once, and a small body is never peeked at.
+    const admitted = fakeDeps();
+    await createChatCompletion(input(large), admitted.deps);
+    expect(admitted.limiter.peek).toHaveBeenCalledTimes(1);
+    expect(admitted.limiter.admit.mock.calls[0]![2]).toBe(countPromptTokens({ model: MODEL, ...large } as never));
+    const small = fakeDeps();
+    await createChatCompletion(input(), small.deps);
+    expect(small.limiter.peek).not.toHaveBeenCalled();
   });
 
   it('the read endpoints share the admission: their rate limit counts no tokens and refuses the same way', async () => {

@@ -200,7 +200,11 @@ export function fakeDeps(setup: Setup = {}) {
       return Promise.resolve(reservation);
     }),
   };
-  const limiter = { admit: vi.fn(() => decision(!setup.rateLimited)), giveBack: vi.fn() };
+  const limiter = {
+    admit: vi.fn(() => decision(!setup.rateLimited)),
+    peek: vi.fn(() => decision(!setup.rateLimited)),
+    giveBack: vi.fn(),
+  };
   const metrics = { rateLimited: { inc: vi.fn() }, recordChat: vi.fn() };
   const performance = { record: vi.fn(), recordUptime: vi.fn() };
   const deps = {
@@ -283,9 +287,12 @@ export function inputOf(
   extra: Partial<RequestInput> = {},
 ): RequestInput & { lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
+  const sent = { ...defaults, ...body };
   return {
     authorization: API_KEY,
-    body: { ...defaults, ...body },
+    body: sent,
+    // As its Content-Length says (a body over 8 KiB is rate-checked before it is measured).
+    bodyBytes: Buffer.byteLength(JSON.stringify(sent)),
     requestId: 'req_1',
     signal: new AbortController().signal,
     log: (fields) => void lines.push(fields),
