@@ -147,7 +147,8 @@ describeEach(CONFIGURATIONS)('holds in flight on $name', ({ dialect, env }) => {
     onTestFinished(() => stuck.abort());
     await upstreamReached(requestsBefore + 1);
     const waiting = claudeCode(key);
-    await sleep(300);
+    // Time for it to reach the wallet and wait, on a loaded machine too.
+    await sleep(1_000);
     // The account's one place is taken: the next is refused at once.
     const crowded = await claudeCode(key);
     expect(crowded).toMatchObject({ status: 402, error: { type: 'billing_error' } });
