@@ -28,7 +28,7 @@ import {
   type WriteBatch,
 } from './batch.js';
 import type { MoneyWriter } from './ledger.js';
-import { PRIVATE_FILE_MODE } from './private-files.js';
+import { ensurePrivateFile, PRIVATE_FILE_MODE } from './private-files.js';
 import type { SqliteWriter, StampedBatch } from './sqlite-writer.js';
 import { errorCode } from './unavailable.js';
 
@@ -201,6 +201,8 @@ export class SqliteJournal implements MoneyWriter {
  * exclusive SQLite transaction on `<journal>.lock`, held while the journal is open; the OS drops it with the process.
  */
 function lockJournal(file: string): SqliteDatabase {
+  // Private like the other data files (SQLite would create it with the process's umask).
+  ensurePrivateFile(`${file}.lock`);
   const lock = new SQLite(`${file}.lock`);
   try {
     lock.pragma('busy_timeout = 0');
