@@ -141,17 +141,16 @@ export class Reversals {
     payment: PaidPayment & { reference: string },
     reversal: { id: string; kind: 'refund' | 'dispute'; cents: number; final: boolean; note: string },
   ): Promise<ReversalOutcome> {
-    const asked = BigInt(reversal.cents) * NANO_PER_CENT;
-    // Never more than the payment credited.
-    const totalNano = asked < payment.amountNano ? asked : payment.amountNano;
     const result = await this.storage.ledger.commit({
       entries: [],
+      // The writer caps the payment's refunds and disputes together at what it credited.
       paymentReversed: {
         ...reversal,
         accountId: payment.accountId,
         processor: STRIPE,
         paymentReference: payment.reference,
-        totalNano,
+        paymentNano: payment.amountNano,
+        totalNano: BigInt(reversal.cents) * NANO_PER_CENT,
         at: Date.now(),
       },
     });

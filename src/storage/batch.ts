@@ -82,10 +82,12 @@ export interface WriteBatch {
 
 /**
  * A processor's word that part of a payment went back to the payer (`refund`) or is disputed (`dispute`):
- * `totalNano` is how much of the payment is taken back now (Stripe reports a charge's refunds in a running total).
- * The ledger moves the difference from what the row for `id` recorded, so however often and in whatever order
- * deliveries come, a payment is taken back once. An open reversal only grows; a final one (a closed dispute:
- * lost keeps the amount, won gives it back) sets the total and nothing changes it after.
+ * `totalNano` is how much of the payment this reversal asks back now (Stripe reports a charge's refunds in a running
+ * total). Each reversal's row keeps what it asks (at most the payment); an open reversal only grows, a final one
+ * (a closed dispute: lost keeps the amount, won gives it back) sets it and nothing changes it after. The ledger
+ * holds the payment's rows' sum, capped at `paymentNano`, taken back: so however often, in whatever order and on
+ * whatever replica deliveries come, and however many refunds and disputes one payment has, the ledger never takes
+ * back more than the payment credited.
  */
 export interface PaymentReversed {
   id: string;
@@ -93,38 +95,47 @@ export interface PaymentReversed {
   processor: string;
   kind: 'refund' | 'dispute';
   paymentReference: string;
+  /** What the payment credited: the most its refunds and disputes take back together. */
+  paymentNano: bigint;
   totalNano: bigint;
   final: boolean;
   note: string;
   at: number;
 }
 
-/** What a payment reversal's row holds: the amount taken back so far, and whether it can still change. */
+/** What a payment reversal's row holds: the amount it asks back, and whether it can still change. */
 export interface ReversalState {
   amountNano: bigint;
   final: boolean;
 }
 
 /**
- * The entry a reversal moves given what was taken back before (`stored`), and the row's new state; undefined when
- * it moves nothing (a repeated or stale delivery, or a reversal already final).
+ * The entry a reversal moves given its row (`stored`) and the sum of the payment's other reversal rows (`othersNano`),
+ * read under the lock that serializes the payment's reversals; and the row's new state. Undefined when nothing
+ * changes (a repeated or stale delivery, or a reversal already final).
  */
 export function planReversal(
   reversal: PaymentReversed,
   stored: ReversalState | undefined,
+  othersNano: bigint,
 ): { entry: LedgerEntryInput; state: ReversalState } | undefined {
   if (stored?.final) return undefined;
   const before = stored?.amountNano ?? 0n;
-  const total = reversal.final || reversal.totalNano > before ? reversal.totalNano : before;
+  const asked = atMost(reversal.totalNano, reversal.paymentNano);
+  const total = reversal.final || asked > before ? asked : before;
   if (total === before && !reversal.final) return undefined;
+  const takenBefore = atMost(othersNano + before, reversal.paymentNano);
+  const takenAfter = atMost(othersNano + total, reversal.paymentNano);
   const entry: LedgerEntryInput = {
     accountId: reversal.accountId,
     kind: reversal.kind,
-    amountNano: before - total,
+    amountNano: takenBefore - takenAfter,
     note: reversal.note,
   };
   return { entry, state: { amountNano: total, final: reversal.final } };
 }
+
+const atMost = (value: bigint, bound: bigint): bigint => (value < bound ? value : bound);
 
 /**
  * A payment processor's word that a card recharge succeeded (its synchronous answer or its event). In the batch's

@@ -48,6 +48,7 @@ describeEach(CONFIGURATIONS)('storage on %s (ledger journal: %s)', (dialect, led
       processor: 'stripe',
       kind: 'refund' as const,
       paymentReference: 'pi_1',
+      paymentNano: usd(20),
       totalNano,
       final: false,
       note: 'refund',

@@ -10,6 +10,7 @@ import { cardRecharges } from './008_card_recharges.js';
 import { paymentReversals } from './009_payment_reversals.js';
 import { responses } from './010_responses.js';
 import { billing } from './011_billing.js';
+import { paymentReversalsByPayment } from './012_payment_reversals_by_payment.js';
 
 /** Every migration by name, compiled in so `dist/` needs no migration folder at run time. */
 export const MIGRATIONS: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '009_payment_reversals': paymentReversals,
   '010_responses': responses,
   '011_billing': billing,
+  '012_payment_reversals_by_payment': paymentReversalsByPayment,
 };
