@@ -78,6 +78,12 @@ export interface WriteBatch {
   rechargePaid?: RechargePaid;
   /** A payment taken back: the writer derives the batch's one entry from what was taken back before (`planReversal`). */
   paymentReversed?: PaymentReversed;
+  /**
+   * An auto-recharge of one dip below a threshold: the batch applies only if the account's balance, read under the
+   * lock the batch writes with, is still below `thresholdNano`. Of the replicas that saw the same dip, the first
+   * recharges; the others find the balance back up and write nothing.
+   */
+  whileBelow?: { accountId: string; thresholdNano: bigint };
 }
 
 /**
@@ -137,6 +143,13 @@ export function planReversal(
 
 const atMost = (value: bigint, bound: bigint): bigint => (value < bound ? value : bound);
 
+/** Whether a `whileBelow` batch applies, given the balances read under its lock (any other batch applies). */
+export function stillBelow(batch: WriteBatch, current: Map<string, AccountBalance>): boolean {
+  if (!batch.whileBelow) return true;
+  const balance = current.get(batch.whileBelow.accountId);
+  return balance !== undefined && balance.balanceNano < batch.whileBelow.thresholdNano;
+}
+
 /**
  * A payment processor's word that a card recharge succeeded (its synchronous answer or its event). In the batch's
  * transaction the recharge goes from pending or failed to succeeded; if it already succeeded, the batch moves no money.
@@ -186,6 +199,8 @@ export interface CommitResult {
   rechargePaid?: boolean;
   /** With `paymentReversed`: what the ledger took back (negative) or gave back; 0n when nothing moved. */
   reversedNano?: bigint;
+  /** With `whileBelow`: whether the balance was still below the threshold (false: the batch moved nothing). */
+  whileBelow?: boolean;
 }
 
 export interface LedgerRow {
@@ -244,6 +259,7 @@ export function withBuiltDeliveries(batch: WriteBatch, plan: BatchPlan): WriteBa
 export function accountsOf(batch: WriteBatch): string[] {
   const ids = batch.entries.map((e) => e.accountId);
   if (batch.paymentReversed) ids.push(batch.paymentReversed.accountId);
+  if (batch.whileBelow) ids.push(batch.whileBelow.accountId);
   return [...new Set(ids)].sort();
 }
 

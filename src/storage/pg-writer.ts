@@ -24,6 +24,7 @@ import {
   needsBalances,
   planBatch,
   planReversal,
+  stillBelow,
   type AccountBalance,
   type BatchPlan,
   type CommitResult,
@@ -95,6 +96,7 @@ export class PgWriter {
       batch.purchasePaid ||
       batch.rechargePaid ||
       batch.paymentReversed ||
+      batch.whileBelow ||
       needsBalances(batch)
     )
       return undefined;
@@ -158,7 +160,10 @@ export class PgWriter {
       for (const row of answers[next++]!.rows) written.set(textOf(row, 'request_id'), int8Of(row, 'amount_nano'));
     const stamp = int8Of(answers[next]!.rows[0], 'us');
 
-    const held = batch.purchasePaid || batch.rechargePaid ? answers[firstAnswer - 1]!.rows.length === 1 : true;
+    const held =
+      batch.purchasePaid || batch.rechargePaid
+        ? answers[firstAnswer - 1]!.rows.length === 1
+        : stillBelow(batch, current);
     const reversal = batch.paymentReversed && reversalOf(batch.paymentReversed, reversalRow || undefined, others);
     const planned = batch.paymentReversed
       ? { entries: reversal ? [reversal.entry] : [] }
@@ -168,6 +173,7 @@ export class PgWriter {
     const plan = planBatch(planned, current, written);
     if (batch.purchasePaid) plan.result.purchasePaid = held;
     if (batch.rechargePaid) plan.result.rechargePaid = held;
+    if (batch.whileBelow) plan.result.whileBelow = held;
     if (batch.paymentReversed) plan.result.reversedNano = plan.result.applied[0] ?? 0n;
     const batchTag = nextBatchTag();
     plan.ledger.forEach((row, i) => (row.id = pgLedgerId(stamp, ledgerIdSuffix(batchTag, i))));

@@ -94,7 +94,8 @@ export class SqliteJournal implements MoneyWriter {
   commit(batch: WriteBatch): CommitResult {
     if (this.closed) throw new Error('the ledger journal is closed');
     // Its condition is judged on SQLite's rows, so it is written there at once, after what is pending.
-    if (batch.purchasePaid || batch.rechargePaid || batch.paymentReversed) return this.commitDirectly(batch);
+    if (batch.purchasePaid || batch.rechargePaid || batch.paymentReversed || batch.whileBelow)
+      return this.commitDirectly(batch);
     const at = Date.now();
     // Another connection (the CLI, a second gateway) committed since: plan on SQLite's balances, not on memory's.
     // Asked at most every VERSION_CHECK_MS: each asking is a read transaction, two `fcntl` calls.

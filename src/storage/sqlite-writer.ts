@@ -13,6 +13,7 @@ import {
   addUsage,
   planBatch,
   planReversal,
+  stillBelow,
   type AccountBalance,
   type BatchPlan,
   type CommitResult,
@@ -178,11 +179,12 @@ export class SqliteWriter {
         ? this.purchaseBecamePaid(batch.purchasePaid)
         : batch.rechargePaid
           ? this.rechargeBecamePaid(batch.rechargePaid)
-          : true;
+          : stillBelow(batch, current);
       // Ledger rows are written batch by batch: a retried batch looks for its debits among them.
       const plan = planBatch(held ? batch : { entries: [] }, current, this.writtenDebits(batch), at);
       if (batch.purchasePaid) plan.result.purchasePaid = held;
       if (batch.rechargePaid) plan.result.rechargePaid = held;
+      if (batch.whileBelow) plan.result.whileBelow = held;
       if (stamped.batch.paymentReversed) plan.result.reversedNano = plan.result.applied[0] ?? 0n;
       this.insertRows(plan);
       for (const [accountId, balance] of plan.result.balances) balances.set(accountId, balance);
