@@ -7,7 +7,7 @@ import { selfServeRecharge, usdString, type PaymentProcessors, type RechargeLimi
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { AccountSettings } from '../storage/index.js';
 import type { AutoRechargePatch, BillingPatch } from './schemas.js';
-import { usd } from './usd.js';
+import { centsUsd, usd } from './usd.js';
 
 /** The operator's change to how auto-recharges are paid. */
 export function applyBilling(settings: AccountSettings, patch: BillingPatch, processors: PaymentProcessors): void {
@@ -46,7 +46,8 @@ export function applyAutoRecharge(settings: AccountSettings, patch: AutoRecharge
     }
   }
   if (threshold !== undefined) autoRecharge.thresholdNano = usd(threshold, 'auto_recharge.threshold');
-  if (amount !== undefined) autoRecharge.amountNano = usd(amount, 'auto_recharge.amount');
+  // What each recharge charges: whole cents, so the credit is exactly what was charged.
+  if (amount !== undefined) autoRecharge.amountNano = centsUsd(amount, 'auto_recharge.amount');
   if ((amount !== undefined || autoRecharge.enabled) && autoRecharge.amountNano > limits.maxAmountNano) {
     throw invalidRequest(
       `auto_recharge.amount must be at most ${usdString(limits.maxAmountNano)} USD (credits.auto_recharge.max_amount)`,

@@ -209,10 +209,14 @@ export class AutoRecharger {
             },
           ],
           invoices: charge.invoice ? [charge.invoice] : [],
+          // An invoice line takes no money until it is written: of the replicas that saw this dip, only the one
+          // that finds the balance still below the threshold writes it (the card path claims its row instead).
+          ...(charge.invoice ? { whileBelow: { accountId, thresholdNano: settings.autoRecharge.thresholdNano } } : {}),
         });
     const balance = result.balances.get(accountId);
     if (balance) this.accounts.confirm(accountId, balance.balanceNano, balance.version);
-    if (charge.rechargeId) await this.options.onAccountChanged?.(accountId);
+    // Every replica reloads the account: the credit, or (a dip another replica recharged) the balance that ended it.
+    if (charge.rechargeId || charge.invoice) await this.options.onAccountChanged?.(accountId);
   }
 
   private async failed(accountId: string, amountNano: Nano, failure: RechargeFailure): Promise<void> {

@@ -39,7 +39,11 @@ export class CardRecharge implements PaymentProcessor {
     if (!customer?.paymentMethodId || customer.processor !== STRIPE) {
       throw new RechargeFailure('payment_method_required', 'the account has no saved payment method');
     }
-    const recharge = await this.claim(accountId, amountNano, thresholdNano);
+    // Stripe charges whole cents: an amount set with more decimals (before they were refused) is charged, and
+    // credited, rounded down to the cent.
+    const chargedNano = (amountNano / NANO_PER_CENT) * NANO_PER_CENT;
+    if (chargedNano <= 0n) throw new RechargeFailure('invalid_amount', 'the auto-recharge amount is under one cent');
+    const recharge = await this.claim(accountId, chargedNano, thresholdNano);
     return recharge && this.pay(recharge, customer);
   }
 
@@ -81,7 +85,9 @@ export class CardRecharge implements PaymentProcessor {
       throw await this.failed(recharge, describe(error));
     }
     await this.storage.recharges.setPaymentIntent(recharge.id, intent.id);
-    const done = { reference: intent.id, rechargeId: recharge.id, amountNano: recharge.amountNano };
+    // The credit is what Stripe says it charged, in cents.
+    const charged = BigInt(intent.amount_received || intent.amount) * NANO_PER_CENT;
+    const done = { reference: intent.id, rechargeId: recharge.id, amountNano: charged };
     if (intent.status === 'succeeded') {
       await keepReceipt(this.storage, this.stripe, recharge.id, intent.id, this.logger);
       return done;

@@ -10,6 +10,7 @@ import { GatewayError, invalidRequest } from '../errors/index.js';
 import { usdString, type Nano } from '../money/index.js';
 import type { PaidPayment, Storage } from '../storage/index.js';
 import { idOf, NANO_PER_CENT } from './stripe-client.js';
+import { cents, text } from './stripe-event-shape.js';
 
 const STRIPE = 'stripe';
 /** A dispute closed with the money back with the merchant: nothing stays taken back. */
@@ -47,12 +48,15 @@ export class Reversals {
 
   /** `charge.refunded`: the charge's `amount_refunded` is the running total of its refunds. */
   async refunded(charge: Stripe.Charge): Promise<ReversalOutcome | undefined> {
-    const payment = await this.paymentOf(idOf(charge.payment_intent), charge.currency, charge.id);
+    const chargeId = text(charge.id);
+    const refunded = cents(charge.amount_refunded);
+    if (!chargeId || refunded === undefined) return this.unreadable('charge', charge.id);
+    const payment = await this.paymentOf(text(idOf(charge.payment_intent)), charge.currency, chargeId);
     if (!payment) return undefined;
     return this.apply(payment, {
-      id: `${STRIPE}:refund:${charge.id}`,
+      id: `${STRIPE}:refund:${chargeId}`,
       kind: 'refund',
-      cents: charge.amount_refunded,
+      cents: refunded,
       final: false,
       note: `Stripe refund of charge ${charge.id} (${payment.kind} ${payment.id})`,
     });
@@ -60,12 +64,15 @@ export class Reversals {
 
   /** `charge.dispute.*`: while open the disputed amount is taken back; a closed dispute keeps it (lost) or returns it. */
   async disputed(dispute: Stripe.Dispute): Promise<ReversalOutcome | undefined> {
-    const payment = await this.paymentOf(idOf(dispute.payment_intent), dispute.currency, dispute.id);
+    const disputeId = text(dispute.id);
+    const disputed = cents(dispute.amount);
+    if (!disputeId || disputed === undefined || !text(dispute.status)) return this.unreadable('dispute', dispute.id);
+    const payment = await this.paymentOf(text(idOf(dispute.payment_intent)), dispute.currency, disputeId);
     if (!payment) return undefined;
     return this.apply(payment, {
-      id: `${STRIPE}:dispute:${dispute.id}`,
+      id: `${STRIPE}:dispute:${disputeId}`,
       kind: 'dispute',
-      cents: DISPUTE_RETURNED.has(dispute.status) ? 0 : dispute.amount,
+      cents: DISPUTE_RETURNED.has(dispute.status) ? 0 : disputed,
       final: DISPUTE_CLOSED.has(dispute.status),
       note: `Stripe dispute ${dispute.id} of charge ${idOf(dispute.charge)} (${payment.kind} ${payment.id}), ${dispute.status}`,
     });
@@ -134,17 +141,16 @@ export class Reversals {
     payment: PaidPayment & { reference: string },
     reversal: { id: string; kind: 'refund' | 'dispute'; cents: number; final: boolean; note: string },
   ): Promise<ReversalOutcome> {
-    const asked = BigInt(reversal.cents) * NANO_PER_CENT;
-    // Never more than the payment credited.
-    const totalNano = asked < payment.amountNano ? asked : payment.amountNano;
     const result = await this.storage.ledger.commit({
       entries: [],
+      // The writer caps the payment's refunds and disputes together at what it credited.
       paymentReversed: {
         ...reversal,
         accountId: payment.accountId,
         processor: STRIPE,
         paymentReference: payment.reference,
-        totalNano,
+        paymentNano: payment.amountNano,
+        totalNano: BigInt(reversal.cents) * NANO_PER_CENT,
         at: Date.now(),
       },
     });
@@ -163,6 +169,12 @@ export class Reversals {
     return { accountId: payment.accountId, movedNano, balanceNano };
   }
 
+  /** A charge or dispute without the id, amount or status tollgate reads: logged, and nothing moves. */
+  private unreadable(kind: 'charge' | 'dispute', id: unknown): undefined {
+    this.logger.error({ objectId: id }, `a Stripe ${kind} lacks its id, amount or status; nothing debited`);
+    return undefined;
+  }
+
   /** The balance read from storage, when the ledger's answer had none (Stripe's own event applied the refund first). */
   private async balanceOf(accountId: string): Promise<Nano> {
     const account = await this.storage.accounts.get(accountId);
@@ -172,7 +184,7 @@ export class Reversals {
 
   /** The purchase or recharge a charge paid, when it is one of ours and in USD. */
   private async paymentOf(
-    paymentIntentId: string | null,
+    paymentIntentId: string | undefined,
     currency: string,
     objectId: string,
   ): Promise<(PaidPayment & { reference: string }) | undefined> {

@@ -16,6 +16,7 @@ import { keepReceipt } from './card-recharge.js';
 import { STRIPE } from './purchases.js';
 import { Reversals } from './reversals.js';
 import { idOf, NANO_PER_CENT, receiptOf } from './stripe-client.js';
+import { cents, checkSignatureTime, eventOf, SIGNATURE_TOLERANCE_S, text } from './stripe-event-shape.js';
 
 export interface StripeEventsOptions {
   storage: Storage;
@@ -42,12 +43,15 @@ export class StripeEvents {
     const { webhookSecret } = this.options;
     if (!webhookSecret)
       throw invalidRequest('Stripe webhooks are not configured on this gateway (STRIPE_WEBHOOK_SECRET is not set)');
-    let event: Stripe.Event;
+    let parsed: unknown;
     try {
-      event = Stripe.webhooks.constructEvent(rawBody, signature ?? '', webhookSecret);
-    } catch {
+      parsed = Stripe.webhooks.constructEvent(rawBody, signature ?? '', webhookSecret, SIGNATURE_TOLERANCE_S);
+    } catch (error) {
+      if (error instanceof SyntaxError) throw invalidRequest('The signed body is not JSON');
       throw invalidRequest('The Stripe-Signature header is missing or does not match the body', 'Stripe-Signature');
     }
+    checkSignatureTime(signature!);
+    const event = eventOf(parsed);
     switch (event.type) {
       case 'checkout.session.completed':
         // Bank debits and other delayed methods complete unpaid; their async_payment_succeeded credits.
@@ -80,7 +84,7 @@ export class StripeEvents {
   async credit(event: { id: string; type: string }, session: Stripe.Checkout.Session): Promise<EventOutcome> {
     const purchase = await this.purchaseOf(session);
     if (!purchase) return 'ignored';
-    const paymentIntentId = idOf(session.payment_intent);
+    const paymentIntentId = text(idOf(session.payment_intent)) ?? null;
     const result = await this.options.storage.ledger.commit({
       entries: [
         {
@@ -107,13 +111,15 @@ export class StripeEvents {
 
   /** The auto-recharge a PaymentIntent paid for, unless it was credited already (by Stripe's synchronous answer). */
   private async creditRecharge(intent: Stripe.PaymentIntent): Promise<EventOutcome> {
-    const rechargeId = intent.metadata?.recharge_id;
+    const rechargeId = text(intent.metadata?.recharge_id);
     if (!rechargeId) return 'ignored';
     const recharge = await this.options.storage.recharges.get(rechargeId);
+    const charged = cents(intent.amount_received || intent.amount);
     if (
       !recharge ||
       intent.currency !== 'usd' ||
-      BigInt(intent.amount_received || intent.amount) * NANO_PER_CENT !== recharge.amountNano
+      charged === undefined ||
+      BigInt(charged) * NANO_PER_CENT !== recharge.amountNano
     ) {
       this.options.logger.error(
         { paymentIntentId: intent.id, rechargeId },
@@ -140,16 +146,17 @@ export class StripeEvents {
    * next, and is a failure like a declined charge (the event, and auto-recharge off after the limit).
    */
   private async failRecharge(intent: Stripe.PaymentIntent): Promise<EventOutcome> {
-    const rechargeId = intent.metadata?.recharge_id;
+    const rechargeId = text(intent.metadata?.recharge_id);
     const recharge = rechargeId ? await this.options.storage.recharges.get(rechargeId) : undefined;
     if (!recharge) return 'ignored';
-    const code = intent.last_payment_error?.code ?? 'payment_failed';
-    const message = intent.last_payment_error?.message ?? 'the payment failed after it was accepted for processing';
+    const code = text(intent.last_payment_error?.code) ?? 'payment_failed';
+    const message =
+      text(intent.last_payment_error?.message) ?? 'the payment failed after it was accepted for processing';
     if (!(await this.options.storage.recharges.fail(recharge.id, `${code}: ${message}`, Date.now())))
       return 'already_applied';
     const failure = new RechargeFailure(code, message, {
       rechargeId: recharge.id,
-      declineCode: intent.last_payment_error?.decline_code ?? null,
+      declineCode: text(intent.last_payment_error?.decline_code) ?? null,
       paymentIntentId: intent.id,
     });
     await recordRechargeFailure(
@@ -183,14 +190,15 @@ export class StripeEvents {
 
   /** The purchase a session is for, if the session matches it (same session, amount and currency). */
   private async purchaseOf(session: Stripe.Checkout.Session): Promise<PurchaseRecord | undefined> {
-    const id = session.metadata?.purchase_id ?? session.client_reference_id;
+    const id = text(session.metadata?.purchase_id) ?? text(session.client_reference_id);
     const purchase = id ? await this.options.storage.purchases.get(id) : undefined;
+    const paid = cents(session.amount_total);
     const matches =
       purchase !== undefined &&
       (purchase.checkoutSessionId === null || purchase.checkoutSessionId === session.id) &&
       session.currency === 'usd' &&
-      session.amount_total !== null &&
-      BigInt(session.amount_total) * NANO_PER_CENT === purchase.amountNano;
+      paid !== undefined &&
+      BigInt(paid) * NANO_PER_CENT === purchase.amountNano;
     if (!matches) {
       this.options.logger.error(
         { sessionId: session.id, purchaseId: id },
@@ -208,7 +216,7 @@ export class StripeEvents {
     paymentIntentId: string | null,
   ): Promise<void> {
     const { storage, stripe } = this.options;
-    const customerId = idOf(session.customer);
+    const customerId = text(idOf(session.customer));
     if (!stripe || !paymentIntentId) return;
     const { receiptUrl, paymentMethodId } = await receiptOf(stripe, paymentIntentId);
     if (customerId && paymentMethodId)

@@ -78,14 +78,22 @@ export interface WriteBatch {
   rechargePaid?: RechargePaid;
   /** A payment taken back: the writer derives the batch's one entry from what was taken back before (`planReversal`). */
   paymentReversed?: PaymentReversed;
+  /**
+   * An auto-recharge of one dip below a threshold: the batch applies only if the account's balance, read under the
+   * lock the batch writes with, is still below `thresholdNano`. Of the replicas that saw the same dip, the first
+   * recharges; the others find the balance back up and write nothing.
+   */
+  whileBelow?: { accountId: string; thresholdNano: bigint };
 }
 
 /**
  * A processor's word that part of a payment went back to the payer (`refund`) or is disputed (`dispute`):
- * `totalNano` is how much of the payment is taken back now (Stripe reports a charge's refunds in a running total).
- * The ledger moves the difference from what the row for `id` recorded, so however often and in whatever order
- * deliveries come, a payment is taken back once. An open reversal only grows; a final one (a closed dispute:
- * lost keeps the amount, won gives it back) sets the total and nothing changes it after.
+ * `totalNano` is how much of the payment this reversal asks back now (Stripe reports a charge's refunds in a running
+ * total). Each reversal's row keeps what it asks (at most the payment); an open reversal only grows, a final one
+ * (a closed dispute: lost keeps the amount, won gives it back) sets it and nothing changes it after. The ledger
+ * holds the payment's rows' sum, capped at `paymentNano`, taken back: so however often, in whatever order and on
+ * whatever replica deliveries come, and however many refunds and disputes one payment has, the ledger never takes
+ * back more than the payment credited.
  */
 export interface PaymentReversed {
   id: string;
@@ -93,37 +101,53 @@ export interface PaymentReversed {
   processor: string;
   kind: 'refund' | 'dispute';
   paymentReference: string;
+  /** What the payment credited: the most its refunds and disputes take back together. */
+  paymentNano: bigint;
   totalNano: bigint;
   final: boolean;
   note: string;
   at: number;
 }
 
-/** What a payment reversal's row holds: the amount taken back so far, and whether it can still change. */
+/** What a payment reversal's row holds: the amount it asks back, and whether it can still change. */
 export interface ReversalState {
   amountNano: bigint;
   final: boolean;
 }
 
 /**
- * The entry a reversal moves given what was taken back before (`stored`), and the row's new state; undefined when
- * it moves nothing (a repeated or stale delivery, or a reversal already final).
+ * The entry a reversal moves given its row (`stored`) and the sum of the payment's other reversal rows (`othersNano`),
+ * read under the lock that serializes the payment's reversals; and the row's new state. Undefined when nothing
+ * changes (a repeated or stale delivery, or a reversal already final).
  */
 export function planReversal(
   reversal: PaymentReversed,
   stored: ReversalState | undefined,
+  othersNano: bigint,
 ): { entry: LedgerEntryInput; state: ReversalState } | undefined {
   if (stored?.final) return undefined;
   const before = stored?.amountNano ?? 0n;
-  const total = reversal.final || reversal.totalNano > before ? reversal.totalNano : before;
+  const asked = atMost(reversal.totalNano, reversal.paymentNano);
+  const total = reversal.final || asked > before ? asked : before;
   if (total === before && !reversal.final) return undefined;
+  const takenBefore = atMost(othersNano + before, reversal.paymentNano);
+  const takenAfter = atMost(othersNano + total, reversal.paymentNano);
   const entry: LedgerEntryInput = {
     accountId: reversal.accountId,
     kind: reversal.kind,
-    amountNano: before - total,
+    amountNano: takenBefore - takenAfter,
     note: reversal.note,
   };
   return { entry, state: { amountNano: total, final: reversal.final } };
+}
+
+const atMost = (value: bigint, bound: bigint): bigint => (value < bound ? value : bound);
+
+/** Whether a `whileBelow` batch applies, given the balances read under its lock (any other batch applies). */
+export function stillBelow(batch: WriteBatch, current: Map<string, AccountBalance>): boolean {
+  if (!batch.whileBelow) return true;
+  const balance = current.get(batch.whileBelow.accountId);
+  return balance !== undefined && balance.balanceNano < batch.whileBelow.thresholdNano;
 }
 
 /**
@@ -175,6 +199,8 @@ export interface CommitResult {
   rechargePaid?: boolean;
   /** With `paymentReversed`: what the ledger took back (negative) or gave back; 0n when nothing moved. */
   reversedNano?: bigint;
+  /** With `whileBelow`: whether the balance was still below the threshold (false: the batch moved nothing). */
+  whileBelow?: boolean;
 }
 
 export interface LedgerRow {
@@ -233,6 +259,7 @@ export function withBuiltDeliveries(batch: WriteBatch, plan: BatchPlan): WriteBa
 export function accountsOf(batch: WriteBatch): string[] {
   const ids = batch.entries.map((e) => e.accountId);
   if (batch.paymentReversed) ids.push(batch.paymentReversed.accountId);
+  if (batch.whileBelow) ids.push(batch.whileBelow.accountId);
   return [...new Set(ids)].sort();
 }
 

@@ -24,6 +24,7 @@ import {
   needsBalances,
   planBatch,
   planReversal,
+  stillBelow,
   type AccountBalance,
   type BatchPlan,
   type CommitResult,
@@ -95,6 +96,7 @@ export class PgWriter {
       batch.purchasePaid ||
       batch.rechargePaid ||
       batch.paymentReversed ||
+      batch.whileBelow ||
       needsBalances(batch)
     )
       return undefined;
@@ -133,12 +135,12 @@ export class PgWriter {
     // The purchase's row lock comes before the accounts' (nothing locks them the other way round).
     if (batch.purchasePaid) reads.push(purchasePaidSql(batch.purchasePaid, lit));
     if (batch.rechargePaid) reads.push(rechargePaidSql(batch.rechargePaid, lit));
-    if (batch.paymentReversed) reads.push(...reversalReadSql(batch.paymentReversed, lit));
     const firstAnswer = reads.length;
     if (accounts.length)
       reads.push(
         `SELECT id, balance_nano, version FROM accounts WHERE id IN (${list(accounts)}) ORDER BY id FOR UPDATE`,
       );
+    if (batch.paymentReversed) reads.push(...reversalReadSql(batch.paymentReversed, lit));
     if (requestIds.length)
       reads.push(
         `SELECT request_id, amount_nano FROM ledger WHERE kind = 'debit' AND request_id IN (${list(requestIds)})`,
@@ -152,12 +154,17 @@ export class PgWriter {
     if (accounts.length)
       for (const row of answers[next++]!.rows)
         current.set(textOf(row, 'id'), { balanceNano: int8Of(row, 'balance_nano'), version: int8Of(row, 'version') });
+    const reversalRow = batch.paymentReversed && answers[next++]!.rows[0];
+    const others = batch.paymentReversed ? int8Of(answers[next++]!.rows[0], 'others') : 0n;
     if (requestIds.length)
       for (const row of answers[next++]!.rows) written.set(textOf(row, 'request_id'), int8Of(row, 'amount_nano'));
     const stamp = int8Of(answers[next]!.rows[0], 'us');
 
-    const held = batch.purchasePaid || batch.rechargePaid ? answers[firstAnswer - 1]!.rows.length === 1 : true;
-    const reversal = batch.paymentReversed && reversalOf(batch.paymentReversed, answers[firstAnswer - 1]!.rows[0]);
+    const held =
+      batch.purchasePaid || batch.rechargePaid
+        ? answers[firstAnswer - 1]!.rows.length === 1
+        : stillBelow(batch, current);
+    const reversal = batch.paymentReversed && reversalOf(batch.paymentReversed, reversalRow || undefined, others);
     const planned = batch.paymentReversed
       ? { entries: reversal ? [reversal.entry] : [] }
       : held
@@ -166,6 +173,7 @@ export class PgWriter {
     const plan = planBatch(planned, current, written);
     if (batch.purchasePaid) plan.result.purchasePaid = held;
     if (batch.rechargePaid) plan.result.rechargePaid = held;
+    if (batch.whileBelow) plan.result.whileBelow = held;
     if (batch.paymentReversed) plan.result.reversedNano = plan.result.applied[0] ?? 0n;
     const batchTag = nextBatchTag();
     plan.ledger.forEach((row, i) => (row.id = pgLedgerId(stamp, ledgerIdSuffix(batchTag, i))));
@@ -203,34 +211,43 @@ function rechargePaidSql(paid: RechargePaid, lit: Lit): string {
 }
 
 /**
- * The reversal's row, created empty if it is new, then locked: a concurrent delivery of the same reversal waits
- * here until this transaction commits, then reads what it wrote.
+ * The reversal's row and what the payment's other reversals ask back, read after the account's row lock: every
+ * reversal of a payment (all of one account) takes that lock first, so they apply one after another, each reading
+ * what the ones before it committed (every statement reads afresh under READ COMMITTED).
  */
 function reversalReadSql(reversal: PaymentReversed, lit: Lit): string[] {
+  return [
+    `SELECT amount_nano, final FROM payment_reversals WHERE id = ${lit(reversal.id)}`,
+    'SELECT coalesce(sum(amount_nano), 0) AS others FROM payment_reversals ' +
+      `WHERE processor = ${lit(reversal.processor)} AND payment_reference = ${lit(reversal.paymentReference)} AND id <> ${lit(reversal.id)}`,
+  ];
+}
+
+function reversalOf(reversal: PaymentReversed, row: Row | undefined, others: bigint): ReturnType<typeof planReversal> {
+  return planReversal(
+    reversal,
+    row && { amountNano: int8Of(row, 'amount_nano'), final: Number(row.final) === 1 },
+    others,
+  );
+}
+
+function reversalWriteSql(reversal: PaymentReversed, state: ReversalState, lit: Lit): string {
   const values = [
     reversal.id,
     reversal.accountId,
     reversal.processor,
     reversal.kind,
     reversal.paymentReference,
-    0n,
-    0,
+    state.amountNano,
+    state.final ? 1 : 0,
     reversal.at,
   ]
     .map(lit)
     .join(', ');
-  return [
-    `INSERT INTO payment_reversals (id, account_id, processor, kind, payment_reference, amount_nano, final, updated_at) VALUES (${values}) ON CONFLICT (id) DO NOTHING`,
-    `SELECT amount_nano, final FROM payment_reversals WHERE id = ${lit(reversal.id)} FOR UPDATE`,
-  ];
-}
-
-function reversalOf(reversal: PaymentReversed, row: Row | undefined): ReturnType<typeof planReversal> {
-  return planReversal(reversal, row && { amountNano: int8Of(row, 'amount_nano'), final: Number(row.final) === 1 });
-}
-
-function reversalWriteSql(reversal: PaymentReversed, state: ReversalState, lit: Lit): string {
-  return `UPDATE payment_reversals SET amount_nano = ${lit(state.amountNano)}, final = ${lit(state.final ? 1 : 0)}, updated_at = ${lit(reversal.at)} WHERE id = ${lit(reversal.id)}`;
+  return (
+    `INSERT INTO payment_reversals (id, account_id, processor, kind, payment_reference, amount_nano, final, updated_at) VALUES (${values}) ` +
+    'ON CONFLICT (id) DO UPDATE SET amount_nano = excluded.amount_nano, final = excluded.final, updated_at = excluded.updated_at'
+  );
 }
 
 /** The batch's rows, after its balance updates: ledger, usage, keys and invoices, in the global lock order. */

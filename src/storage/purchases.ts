@@ -148,7 +148,7 @@ export class PurchaseStore {
     );
   }
 
-  /** How much of a payment refunds and disputes have taken back so far. */
+  /** What a payment's refunds and disputes ask back in all (the ledger takes back at most the payment). */
   async reversedOf(paymentReference: string): Promise<bigint> {
     const rows = await this.db
       .selectFrom('payment_reversals')

@@ -28,7 +28,7 @@ import {
   type WriteBatch,
 } from './batch.js';
 import type { MoneyWriter } from './ledger.js';
-import { PRIVATE_FILE_MODE } from './private-files.js';
+import { ensurePrivateFile, PRIVATE_FILE_MODE } from './private-files.js';
 import type { SqliteWriter, StampedBatch } from './sqlite-writer.js';
 import { errorCode } from './unavailable.js';
 
@@ -94,7 +94,8 @@ export class SqliteJournal implements MoneyWriter {
   commit(batch: WriteBatch): CommitResult {
     if (this.closed) throw new Error('the ledger journal is closed');
     // Its condition is judged on SQLite's rows, so it is written there at once, after what is pending.
-    if (batch.purchasePaid || batch.rechargePaid || batch.paymentReversed) return this.commitDirectly(batch);
+    if (batch.purchasePaid || batch.rechargePaid || batch.paymentReversed || batch.whileBelow)
+      return this.commitDirectly(batch);
     const at = Date.now();
     // Another connection (the CLI, a second gateway) committed since: plan on SQLite's balances, not on memory's.
     // Asked at most every VERSION_CHECK_MS: each asking is a read transaction, two `fcntl` calls.
@@ -201,6 +202,8 @@ export class SqliteJournal implements MoneyWriter {
  * exclusive SQLite transaction on `<journal>.lock`, held while the journal is open; the OS drops it with the process.
  */
 function lockJournal(file: string): SqliteDatabase {
+  // Private like the other data files (SQLite would create it with the process's umask).
+  ensurePrivateFile(`${file}.lock`);
   const lock = new SQLite(`${file}.lock`);
   try {
     lock.pragma('busy_timeout = 0');

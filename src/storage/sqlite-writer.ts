@@ -13,6 +13,7 @@ import {
   addUsage,
   planBatch,
   planReversal,
+  stillBelow,
   type AccountBalance,
   type BatchPlan,
   type CommitResult,
@@ -45,6 +46,7 @@ export class SqliteWriter {
   private readonly markPurchasePaid: Statement<[number, string | null, string]>;
   private readonly markRechargePaid: Statement<[number, string, string]>;
   private readonly selectReversal: Statement<[string], { amount_nano: bigint; final: number }>;
+  private readonly sumOtherReversals: Statement<[string, string, string], { others: bigint }>;
   private readonly upsertReversal: Statement<unknown[]>;
   private readonly commitTransaction: (batch: WriteBatch) => CommitResult;
   private readonly selectMeta: Statement<[string], { value: string }>;
@@ -94,6 +96,9 @@ export class SqliteWriter {
       "UPDATE card_recharges SET status = 'succeeded', settled_at = ?, payment_intent_id = ? WHERE id = ? AND status <> 'succeeded'",
     );
     this.selectReversal = sqlite.prepare('SELECT amount_nano, final FROM payment_reversals WHERE id = ?');
+    this.sumOtherReversals = sqlite.prepare(
+      'SELECT coalesce(sum(amount_nano), 0) AS others FROM payment_reversals WHERE processor = ? AND payment_reference = ? AND id <> ?',
+    );
     this.upsertReversal = sqlite.prepare(
       `INSERT INTO payment_reversals (id, account_id, processor, kind, payment_reference, amount_nano, final, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET amount_nano = excluded.amount_nano, final = excluded.final, updated_at = excluded.updated_at`,
@@ -174,11 +179,12 @@ export class SqliteWriter {
         ? this.purchaseBecamePaid(batch.purchasePaid)
         : batch.rechargePaid
           ? this.rechargeBecamePaid(batch.rechargePaid)
-          : true;
+          : stillBelow(batch, current);
       // Ledger rows are written batch by batch: a retried batch looks for its debits among them.
       const plan = planBatch(held ? batch : { entries: [] }, current, this.writtenDebits(batch), at);
       if (batch.purchasePaid) plan.result.purchasePaid = held;
       if (batch.rechargePaid) plan.result.rechargePaid = held;
+      if (batch.whileBelow) plan.result.whileBelow = held;
       if (stamped.batch.paymentReversed) plan.result.reversedNano = plan.result.applied[0] ?? 0n;
       this.insertRows(plan);
       for (const [accountId, balance] of plan.result.balances) balances.set(accountId, balance);
@@ -198,12 +204,17 @@ export class SqliteWriter {
     return this.markPurchasePaid.run(paid.at, paid.paymentIntentId, paid.purchaseId).changes === 1;
   }
 
-  /** The reversal's entry, judged on what its row holds, and the row's new state written; no entries if nothing moves. */
+  /**
+   * The reversal's entry, judged on what its row and the payment's other reversals hold (in this transaction, which
+   * SQLite serializes with every other writer), and the row's new state written; no entries if nothing moves.
+   */
   private reversalBatch(reversal: PaymentReversed): WriteBatch {
     const row = this.selectReversal.get(reversal.id);
+    const others = this.sumOtherReversals.get(reversal.processor, reversal.paymentReference, reversal.id)!.others;
     const planned = planReversal(
       reversal,
       row && { amountNano: BigInt(row.amount_nano), final: Number(row.final) === 1 },
+      BigInt(others),
     );
     if (!planned) return { entries: [] };
     const { amountNano, final } = planned.state;

@@ -140,6 +140,46 @@ describeEach(DIALECTS)('refunds and disputes through Stripe (%s)', (dialect) => 
     await expectLedgerMatches(gw, id, key);
   });
 
+  it('a full refund and disputes of the same purchase, in either order or at once, take back the purchase once', async () => {
+    // A refund, then a dispute that is lost, then a second dispute object of the same charge.
+    const refundedFirst = await paidPurchase(20);
+    const refundedCharge = stripe.charges.get(stripe.intents.get(refundedFirst.intentId)!.charge.id)!;
+    const refunded = (charge: Record<string, unknown>) =>
+      stripe.event('charge.refunded', { ...charge, amount_refunded: 2000, refunded: true });
+    const dispute = (intentId: string, status: string, id?: string) =>
+      stripe.event('charge.dispute.created', stripe.dispute(intentId, status, undefined, id));
+    await stripe.deliver(gw.url, refunded(refundedCharge));
+    await stripe.deliver(gw.url, dispute(refundedFirst.intentId, 'needs_response'));
+    await stripe.deliver(gw.url, dispute(refundedFirst.intentId, 'lost'));
+    await stripe.deliver(gw.url, dispute(refundedFirst.intentId, 'needs_response', 'dp_second'));
+    expect((await credits(gw, refundedFirst.key)).balance.credits).toBe(5);
+    await expectLedgerMatches(gw, refundedFirst.id, refundedFirst.key);
+
+    // A dispute, then the refund; the dispute is won: the refund still stands.
+    const disputedFirst = await paidPurchase(20);
+    const disputedCharge = stripe.charges.get(stripe.intents.get(disputedFirst.intentId)!.charge.id)!;
+    await stripe.deliver(gw.url, dispute(disputedFirst.intentId, 'needs_response'));
+    await stripe.deliver(gw.url, refunded(disputedCharge));
+    expect((await credits(gw, disputedFirst.key)).balance.credits).toBe(5);
+    await stripe.deliver(gw.url, dispute(disputedFirst.intentId, 'won'));
+    expect((await credits(gw, disputedFirst.key)).balance.credits).toBe(5);
+    await expectLedgerMatches(gw, disputedFirst.id, disputedFirst.key);
+
+    // The refund and two disputes delivered at once.
+    const atOnce = await paidPurchase(20);
+    const atOnceCharge = stripe.charges.get(stripe.intents.get(atOnce.intentId)!.charge.id)!;
+    const answers = await Promise.all([
+      stripe.deliver(gw.url, refunded(atOnceCharge)),
+      stripe.deliver(gw.url, dispute(atOnce.intentId, 'needs_response')),
+      stripe.deliver(gw.url, dispute(atOnce.intentId, 'needs_response', 'dp_other')),
+    ]);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    expect((await credits(gw, atOnce.key)).balance.credits).toBe(5);
+    const takenBack = (await ledger(gw, atOnce.id)).filter((e) => e.kind === 'refund' || e.kind === 'dispute');
+    expect(takenBack.map((e) => e.amount)).toEqual([-20]);
+    await expectLedgerMatches(gw, atOnce.id, atOnce.key);
+  });
+
   it('ignores refunds and disputes of payments that are not its own, and refuses refunds it cannot make', async () => {
     const { id, key, purchaseId } = await paidPurchase(20);
     const stranger = {

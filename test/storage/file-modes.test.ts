@@ -24,7 +24,8 @@ function newDataDir(): string {
 function expectPrivate(dataDir: string): void {
   expect(modeOf(dataDir).toString(8)).toBe('700');
   const db = join(dataDir, 'tollgate.db');
-  for (const file of [db, `${db}-wal`, `${db}-shm`, join(dataDir, 'ledger.journal')]) {
+  const journal = join(dataDir, 'ledger.journal');
+  for (const file of [db, `${db}-wal`, `${db}-shm`, journal, `${journal}.lock`]) {
     expect(existsSync(file), file).toBe(true);
     expect(modeOf(file).toString(8), file).toBe('600');
   }
@@ -43,7 +44,7 @@ describe('file modes', () => {
     mkdirSync(dataDir, { mode: 0o755 });
     chmodSync(dataDir, 0o755);
     const db = join(dataDir, 'tollgate.db');
-    for (const file of [db, `${db}-wal`, `${db}-shm`]) {
+    for (const file of [db, `${db}-wal`, `${db}-shm`, join(dataDir, 'ledger.journal.lock')]) {
       writeFileSync(file, '');
       chmodSync(file, 0o644);
     }

@@ -48,6 +48,7 @@ describeEach(CONFIGURATIONS)('storage on %s (ledger journal: %s)', (dialect, led
       processor: 'stripe',
       kind: 'refund' as const,
       paymentReference: 'pi_1',
+      paymentNano: usd(20),
       totalNano,
       final: false,
       note: 'refund',
@@ -66,6 +67,36 @@ describeEach(CONFIGURATIONS)('storage on %s (ledger journal: %s)', (dialect, led
     expect((await storage.ledger.commit({ entries: [], paymentReversed: refund(usd(9)) })).reversedNano).toBe(-usd(1));
     expect((await storage.accounts.get('acct_1'))?.balanceNano).toBe(usd(6));
     expect(await storage.ledger.sum('acct_1')).toBe(usd(6));
+  });
+
+  it('writes a whileBelow recharge and its invoice line only while the balance is below the threshold', async () => {
+    await setup();
+    await storage.ledger.createAccount({
+      id: 'acct_w',
+      email: 'w@example.com',
+      plan: 'free',
+      settings: '{}',
+      grantNano: usd(4),
+    });
+    const recharge = () =>
+      storage.ledger.commit({
+        entries: [{ accountId: 'acct_w', kind: 'recharge', amountNano: usd(10), note: 'auto-recharge via invoice' }],
+        invoices: [
+          {
+            accountId: 'acct_w',
+            month: '2026-11',
+            kind: 'auto_recharge',
+            amountNano: usd(10),
+            processor: 'invoice',
+            reference: 'invline_w',
+          },
+        ],
+        whileBelow: { accountId: 'acct_w', thresholdNano: usd(5) },
+      });
+    expect((await recharge()).whileBelow).toBe(true);
+    expect((await recharge()).whileBelow).toBe(false);
+    expect((await storage.accounts.get('acct_w'))?.balanceNano).toBe(usd(14));
+    expect(await storage.ledger.sum('acct_w')).toBe(usd(14));
   });
 
   it('creates an account with its sign-up grant in the ledger', async () => {

@@ -33,8 +33,11 @@ export interface MockStripe {
   /** Charges by id (with `amount_refunded`), and the refunds made by `POST /v1/refunds`. */
   charges: Map<string, Json>;
   refunds: Json[];
-  /** A dispute of a payment intent's charge as Stripe shows it (`status` e.g. needs_response, won, lost). */
-  dispute(paymentIntentId: string, status: string, amount?: number): Json;
+  /**
+   * A dispute of a payment intent's charge as Stripe shows it (`status` e.g. needs_response, won, lost); `id` for a
+   * second dispute object of the same charge (default: one id per payment intent).
+   */
+  dispute(paymentIntentId: string, status: string, amount?: number, id?: string): Json;
   /**
    * How the next `POST /v1/payment_intents` (an off-session charge of a saved card) ends: `succeeded`, declined
    * (402 `card_error`, `card_declined`), needing 3-D Secure (402 `card_error`, `authentication_required`), or
@@ -337,10 +340,10 @@ export async function startMockStripe(): Promise<MockStripe> {
     intents,
     charges,
     refunds,
-    dispute(paymentIntentId, status, amount) {
+    dispute(paymentIntentId, status, amount, id) {
       const charge = intents.get(paymentIntentId)!.charge;
       return {
-        id: `dp_${paymentIntentId.slice(3)}`,
+        id: id ?? `dp_${paymentIntentId.slice(3)}`,
         object: 'dispute',
         amount: amount ?? charge.amount,
         charge: charge.id,

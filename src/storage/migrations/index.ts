@@ -12,6 +12,7 @@ import { responses } from './010_responses.js';
 import { billing } from './011_billing.js';
 import { pendingPurchases } from './012_pending_purchases.js';
 import { signupGrantMailboxes } from './013_signup_grant_mailboxes.js';
+import { paymentReversalsByPayment } from './014_payment_reversals_by_payment.js';
 
 /** Every migration by name, compiled in so `dist/` needs no migration folder at run time. */
 export const MIGRATIONS: Record<string, Migration> = {
@@ -28,4 +29,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '011_billing': billing,
   '012_pending_purchases': pendingPurchases,
   '013_signup_grant_mailboxes': signupGrantMailboxes,
+  '014_payment_reversals_by_payment': paymentReversalsByPayment,
 };
