@@ -54,6 +54,8 @@ export class ClientSignal implements AbortSignal {
 /** The signal of one response: aborted when its connection closes before the answer was written out. */
 export function clientSignalOf(res: ServerResponse): ClientSignal {
   const client = new ClientSignal();
+  // A client that left while its body was read and parsed closed the response before this listener existed.
+  if (res.destroyed || res.socket?.destroyed === true) client.abort();
   res.once('close', () => {
     if (!res.writableFinished) client.abort();
   });
