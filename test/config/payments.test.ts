@@ -15,9 +15,17 @@ function yaml(text: string): string {
 }
 
 describe('payments configuration', () => {
-  it('is off by default, with purchases of 5 to 1,000 USD', () => {
+  it('is off by default, with purchases of 5 to 1,000 USD, pending ones asked of Stripe after 5 minutes', () => {
     const config = loadConfig({ env: {}, file: yaml('{}') });
-    expect(config.payments).toEqual({ stripe: {}, purchase: { min_amount: 5, max_amount: 1000 } });
+    expect(config.payments).toEqual({
+      stripe: {},
+      purchase: {
+        min_amount: 5,
+        max_amount: 1000,
+        pending_check_after_seconds: 300,
+        pending_check_interval_seconds: 60,
+      },
+    });
   });
 
   it('takes Stripe from STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET and STRIPE_API_BASE, over the file', () => {
@@ -32,7 +40,12 @@ describe('payments configuration', () => {
     });
     expect(config.payments).toEqual({
       stripe: { secret_key: 'sk_test_env', webhook_secret: 'whsec_env', api_base: 'http://127.0.0.1:12111' },
-      purchase: { min_amount: 10, max_amount: 1000 },
+      purchase: {
+        min_amount: 10,
+        max_amount: 1000,
+        pending_check_after_seconds: 300,
+        pending_check_interval_seconds: 60,
+      },
     });
   });
 
