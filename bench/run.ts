@@ -407,14 +407,15 @@ async function runConfiguration(
     (text) => process.stdout.write(text),
   );
 
-  // Ordinary traffic beside 3 MB bodies that cost the tokenizer seconds each: refused, then admitted.
-  await measureLargeBodies(
-    result,
-    settings,
-    options.tool,
-    { url: tollgate.url, adminToken, ordinary: servers.tollgate.json, model: account.model },
-    (text) => process.stdout.write(text),
-  );
+  // Ordinary traffic beside 3 MB bodies that cost the tokenizer seconds each: refused, then admitted (full run only).
+  if (!options.quick)
+    await measureLargeBodies(
+      result,
+      settings,
+      options.tool,
+      { url: tollgate.url, adminToken, ordinary: servers.tollgate.json, model: account.model },
+      (text) => process.stdout.write(text),
+    );
 
   result.ratios = ratios(result);
   result.checks = checks(result, CONCURRENT_TARGET, settings.streamChunks);

@@ -46,6 +46,7 @@ export function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<
       req.removeListener('data', onData);
       req.removeListener('end', onEnd);
       req.removeListener('error', onError);
+      req.removeListener('close', onClose);
     };
     const onData = (chunk: Buffer) => {
       received += chunk.length;
@@ -72,9 +73,15 @@ export function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<
         reject(error instanceof Error ? error : new Error(String(error)));
       }
     };
+    // A client that goes away mid-body may close the request without an 'error': the read must not wait forever.
+    const onClose = () => {
+      stop();
+      reject(new GatewayError('invalid_request', { message: 'The client closed the request' }));
+    };
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
+    req.on('close', onClose);
   });
 }
 
