@@ -14,7 +14,7 @@ import type { Route } from '../routing/index.js';
 import type { KeyRecord } from '../storage/index.js';
 import type { GatewayDeps } from './deps.js';
 import { rateLimitHeaders } from './headers.js';
-import { measureSliced } from '../tokens/index.js';
+import { SMALL_BODY_BYTES, measureSliced } from '../tokens/index.js';
 import type { RequestInput } from './request.js';
 
 export type AdmitDeps = Pick<GatewayDeps, 'auth' | 'wallet' | 'limiter' | 'limitsFor' | 'metrics'>;
@@ -75,6 +75,22 @@ function allowedHeaders(deps: AdmitDeps, decision: RateDecision, providerId?: st
 /** Gives `tokens` counted by `decision` back to the account's token window (a decision failed open names no second). */
 function giveBackTokens(deps: AdmitDeps, account: AccountState, decision: RateDecision, tokens: number): void {
   if (tokens > 0 && decision.second !== undefined) void deps.limiter.giveBack(account.id, decision.second, tokens);
+}
+
+/**
+ * Before a large body is read (`bytes` its Content-Length, unknown counting as large): its key (401, 403) and
+ * whether the account's rate limits would let a request through (429), so that a request they refuse costs no
+ * reading or parsing of its body.
+ */
+export async function refuseBeforeReading(
+  deps: AdmitDeps,
+  authorization: string | undefined,
+  bytes: number | undefined,
+): Promise<void> {
+  if (bytes !== undefined && bytes <= SMALL_BODY_BYTES) return;
+  const key = await authenticate(deps, authorization, 'chat');
+  const account = await accountOf(deps, key);
+  allowedHeaders(deps, await deps.limiter.peek(account.id, deps.limitsFor(account)));
 }
 
 /**

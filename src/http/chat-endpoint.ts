@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import { GatewayError } from '../errors/index.js';
-import { createChatCompletion, type GatewayDeps } from '../gateway/index.js';
+import { createChatCompletion, refuseBeforeReading, type GatewayDeps } from '../gateway/index.js';
 import { plainJson } from '../money/index.js';
 import { accessLogger, runInContext, type Metrics } from '../observability/index.js';
 import { clientSignalOf, singleHeader } from './client-signal.js';
@@ -66,13 +66,15 @@ async function serve(
 ): Promise<void> {
   const log = () => options.logger.child({ reqId: requestId });
   try {
+    const bodyBytes = declaredBytes(req.headers['content-length']);
+    await refuseBeforeReading(options.deps, req.headers.authorization, bodyBytes);
     const body = await readJsonBody(req, options.bodyLimitBytes);
     const client = clientSignalOf(res);
     const result = await createChatCompletion(
       {
         authorization: req.headers.authorization,
         body,
-        bodyBytes: declaredBytes(req.headers['content-length']),
+        bodyBytes,
         idempotencyKey: singleHeader(req.headers['idempotency-key']),
         requestId,
         signal: client,

@@ -5,7 +5,7 @@
 import { countTextTokens, countsAreReal } from './count.js';
 
 export { countTextTokens } from './count.js';
-export { measureSliced, type SlicedOptions } from './sliced.js';
+export { SMALL_BODY_BYTES, measureSliced, type SlicedOptions } from './sliced.js';
 
 /** The parts of an OpenAI chat message that carry tokens (structural, so any chat message type fits). */
 export type CountableMessage = {

@@ -12,6 +12,8 @@ import { combinePieces, countPiece, textPieces, withCounts } from './count.js';
 const SLICE_MS = 4;
 /** Texts still to count up to this many characters are counted at once (milliseconds of tokenizer at worst). */
 const INLINE_CHARS = 8 * 1024;
+/** A body up to this many bytes has no more characters of text: it is measured at once. */
+export const SMALL_BODY_BYTES = INLINE_CHARS;
 
 export interface SlicedOptions {
   /** The tenant whose turn the slices take. */
