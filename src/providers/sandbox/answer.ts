@@ -25,8 +25,8 @@ export const SANDBOX_MAX_CHOICES = 8;
 export const SANDBOX_MAX_ANSWER_BYTES = 1024 * 1024;
 
 /**
- * The answer, its prompt counted as a provider would; a large prompt is counted in slices that yield (the sandbox's
- * own queue), so a test key's large body does not hold the event loop.
+ * The answer, its prompt counted as a provider would; a large prompt or reply is counted in slices that yield (in
+ * the request's own queue, taking turns with other requests), so a test key's large body does not hold the event loop.
  */
 export async function buildAnswer(call: ProviderCall): Promise<SandboxAnswer> {
   const { body } = call;
@@ -36,8 +36,9 @@ export async function buildAnswer(call: ProviderCall): Promise<SandboxAnswer> {
   const choices = Array.from({ length: count }, (_, index) =>
     tool ? toolCallChoice(call, tool, index, limits) : textChoice(body, index, limits),
   );
-  const prompt = await measureSliced(() => countPromptTokens(body), { queue: 'sandbox', signal: call.signal });
-  const completion = choices.reduce((sum, choice) => sum + choiceTokens(choice), 0);
+  const slices = { queue: `sandbox ${call.requestId}`, signal: call.signal };
+  const prompt = await measureSliced(() => countPromptTokens(body), slices);
+  const completion = await measureSliced(() => choices.reduce((sum, choice) => sum + choiceTokens(choice), 0), slices);
   return {
     choices,
     usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },

@@ -95,7 +95,7 @@ interface TextAnswer {
   usage: NonNullable<UpstreamTextCompletion['usage']>;
 }
 
-/** The answer; its prompts are counted in slices that yield when large (the sandbox's own queue). */
+/** The answer; its prompts are counted in slices that yield when large (the request's own queue). */
 async function answerOf(call: TextCompletionCall): Promise<TextAnswer> {
   const { body } = call;
   const n = body.n ?? 1;
@@ -112,7 +112,7 @@ async function answerOf(call: TextCompletionCall): Promise<TextAnswer> {
   const prompts = completionPrompts(body.prompt);
   const suffixTokens = body.suffix ? countTextTokens(body.suffix) : 0;
   const countPrompts = () => prompts.reduce((sum, prompt) => sum + promptTokensOf(prompt) + suffixTokens, 0);
-  const promptTokens = await measureSliced(countPrompts, { queue: 'sandbox', signal: call.signal });
+  const promptTokens = await measureSliced(countPrompts, { queue: `sandbox ${call.requestId}`, signal: call.signal });
   const limit = body.max_tokens ?? DEFAULT_MAX_TOKENS;
   const bytes = Math.floor(SANDBOX_MAX_ANSWER_BYTES / (prompts.length * n));
   const stops = typeof body.stop === 'string' ? [body.stop] : (body.stop ?? []);

@@ -14,13 +14,30 @@ export function cutAtStop(text: string, stops: string[]): string {
   return text.slice(0, end);
 }
 
-/** The longest prefix of `text` of at most `limit` tokens, cut on a token boundary. */
+/** A token is rarely longer than this many characters: the first guess at how much text `limit` tokens take. */
+const CHARS_PER_TOKEN_GUESS = 8;
+
+/**
+ * The longest prefix of `text` of at most `limit` tokens, cut on a token boundary. Only a head of the text is
+ * tokenized (widened while it holds no more than `limit` tokens): the tokenizer runs on the event loop, and a long
+ * echoed prompt cut to a few tokens must not cost the whole prompt's tokenizing.
+ */
 export function cutToTokens(text: string, limit: number): string {
-  const tokens = encode(text, NO_SPECIAL);
-  if (tokens.length <= limit) return text;
-  // A token prefix may end inside a multi-byte character, and re-encoding a prefix may tokenize differently:
-  // back off until the decoded prefix is a true prefix of the text and still counts within the limit.
-  for (let count = limit; count > 0; count--) {
+  for (let window = Math.max(1, limit) * CHARS_PER_TOKEN_GUESS; ; window *= 4) {
+    const head = text.length <= window ? text : text.slice(0, window);
+    const tokens = encode(head, NO_SPECIAL);
+    if (head === text && tokens.length <= limit) return text;
+    if (head === text || tokens.length > limit) return tokenPrefix(text, tokens, limit);
+  }
+}
+
+/**
+ * The longest prefix of the first `limit` of `tokens` that is a true prefix of `text` and counts within the limit:
+ * a token prefix may end inside a multi-byte character, the head's last tokens may differ from the whole text's,
+ * and re-encoding a prefix may tokenize differently.
+ */
+function tokenPrefix(text: string, tokens: number[], limit: number): string {
+  for (let count = Math.min(limit, tokens.length); count > 0; count--) {
     const prefix = decode(tokens.slice(0, count));
     if (text.startsWith(prefix) && countTextTokens(prefix) <= limit) return prefix;
   }
