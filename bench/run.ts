@@ -182,7 +182,7 @@ async function runConfiguration(
   name: ConfigName,
   settings: typeof FULL,
   options: Options,
-  files: { mock: string; baseline: string },
+  files: { mock: string; baseline: string; largeBodyClient: string },
 ): Promise<ConfigResult> {
   const result: ConfigResult = { name, targets: [], checks: [], failures: [] };
   const dir = tempDir(`tollgate-bench-${name}-`);
@@ -413,7 +413,8 @@ async function runConfiguration(
       result,
       settings,
       options.tool,
-      { url: tollgate.url, adminToken, ordinary: servers.tollgate.json, model: account.model },
+      { url: tollgate.url, pid: tollgate.pid, adminToken, ordinary: servers.tollgate.json, model: account.model },
+      files.largeBodyClient,
       (text) => process.stdout.write(text),
     );
 
@@ -550,7 +551,11 @@ async function main(): Promise<number> {
   const settings = options.quick ? QUICK : FULL;
   if (!existsSync(join(ROOT, 'dist', 'main.js')))
     throw new Error('dist/main.js is missing: run `npm run build` (npm run bench does)');
-  const files = { mock: compileServer('mock-upstream'), baseline: compileServer('baseline-proxy') };
+  const files = {
+    mock: compileServer('mock-upstream'),
+    baseline: compileServer('baseline-proxy'),
+    largeBodyClient: compileServer('large-body-client'),
+  };
   const machine = {
     nproc: availableParallelism(),
     cpu: cpus()[0]?.model ?? 'unknown',

@@ -68,6 +68,11 @@ export interface ConfigResult {
 
 export interface LargeBodiesResult {
   quietRps: number;
+  /** /health's answer times beside the quiet run's ordinary traffic alone. */
+  quietHealthP99Ms: number;
+  quietHealthMaxMs: number;
+  /** Each of the two senders starts a body at most this often. */
+  bodyPeriodMs: number;
   runs: Array<{
     from: string;
     rps: number;
@@ -75,6 +80,8 @@ export interface LargeBodiesResult {
     ofQuiet: number;
     largeBodies: number;
     statuses: Record<string, number>;
+    /** tollgate's CPU beyond the quiet run's per ordinary request, per large body answered. */
+    cpuMsPerBody: number;
     healthP99Ms: number;
     healthMaxMs: number;
   }>;
@@ -268,10 +275,12 @@ export function printConfig(config: ConfigResult, write: (line: string) => void)
   }
   const large = config.largeBodies;
   if (large) {
-    write(`   ordinary chat quiet: ${int(large.quietRps)} req/s`);
+    write(
+      `   ordinary chat quiet: ${int(large.quietRps)} req/s, /health p99 ${fmt(large.quietHealthP99Ms, 1)} ms, max ${fmt(large.quietHealthMaxMs, 1)} ms; 3 MB bodies: two senders, one each ${large.bodyPeriodMs} ms at most`,
+    );
     for (const run of large.runs)
       write(
-        `   beside 3 MB bodies from a ${run.from} (${run.largeBodies} sent, ${JSON.stringify(run.statuses)}): ${int(run.rps)} req/s, ${fmt(100 * run.ofQuiet, 1)} % of quiet; /health p99 ${fmt(run.healthP99Ms, 1)} ms, max ${fmt(run.healthMaxMs, 1)} ms`,
+        `   beside 3 MB bodies from a ${run.from} (${run.largeBodies} answered: ${JSON.stringify(run.statuses)}): ${int(run.rps)} req/s, ${fmt(100 * run.ofQuiet, 1)} % of quiet; tollgate CPU ${fmt(run.cpuMsPerBody, 1)} ms per body; /health p99 ${fmt(run.healthP99Ms, 1)} ms, max ${fmt(run.healthMaxMs, 1)} ms`,
       );
   }
   const c = config.concurrent;

@@ -8,8 +8,15 @@
 import { GatewayError } from '../errors/index.js';
 import { combinePieces, countPiece, textPieces, withCounts } from './count.js';
 
-/** Work done between two yields to the event loop. */
+/** Work done between two yields to the event loop, when nothing else is waiting. */
 const SLICE_MS = 4;
+/**
+ * The share of the event loop counting may take while other work keeps it busy: ordinary requests run first, and a
+ * large body's count slows instead (cheap work before expensive work).
+ */
+const BUSY_SHARE = 0.05;
+/** Between two turns, other work that took less than this means nothing else was waiting. */
+const IDLE_GAP_MS = 0.1;
 /** Texts still to count up to this many characters are counted at once (milliseconds of tokenizer at worst). */
 const INLINE_CHARS = 8 * 1024;
 /** A body up to this many bytes has no more characters of text: it is measured at once. */
@@ -34,8 +41,8 @@ export async function measureSliced<T>(measure: () => T, options: SlicedOptions)
   const { queue, signal, bytes, whenLarge } = options;
   if (bytes !== undefined && bytes <= INLINE_CHARS) return measure();
   await whenLarge?.();
-  // Parsing and validating the body ran in this task: the walk over it starts in the next.
-  await new Promise(setImmediate);
+  // Parsing and validating the body ran in this task: the walk over it starts after other I/O has had its turn.
+  await afterPendingIo();
   const texts = new Set<string>();
   let chars = 0;
   withCounts(
@@ -50,6 +57,14 @@ export async function measureSliced<T>(measure: () => T, options: SlicedOptions)
   if (chars <= INLINE_CHARS) return measure();
   const counts = await counter.count([...texts], queue, signal);
   return withCounts((text) => counts.get(text), measure, true);
+}
+
+/**
+ * Resolves in the event loop's next check phase, after its poll phase has run the I/O callbacks waiting: an immediate
+ * queued from I/O would run before them, in the same turn; one queued from an immediate runs in the next.
+ */
+function afterPendingIo(): Promise<void> {
+  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
 }
 
 /** One request's texts, counted a piece per step. */
@@ -95,6 +110,10 @@ class SlicedCounter {
   /** Insertion order is the turn: a queue served goes to the back. */
   private readonly queues = new Map<string, CountJob[]>();
   private running = false;
+  /** When the last turn ended: the time until the next begins is other work's. */
+  private turnEnded = 0;
+  /** Milliseconds of counting earned by other work's time (at most a slice); below zero after a piece ran over. */
+  private budget = SLICE_MS;
 
   count(texts: readonly string[], queue: string, signal?: AbortSignal): Promise<Map<string, number>> {
     return new Promise((resolve, reject) => {
@@ -109,11 +128,28 @@ class SlicedCounter {
     });
   }
 
+  /** One turn of the event loop: a slice of counting, as long as the budget allows (none while it is spent). */
   private readonly run = (): void => {
-    const deadline = performance.now() + SLICE_MS;
+    const started = performance.now();
+    const otherWorkMs = started - this.turnEnded;
+    this.budget =
+      otherWorkMs < IDLE_GAP_MS
+        ? SLICE_MS
+        : Math.min(SLICE_MS, this.budget + (otherWorkMs * BUSY_SHARE) / (1 - BUSY_SHARE));
+    if (this.budget > 0) {
+      this.slice(started + this.budget);
+      this.budget -= performance.now() - started;
+    }
+    this.turnEnded = performance.now();
+    if (this.queues.size > 0) setImmediate(this.run);
+    else this.running = false;
+  };
+
+  /** Counts a piece at a time, queues in turn, until `deadline` (one piece at least). */
+  private slice(deadline: number): void {
     do {
       const first = this.queues.entries().next();
-      if (first.done) break;
+      if (first.done) return;
       const [queue, jobs] = first.value;
       const job = jobs[0]!;
       this.queues.delete(queue);
@@ -126,9 +162,7 @@ class SlicedCounter {
       }
       if (jobs.length > 0) this.queues.set(queue, jobs);
     } while (performance.now() < deadline);
-    if (this.queues.size > 0) setImmediate(this.run);
-    else this.running = false;
-  };
+  }
 }
 
 const counter = new SlicedCounter();
