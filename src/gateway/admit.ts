@@ -80,7 +80,7 @@ function giveBackTokens(deps: AdmitDeps, account: AccountState, decision: RateDe
 /**
  * Before a large body is read (`bytes` its Content-Length, unknown counting as large): its key (401, 403) and
  * whether the account's rate limits would let a request through (429), so that a request they refuse costs no
- * reading or parsing of its body.
+ * reading or parsing of its body. Every metered endpoint runs it before reading its body.
  */
 export async function refuseBeforeReading(
   deps: AdmitDeps,
@@ -88,25 +88,27 @@ export async function refuseBeforeReading(
   bytes: number | undefined,
 ): Promise<void> {
   if (bytes !== undefined && bytes <= SMALL_BODY_BYTES) return;
-  const key = await authenticate(deps, authorization, 'chat');
+  await peekRate(deps, await authenticate(deps, authorization, 'chat'));
+}
+
+/** Throws 429 when the account's rate limits would refuse one more request now; counts nothing. */
+async function peekRate(deps: AdmitDeps, key: KeyRecord): Promise<void> {
   const account = await accountOf(deps, key);
   allowedHeaders(deps, await deps.limiter.peek(account.id, deps.limitsFor(account)));
 }
 
 /**
  * What `build` makes of an authenticated request, its measure (the prompt's tokens) included. Counting a large
- * body's tokens is real work: the account's rate limits are checked first, so a request they refuse costs no
- * tokenizing, and the texts are counted in slices that yield to other requests, this account's turn among others'.
+ * body's tokens is real work: the account's rate limits are checked again first (the body may have taken long to
+ * arrive), so a request they refuse costs no tokenizing, and the texts are counted in slices that yield to other
+ * requests, this account's turn among others'.
  */
 export function measured<T>(deps: AdmitDeps, input: RequestInput, key: KeyRecord, build: () => T): Promise<T> {
   return measureSliced(build, {
     queue: key.accountId,
     signal: input.signal,
     bytes: input.bodyBytes,
-    whenLarge: async () => {
-      const account = await accountOf(deps, key);
-      allowedHeaders(deps, await deps.limiter.peek(account.id, deps.limitsFor(account)));
-    },
+    whenLarge: () => peekRate(deps, key),
   });
 }
 

@@ -5,6 +5,7 @@
  * tenant's large bodies do not hold back another's (the strict order of turns: test/tokens/sliced.test.ts).
  */
 import { randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countPromptTokens, countTextTokens } from '../../src/tokens/index.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
@@ -68,6 +69,42 @@ async function slowestHealthWhile(work: Promise<unknown>): Promise<number> {
   return slowest;
 }
 
+/**
+ * Sends the headers of a 3 MB JSON body and its first 64 KiB only, and waits for the answer: it comes only if the
+ * server answers without reading the rest of the body.
+ */
+function answerToFirstPart(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: string; sentBytes: number }> {
+  const declared = 3 * 1024 * 1024;
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json', 'content-length': declared },
+    });
+    const timer = setTimeout(() => {
+      req.destroy();
+      reject(new Error(`${url}: no answer before the rest of the body`));
+    }, 5_000);
+    req.on('response', (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => {
+        clearTimeout(timer);
+        req.destroy();
+        resolve({ status: res.statusCode!, body, sentBytes: 64 * 1024 });
+      });
+    });
+    req.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    req.write(Buffer.alloc(64 * 1024, ' '));
+  });
+}
+
 async function testKey(plan?: string): Promise<string> {
   const account = await gateway.account(plan ? { plan } : {});
   return (await gateway.key(account.id, { environment: 'test' })).key;
@@ -91,6 +128,28 @@ describe('cheap work before expensive work', () => {
       expect(refused.ms).toBeLessThan(2_000);
     }
     expect(slowest).toBeLessThan(LARGE_BODY_HEALTH_BOUND_MS);
+  });
+
+  it("refuses a rate-limited key's large body on every metered endpoint before reading it", async () => {
+    const key = await testKey('one');
+    expect(
+      (await post('/chat/completions', key, { model: 'sandbox/echo', messages: [{ role: 'user', content: 'hi' }] }))
+        .status,
+    ).toBe(200);
+    const paths = [
+      '/chat/completions',
+      '/completions',
+      '/embeddings',
+      '/responses',
+      '/messages',
+      '/messages/count_tokens',
+    ];
+    for (const path of paths) {
+      const headers = path.startsWith('/messages') ? { 'x-api-key': key } : { authorization: `Bearer ${key}` };
+      const answer = await answerToFirstPart(`${gateway.baseURL}${path}`, headers);
+      expect(answer, path).toMatchObject({ status: 429, sentBytes: 64 * 1024 });
+      expect(answer.body, path).toContain('rate_limit');
+    }
   });
 
   it('counts an admitted large body in slices: /health answers meanwhile, and the count is the one made at once', async () => {

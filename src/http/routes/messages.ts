@@ -9,6 +9,7 @@ import { accessLogger } from '../../observability/index.js';
 import { anthropicErrorBody } from '../../protocols/anthropic-messages/index.js';
 import { clientSignalOf, singleHeader, type ClientSignal } from '../client-signal.js';
 import type { HttpDeps } from '../deps.js';
+import { refuseLargeBodyEarly } from '../refuse-early.js';
 import { errorAnswer } from '../edge.js';
 import { keyOfRequest } from '../key-of-request.js';
 import { requestInput } from '../request-input.js';
@@ -27,12 +28,13 @@ export function messagesRoutes(server: FastifyInstance, deps: HttpDeps): void {
       void reply.header('request-id', request.id);
       done();
     });
-    scope.post('/v1/messages', async (request, reply) => {
+    const onRequest = refuseLargeBodyEarly(deps, authorizationOfRequest);
+    scope.post('/v1/messages', { onRequest }, async (request, reply) => {
       const client = clientSignalOf(reply.raw);
       const answer = await createMessage(inputOf(request, client, access), deps);
       return sendAnswer(request, reply, answer, client);
     });
-    scope.post('/v1/messages/count_tokens', async (request, reply) => {
+    scope.post('/v1/messages/count_tokens', { onRequest }, async (request, reply) => {
       const result = await countMessageTokens(inputOf(request, clientSignalOf(reply.raw), access), deps);
       void reply.headers(result.headers);
       return result.body;
@@ -45,9 +47,14 @@ export function messagesRoutes(server: FastifyInstance, deps: HttpDeps): void {
 function inputOf(request: FastifyRequest, client: ClientSignal, access: FastifyInstance['log']): RequestInput {
   return {
     ...requestInput(request, client, access, 'messages'),
-    authorization: authorizationOf(request.headers.authorization, singleHeader(request.headers['x-api-key'])),
+    authorization: authorizationOfRequest(request),
     forwardHeaders: betaOf(request),
   };
+}
+
+/** The key from `Authorization` or `x-api-key`. */
+function authorizationOfRequest(request: FastifyRequest): string | undefined {
+  return authorizationOf(request.headers.authorization, singleHeader(request.headers['x-api-key']));
 }
 
 /** Claude Code and the SDKs' beta features are named in `anthropic-beta`; Anthropic needs it with their fields. */
