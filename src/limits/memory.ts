@@ -69,21 +69,23 @@ interface AccountWindows {
 export class MemoryRateLimiter implements RateLimiter {
   private readonly accounts = new Map<string, AccountWindows>();
 
+  /** Whether one request (and one token) would pass now; counts nothing. */
   peek(accountId: string, limits: RateLimits): RateDecision {
-    const nowMs = Date.now();
-    const windows = this.windows(accountId, Math.floor(nowMs / 1000));
-    const requestWait = windows.requests.waitFor(nowMs, limits.requestsPerMinute, 1);
-    const tokenWait = windows.tokens.waitFor(nowMs, limits.tokensPerMinute, 1);
-    return {
-      allowed: requestWait === 0 && tokenWait === 0,
-      retryAfterSeconds: Math.max(1, Math.ceil(Math.max(requestWait, tokenWait) / 1000)),
-      requests: this.describe(windows.requests, nowMs, limits.requestsPerMinute),
-      tokens: this.describe(windows.tokens, nowMs, limits.tokensPerMinute),
-      completionBound: 0,
-    };
+    return this.decide(accountId, limits, 1, undefined, false);
   }
 
   admit(accountId: string, limits: RateLimits, promptTokens: number, completion?: CompletionAsk): RateDecision {
+    return this.decide(accountId, limits, promptTokens, completion, true);
+  }
+
+  /** The decision on a request of `promptTokens` and `completion`; counted in the windows when `count` and allowed. */
+  private decide(
+    accountId: string,
+    limits: RateLimits,
+    promptTokens: number,
+    completion: CompletionAsk | undefined,
+    count: boolean,
+  ): RateDecision {
     const nowMs = Date.now();
     const nowSecond = Math.floor(nowMs / 1000);
     const windows = this.windows(accountId, nowSecond);
@@ -93,11 +95,11 @@ export class MemoryRateLimiter implements RateLimiter {
     const tokenWait = windows.tokens.waitFor(nowMs, limits.tokensPerMinute, promptTokens + choices);
     const allowed = requestWait === 0 && tokenWait === 0;
     let completionBound = 0;
-    if (allowed) {
-      if (choices > 0) {
-        const free = limits.tokensPerMinute - windows.tokens.used(nowSecond) - promptTokens;
-        completionBound = Math.min(completion!.bound, Math.floor(free / choices));
-      }
+    if (allowed && choices > 0) {
+      const free = limits.tokensPerMinute - windows.tokens.used(nowSecond) - promptTokens;
+      completionBound = Math.min(completion!.bound, Math.floor(free / choices));
+    }
+    if (allowed && count) {
       windows.requests.add(nowSecond, 1);
       windows.tokens.add(nowSecond, promptTokens + completionBound * choices);
     }
@@ -107,7 +109,7 @@ export class MemoryRateLimiter implements RateLimiter {
       requests: this.describe(windows.requests, nowMs, limits.requestsPerMinute),
       tokens: this.describe(windows.tokens, nowMs, limits.tokensPerMinute),
       completionBound,
-      second: nowSecond,
+      ...(count ? { second: nowSecond } : {}),
     };
   }
 

@@ -145,7 +145,9 @@ describe('cheap work before expensive work', () => {
       '/messages/count_tokens',
     ];
     for (const path of paths) {
-      const headers = path.startsWith('/messages') ? { 'x-api-key': key } : { authorization: `Bearer ${key}` };
+      const headers: Record<string, string> = path.startsWith('/messages')
+        ? { 'x-api-key': key }
+        : { authorization: `Bearer ${key}` };
       const answer = await answerToFirstPart(`${gateway.baseURL}${path}`, headers);
       expect(answer, path).toMatchObject({ status: 429, sentBytes: 64 * 1024 });
       expect(answer.body, path).toContain('rate_limit');
