@@ -46,6 +46,7 @@ export interface ServerOptions {
 const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 export function createServer(options: ServerOptions): FastifyInstance {
+  const unused = unusedConnections();
   const server = Fastify({
     loggerInstance: options.logger,
     bodyLimit: options.bodyLimitBytes,
@@ -58,10 +59,13 @@ export function createServer(options: ServerOptions): FastifyInstance {
           headersTimeout: options.requestTimeoutMs,
           connectionsCheckingInterval: Math.min(1_000, options.requestTimeoutMs),
         },
-        ahead
-          ? (req, res) => (ahead.matches(req) ? ahead.handle(req, res, !http.listening) : fastifyHandler(req, res))
-          : fastifyHandler,
+        (req, res) => {
+          unused.used(req.socket);
+          if (ahead?.matches(req)) ahead.handle(req, res, !http.listening);
+          else fastifyHandler(req, res);
+        },
       );
+      http.on('connection', unused.opened);
       http.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
       return http;
     },
@@ -96,6 +100,11 @@ export function createServer(options: ServerOptions): FastifyInstance {
             : fromFastify(error);
       void refuse(request, reply, gatewayError, options.keyOf);
     },
+  });
+
+  server.addHook('preClose', (done) => {
+    unused.destroyAll();
+    done();
   });
 
   // A callback hook, not an async one: it runs on every request, and a promise per request is measurable.
@@ -196,4 +205,23 @@ function traceRequests(server: FastifyInstance): void {
     if (!context) return done();
     runInContext(context, done);
   });
+}
+
+/**
+ * Connections that have not sent a request yet. Node's `close()` closes only idle connections that have served a
+ * request, and a client's spare connection (undici opens some, and keeps them 4 s) would hold a graceful stop until
+ * the client drops it: these are destroyed when the server starts closing.
+ */
+function unusedConnections() {
+  const sockets = new Set<Duplex>();
+  return {
+    opened: (socket: Duplex) => {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+    },
+    used: (socket: Duplex) => void sockets.delete(socket),
+    destroyAll: () => {
+      for (const socket of sockets) socket.destroy();
+    },
+  };
 }
