@@ -10,7 +10,7 @@
  */
 import { fork } from 'node:child_process';
 import { request } from 'undici';
-import { runLoad, type Endpoint, type Tool } from './load.js';
+import { rotate, runLoad, summarize, type Endpoint, type Tool } from './load.js';
 import { onCleanup, readProc } from './processes.js';
 import type { ConfigResult } from './report.js';
 import { call } from './setup.js';
@@ -49,7 +49,7 @@ export async function measureLargeBodies(
     { from: 'admitted key', key: admitted },
   ].map((kind) => ({ ...kind, answered: 0, seconds: 0, requests: 0, cpu: 0, statuses: [], health: [] }));
   for (let round = 0; round < ROUNDS; round++) {
-    for (const kind of [...kinds.slice(round), ...kinds.slice(0, round)]) {
+    for (const kind of rotate(kinds, round)) {
       const health = await startClient(clientFile, { url: tollgate.url, model: tollgate.model });
       const bodies = kind.key
         ? await startClient(clientFile, { url: tollgate.url, key: kind.key, model: tollgate.model })
@@ -68,23 +68,27 @@ export async function measureLargeBodies(
   const [quiet, ...beside] = kinds as [Slices, ...Slices[]];
   const quietRps = quiet.answered / quiet.seconds;
   const cpuPerRequest = quiet.cpu / Math.max(1, quiet.requests);
+  const quietHealth = summarize(quiet.health);
   result.largeBodies = {
     quietRps,
-    quietHealthP99Ms: percentile(quiet.health, 0.99),
-    quietHealthMaxMs: percentile(quiet.health, 1),
+    quietHealthP99Ms: quietHealth.p99,
+    quietHealthMaxMs: quietHealth.max,
     bodyPeriodMs: BODY_PERIOD_MS,
-    runs: beside.map((kind) => ({
-      from: kind.from,
-      rps: kind.answered / kind.seconds,
-      ofQuiet: kind.answered / kind.seconds / quietRps,
-      largeBodies: kind.statuses.length,
-      statuses: countBy(kind.statuses),
-      cpuMsPerBody: kind.statuses.length
-        ? (1000 * (kind.cpu - kind.requests * cpuPerRequest)) / kind.statuses.length
-        : NaN,
-      healthP99Ms: percentile(kind.health, 0.99),
-      healthMaxMs: percentile(kind.health, 1),
-    })),
+    runs: beside.map((kind) => {
+      const health = summarize(kind.health);
+      return {
+        from: kind.from,
+        rps: kind.answered / kind.seconds,
+        ofQuiet: kind.answered / kind.seconds / quietRps,
+        largeBodies: kind.statuses.length,
+        statuses: countBy(kind.statuses),
+        cpuMsPerBody: kind.statuses.length
+          ? (1000 * (kind.cpu - kind.requests * cpuPerRequest)) / kind.statuses.length
+          : NaN,
+        healthP99Ms: health.p99,
+        healthMaxMs: health.max,
+      };
+    }),
   };
   write(' done\n');
 }
@@ -101,11 +105,6 @@ interface Slices {
   cpu: number;
   statuses: number[];
   health: number[];
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
 }
 
 interface ClientReport {
