@@ -35,3 +35,4 @@ export {
   type RechargeCredit,
 } from './recharge-outcome.js';
 export { Reservation, Wallet, type ReserveRequest, type Settlement, type WalletOptions } from './wallet.js';
+export { detailJson, type RequestDetail, type StoredDetail } from './request-detail.js';

@@ -31,6 +31,7 @@ import {
   type PriceSheet,
   type TokenUsage,
 } from '../pricing/index.js';
+import { detailJson, type RequestDetail } from './request-detail.js';
 import { AutoRecharger, type RechargeOptions } from './recharge.js';
 
 export interface ReserveRequest extends Pick<
@@ -66,6 +67,8 @@ export interface SettleRequest {
    * transaction: the answer that waits for the debit then implies the event will be delivered.
    */
   event?: (billed: Settlement) => GatewayEvent;
+  /** Where the request went and how it ended, kept on its ledger row (GET /v1/generation). */
+  detail?: RequestDetail;
 }
 
 export interface Settlement {
@@ -216,7 +219,7 @@ export class Wallet {
     const billedUsage = this.billable(reservation, settle, account.id);
     const promptTokens = promptTokensOf(billedUsage);
     const completionTokens = completionTokensOf(billedUsage);
-    const usage = { day: utcDay(), environment: key.environment, model: settle.model };
+    const usage = { day: utcDay(), environment: key.environment, model: settle.model, keyId: key.id };
     const keyUsed = { keyId: key.id, at: Date.now() };
     if (key.environment === 'test') {
       const billed = { chargedNano: 0n, promptTokens, completionTokens, usage: billedUsage };
@@ -247,6 +250,11 @@ export class Wallet {
       billing: billingRecord(billedUsage, priced),
       usage,
     };
+    if (settle.detail) {
+      entry.endpoint = settle.detail.endpoint;
+      entry.answerId = settle.detail.answerId;
+      entry.detail = detailJson(settle.detail);
+    }
     const events = this.entryEvents(account, key.id, settle.event, billedUsage);
     if (events) entry.events = events;
     this.unwritten.set(entry, { hold, chargedNano });

@@ -16,6 +16,7 @@ import { admitMetered, meteredCall, type Admitted, type Authenticated, type Mete
 import { relayChatStream, type ChatStreamEvent } from './relay.js';
 import type { Answer, RequestInput } from './request.js';
 import { validateChatRequest } from './schema.js';
+import { finishReasonOf } from './openai-stream.js';
 import { billedUsage, settleAnswer } from './settle.js';
 import { chatUsage } from '../pricing/index.js';
 
@@ -117,6 +118,7 @@ export async function settleCompletion(
         completion.service_tier,
       ),
     () => completionText(completion),
+    { answerId: completion.id, finishReason: finishReasonOf(completion.choices) },
   );
   const body = { ...completion, model: context.model.id, usage: billedUsage(completion.usage, billed) };
   return { body, chargedNano: billed.chargedNano };

@@ -35,6 +35,7 @@ import { openAiProtocol } from './idempotency.js';
 import { admitMetered, meteredCall, type Authenticated, type MeteredRequest } from './metered.js';
 import type { Answer, RequestInput } from './request.js';
 import { compiledValidator } from './schema.js';
+import { finishReasonOf } from './openai-stream.js';
 import { billedUsage, settleAnswer } from './settle.js';
 import { chatUsage } from '../pricing/index.js';
 
@@ -149,6 +150,7 @@ async function settleText(
         completion: () => generatedTokens(echoed, completion.choices),
       }),
     () => completion.choices[0]?.text ?? '',
+    { answerId: completion.id, finishReason: finishReasonOf(completion.choices) },
   );
   return { ...completion, model: context.model.id, usage: billedUsage(completion.usage, billed) };
 }

@@ -28,6 +28,11 @@ export interface GatewayDeps {
 /** One admitted request, once routing has named the deployment that answered (or failed). */
 export interface RequestContext {
   readonly requestId: string;
+  /** The path the request came on, and the id its answer has when the endpoint chose it (a translation's). */
+  readonly endpoint: string | undefined;
+  readonly answerId: string | undefined;
+  /** Aborted when the client goes away. */
+  readonly signal: AbortSignal;
   /** The model that answered: a fallback model when the requested one failed. */
   readonly model: CatalogModel;
   readonly providerId: string;

@@ -44,7 +44,9 @@ export async function answerNatively(admitted: Admitted, body: MessagesJson): Pr
   const { context, result: message, headers } = await meteredCall(admitted, way);
   const counted = () => countTextTokens(contentText(message.content));
   const used = () => anthropicUsage(message.usage, { prompt: context.promptTokens, completion: counted });
-  const billed = await settleAnswer(context, signal, used, () => contentText(message.content));
+  const answerId = typeof message.id === 'string' ? message.id : undefined;
+  const end = { answerId, finishReason: typeof message.stop_reason === 'string' ? message.stop_reason : null };
+  const billed = await settleAnswer(context, signal, used, () => contentText(message.content), end);
   headers['x-tollgate-cost'] = usdString(billed.chargedNano);
   const usage = { ...(isObject(message.usage) ? message.usage : {}), cost: usdNumber(billed.chargedNano) };
   return { kind: 'json', headers, body: { ...message, model: context.model.id, usage } };

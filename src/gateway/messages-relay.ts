@@ -67,6 +67,8 @@ export async function* relayNative(
         } else if ((event === 'message_delta' || event === 'message_stop') && !meter.settled) {
           if (event === 'message_delta') {
             Object.assign(usage, withoutNulls(data.usage));
+            if (isObject(data.delta) && typeof data.delta.stop_reason === 'string')
+              meter.finishReason = data.delta.stop_reason;
             whole = true;
           }
           const charged = await settleWhole();

@@ -77,7 +77,7 @@ export async function createMessage(input: RequestInput, deps: GatewayDeps): Pro
       }
       // 5-7. Translated through chat; the cost goes in `usage.cost` and a header, as on a native answer.
       const id = `msg_${input.requestId}`;
-      const answer = await answerChat(admitted, chat);
+      const answer = await answerChat({ ...admitted, request: { ...admitted.request, answerId: id } }, chat);
       const { headers, context } = answer;
       if (answer.kind === 'stream') {
         const writer = new MessagesStreamWriter(id, context.model.id, context.promptTokens);

@@ -32,6 +32,8 @@ export interface MeteredRequest extends Authenticated {
   /** The request's `user` (llm.* events' `userId`). */
   readonly userId: string | undefined;
   readonly stream: boolean;
+  /** The id the client's answer will have, when the endpoint makes it (a translated answer's); else the upstream's. */
+  readonly answerId?: string | undefined;
   /** The prompt's text for llm.* events, built only when an event is. */
   promptText(): string;
 }
@@ -106,6 +108,9 @@ function contextOf(
   const { input } = request;
   return {
     requestId: input.requestId,
+    endpoint: input.endpoint,
+    answerId: request.answerId,
+    signal: input.signal,
     model: routed.model,
     providerId: routed.providerId,
     promptTokens: request.hold.promptTokens,

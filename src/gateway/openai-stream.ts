@@ -54,6 +54,15 @@ export interface OpenAiStreamFormat<C extends OpenAiChunk> {
   answer?: (meter: StreamMeter) => string;
 }
 
+/** The finish reason a chunk's (or a completion's) choices give: the first one set. */
+export function finishReasonOf(choices: readonly unknown[]): string | undefined {
+  for (const choice of choices) {
+    const reason = (choice as { finish_reason?: unknown } | null)?.finish_reason;
+    if (typeof reason === 'string') return reason;
+  }
+  return undefined;
+}
+
 /** An error event of a relayed stream (the envelope, after the first byte). */
 export function isErrorEnvelope(data: object): data is ErrorEnvelope {
   return 'error' in data && !('choices' in data);
@@ -100,6 +109,7 @@ export async function* relayOpenAiStream<C extends OpenAiChunk>(
           else delete chunk.usage;
         }
         chunk.model = context.model.id;
+        meter.finishReason = finishReasonOf(chunk.choices) ?? meter.finishReason;
         format.deliver(meter, chunk);
         yield { data: chunk };
       }

@@ -10,6 +10,8 @@ export interface RequestInput {
   /** The `Idempotency-Key` header, if any. */
   idempotencyKey?: string | undefined;
   requestId: string;
+  /** The path the request came on (`/v1/chat/completions`): its ledger row's `endpoint`. */
+  endpoint?: string | undefined;
   /** Aborted when the client goes away. */
   signal: AbortSignal;
   /** Headers of the client's own protocol that a native pass-through sends upstream as they are (`anthropic-beta`). */

@@ -30,11 +30,12 @@ export async function answerThroughChat(
   if (body.timeout_ms !== undefined) chat.timeout_ms = body.timeout_ms;
   // Hosted tools the translation leaves out never reach the provider: the translation is what is exposed.
   const metered = await measured(deps, request.input, key, () => meteredChat(request, chat));
-  const admitted = await admitMetered(deps, { ...metered, exposed: chat }, route);
+  const id = newResponseId('resp');
+  const admitted = await admitMetered(deps, { ...metered, exposed: chat, answerId: id }, route);
   const answer = await answerChat(admitted, chat);
   const { headers, context } = answer;
   const meta: ResponseMeta = {
-    id: newResponseId('resp'),
+    id,
     createdAt: Math.floor(Date.now() / 1000),
     model: context.model.id,
     newId: newResponseId,

@@ -21,7 +21,7 @@ import type { GatewayDeps } from './deps.js';
 import { measured } from './admit.js';
 import { admitMetered, meteredCall, type MeteredRequest } from './metered.js';
 import type { ResponseRequestState, ResponseResult } from './responses-request.js';
-import { openResponseStream, relayResponseStream } from './responses-relay.js';
+import { openResponseStream, relayResponseStream, responseEnd } from './responses-relay.js';
 import { settleAnswer } from './settle.js';
 import { responsesUsage } from '../pricing/index.js';
 import { withSearchBounds } from './exposure.js';
@@ -70,7 +70,8 @@ export async function answerNatively(
   // Settle at the upstream's usage (or tollgate's count of the output), durable before the answer leaves.
   const own = { prompt: context.promptTokens, completion: () => countTextTokens(outputText(answer)) };
   const used = () => responsesUsage(answer, own);
-  const billed = await settleAnswer(context, input.signal, used, () => outputText(answer));
+  const end = { answerId: typeof answer.id === 'string' ? answer.id : undefined, finishReason: responseEnd(answer) };
+  const billed = await settleAnswer(context, input.signal, used, () => outputText(answer), end);
   const { promptTokens, completionTokens, chargedNano } = billed;
   await remember(responseId(answer), context.providerId, promptTokens + completionTokens).catch(() => undefined);
   const cost = usdNumber(chargedNano);

@@ -8,7 +8,7 @@ import type { GatewayError } from '../errors/index.js';
 import { billedResponse, deliveredText, responseId, sseOf, withModel } from '../protocols/openai-responses/index.js';
 import { RESPONSE_END_EVENTS, type ResponsesCall, type ResponsesJson } from '../providers/index.js';
 import { fromUpstream, type Deployment } from '../routing/index.js';
-import type { StreamEvent } from '../wire/index.js';
+import { isObject, type StreamEvent } from '../wire/index.js';
 import type { RequestContext } from './deps.js';
 import { countedUsage, responsesUsage } from '../pricing/index.js';
 import { UpstreamError } from '../providers/index.js';
@@ -82,6 +82,7 @@ export async function* relayResponseStream(
     try {
       const failed = end.type === 'response.failed' ? failureOf(response) : undefined;
       const own = { prompt: context.promptTokens, completion: () => meter.tokens() };
+      meter.finishReason = responseEnd(response);
       const settlement = await meter.settle(responsesUsage(response, own), failed);
       carried = settlement.promptTokens + settlement.completionTokens;
       const cost = usdNumber(settlement.chargedNano);
@@ -114,4 +115,12 @@ function failureOf(response: object): { code: string; message: string } {
     code: typeof code === 'string' ? code : 'upstream_error',
     message: typeof message === 'string' ? message : 'The response failed',
   };
+}
+
+/** How a Response ended, for its ledger row: `completed`, `failed`, or why it is incomplete (`max_output_tokens`). */
+export function responseEnd(response: object): string | null {
+  const { status, incomplete_details: incomplete } = response as { status?: unknown; incomplete_details?: unknown };
+  if (status === 'incomplete' && isObject(incomplete) && typeof incomplete.reason === 'string')
+    return incomplete.reason;
+  return typeof status === 'string' ? status : null;
 }

@@ -1,5 +1,5 @@
 /** Settlement of an answered chat request: the debit at actual usage, durable before the answer ends. */
-import { usdNumber, type Settlement } from '../billing/index.js';
+import { usdNumber, type RequestDetail, type Settlement } from '../billing/index.js';
 import { GatewayError } from '../errors/index.js';
 import { withSpan } from '../observability/index.js';
 import { completionTokensOf, promptTokensOf, type TokenUsage } from '../pricing/index.js';
@@ -7,6 +7,29 @@ import type { RequestContext } from './deps.js';
 import { outcomeEvent, type Answered } from './events.js';
 import { failed } from './fail.js';
 import { recordOutcome } from './record.js';
+
+/** How an answer ended, as its ledger row keeps it: the answer's id, why it stopped, when its first token left. */
+export interface AnswerEnd {
+  answerId?: string | undefined;
+  finishReason?: string | null | undefined;
+  /** `performance.now()` when the first token was delivered; 0 when none was (or the answer came whole). */
+  firstTokenAt?: number;
+}
+
+/** The request's detail at its settlement (now): the endpoint's answer id first, else the upstream's. */
+export function requestDetail(context: RequestContext, end: AnswerEnd, failed: boolean): RequestDetail {
+  const now = performance.now();
+  return {
+    endpoint: context.endpoint,
+    answerId: context.answerId ?? end.answerId,
+    provider: context.providerId,
+    latencyMs: Math.round(now - context.started),
+    firstTokenMs: end.firstTokenAt ? Math.round(end.firstTokenAt - context.started) : null,
+    finishReason: failed ? 'error' : (end.finishReason ?? null),
+    streamed: context.stream,
+    cancelled: context.signal.aborted,
+  };
+}
 
 /**
  * Settles, turning a database that cannot confirm the charge into a 503 (the charge stays queued). The request's
@@ -16,6 +39,7 @@ export async function settleOrFail(
   context: RequestContext,
   usage: TokenUsage,
   answered: Answered,
+  end: AnswerEnd = {},
 ): Promise<Settlement> {
   try {
     // At the prices of the model that answered (a request's fallback model may cost less than the reservation's),
@@ -31,6 +55,7 @@ export async function settleOrFail(
         images: Math.max(usage.images, context.images ?? 0),
       },
       ...(event ? { event } : {}),
+      detail: requestDetail(context, end, answered.error !== undefined),
     };
     return await withSpan(
       'settle',
@@ -54,6 +79,7 @@ export async function settleAnswer(
   signal: AbortSignal,
   used: () => TokenUsage,
   text: () => string,
+  end: AnswerEnd = {},
 ): Promise<Settlement> {
   let usage: TokenUsage;
   try {
@@ -61,7 +87,7 @@ export async function settleAnswer(
   } catch (error) {
     throw failed(context, error, signal);
   }
-  const billed = await settleOrFail(context, usage, { text });
+  const billed = await settleOrFail(context, usage, { text }, end);
   const { promptTokens, completionTokens, chargedNano } = billed;
   recordOutcome(context, { ok: true, promptTokens, completionTokens, chargedNano, generationMs: 0 });
   return billed;

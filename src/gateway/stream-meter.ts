@@ -23,6 +23,8 @@ export interface StreamFailure {
 export class StreamMeter {
   /** Once true, the stream is charged (or its failure recorded): the relay's `finally` settles it otherwise. */
   settled = false;
+  /** Why the answer stopped, as the client's protocol says it; the relay sets it from the stream's events. */
+  finishReason: string | null = null;
   /** The text delivered per choice index (one choice, 0, for all but text completions). */
   private readonly pieces = new Map<number, string[]>();
   private chars = 0;
@@ -98,7 +100,8 @@ export class StreamMeter {
   ): Promise<Settlement> {
     this.settled = true;
     const error = failure && { code: failure.code, message: failure.message };
-    const settlement = await settleOrFail(this.context, usage, error ? { error } : { text: answer });
+    const end = { answerId: this.streamId, finishReason: this.finishReason, firstTokenAt: this.firstTokenAt };
+    const settlement = await settleOrFail(this.context, usage, error ? { error } : { text: answer }, end);
     recordOutcome(this.context, {
       ok: !failure,
       ...(failure ? { status: failure.status, error } : {}),

@@ -77,6 +77,7 @@ async function serve(
         bodyBytes,
         idempotencyKey: singleHeader(req.headers['idempotency-key']),
         requestId,
+        endpoint: CHAT_PATH,
         signal: client,
         log: (fields) => access.info({ reqId: requestId, ...fields }, 'chat completion'),
       },

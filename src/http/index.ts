@@ -4,6 +4,7 @@ import type { HttpDeps } from './deps.js';
 import { chatEndpoint, isChatRequest } from './chat-endpoint.js';
 import { keyOfRequest } from './key-of-request.js';
 import { adminRoutes } from './routes/admin.js';
+import { usageRoutes } from './routes/usage.js';
 import { creditRoutes } from './routes/credits.js';
 import { generationRoutes } from './routes/generation.js';
 import { messagesRoutes } from './routes/messages.js';
@@ -36,6 +37,7 @@ export function buildHttpServer(options: ServerOptions, deps: HttpDeps): Fastify
   responseRoutes(server, deps);
   messagesRoutes(server, deps);
   creditRoutes(server, deps);
+  usageRoutes(server, deps);
   purchaseRoutes(server, deps, deps.payments);
   adminRoutes(server, deps, adminGuard);
   if (deps.webhooks) webhookRoutes(server, deps, deps.webhooks);

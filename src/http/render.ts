@@ -1,6 +1,6 @@
 /** JSON shapes of accounts, keys and ledger entries, shared by the admin API (and later the dashboard). */
 import { rechargeProcessor, selfServeRecharge, usdNumber, type PaymentProcessors } from '../billing/index.js';
-import type { AccountRecord, AccountSettings, KeyRecord, LedgerRecord } from '../storage/index.js';
+import type { AccountRecord, AccountSettings, KeyRecord, LedgerRecord, UsageTotals } from '../storage/index.js';
 import type { HttpDeps } from './deps.js';
 
 const seconds = (ms: number | null) => (ms === null ? null : Math.floor(ms / 1000));
@@ -99,5 +99,18 @@ export function renderLedgerEntry(entry: LedgerRecord): Record<string, unknown> 
     completion_tokens: entry.completionTokens,
     note: entry.note,
     created: seconds(entry.createdAt),
+  };
+}
+
+/** Usage totals as GET /v1/credits and GET /v1/key show them. */
+export function renderUsage(totals: UsageTotals) {
+  return {
+    credits_used: usdNumber(totals.creditsNano),
+    requests: totals.requests,
+    tokens: {
+      prompt: totals.promptTokens,
+      completion: totals.completionTokens,
+      total: totals.promptTokens + totals.completionTokens,
+    },
   };
 }

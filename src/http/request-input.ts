@@ -17,6 +17,7 @@ export function requestInput(
     bodyBytes: declaredBytes(request.headers['content-length']),
     idempotencyKey: singleHeader(request.headers['idempotency-key']),
     requestId: request.id,
+    endpoint: request.routeOptions.url,
     signal: client,
     log: (fields) => access.info({ reqId: request.id, ...fields }, what),
   };

@@ -14,6 +14,8 @@ export interface Priced {
   tier: number | undefined;
   /** The service tier priced, when it is one of the model's own. */
   serviceTier: string | undefined;
+  /** The fees applied: per request, per input image, per web search (nano-USD each). */
+  fees: { request: Nano; image: Nano; webSearch: Nano };
 }
 
 /** The service tier's sheet when the model sells at it, else the standard one. */
@@ -40,9 +42,10 @@ export function priceUsage(sheet: PriceSheet, usage: TokenUsage): Priced {
     BigInt(usage.cacheWrite1h) * rates.cacheWrite1h +
     BigInt(usage.output) * rates.completion +
     BigInt(usage.reasoning) * rates.reasoning;
-  const fees = served.request + BigInt(usage.images) * served.image + BigInt(usage.webSearch) * served.webSearch;
-  const costNano = (per1k + 999n) / 1000n + fees;
-  return { costNano, rates, tier, serviceTier: served === sheet ? undefined : usage.serviceTier };
+  const feesNano = served.request + BigInt(usage.images) * served.image + BigInt(usage.webSearch) * served.webSearch;
+  const costNano = (per1k + 999n) / 1000n + feesNano;
+  const fees = { request: served.request, image: served.image, webSearch: served.webSearch };
+  return { costNano, rates, tier, serviceTier: served === sheet ? undefined : usage.serviceTier, fees };
 }
 
 /** What a request may use at most, for its hold: the prompt's ceiling, fee-bearing units, and its service tier. */
@@ -127,6 +130,11 @@ export function billingRecord(usage: TokenUsage, priced: Priced): string {
       input_cache_write: String(rates.cacheWrite),
       input_cache_write_1h: String(rates.cacheWrite1h),
       internal_reasoning: String(rates.reasoning),
+    },
+    fees_nano: {
+      request: String(priced.fees.request),
+      image: String(priced.fees.image),
+      web_search: String(priced.fees.webSearch),
     },
     ...(priced.tier !== undefined ? { tier_above_prompt_tokens: priced.tier } : {}),
     ...(priced.serviceTier !== undefined ? { service_tier: priced.serviceTier } : {}),

@@ -11,6 +11,8 @@ export interface UsageSlot {
   day: string;
   environment: string;
   model: string;
+  /** The key that made the request: also counted in that key's daily usage (`usage_daily_keys`). */
+  keyId?: string;
 }
 
 export interface LedgerEntryInput {
@@ -29,6 +31,10 @@ export interface LedgerEntryInput {
   note?: string;
   /** JSON text of the debit's tokens per kind and the prices applied, built by the caller; stored as given. */
   billing?: string;
+  /** A debit's endpoint (`/v1/chat/completions`), the id its answer had, and its detail as JSON text. */
+  endpoint?: string;
+  answerId?: string;
+  detail?: string;
   /** Counts this entry's request and tokens (and the debited amount) in the daily usage. */
   usage?: UsageSlot;
   /** The events this entry causes, written to the outbox in its transaction. */
@@ -47,6 +53,13 @@ export interface EntryEvents {
 }
 
 export interface UsageDelta extends UsageSlot, UsageTotals {
+  accountId: string;
+}
+
+/** One key's usage on one day (`usage_daily_keys`). */
+export interface KeyUsageDelta extends UsageTotals {
+  keyId: string;
+  day: string;
   accountId: string;
 }
 
@@ -217,6 +230,9 @@ export interface LedgerRow {
   note: string | null;
   created_at: number;
   billing: string | null;
+  endpoint: string | null;
+  answer_id: string | null;
+  detail: string | null;
 }
 
 export interface InvoiceRow {
@@ -234,6 +250,7 @@ export interface BatchPlan {
   result: CommitResult;
   ledger: LedgerRow[];
   usage: UsageDelta[];
+  keyUsage: KeyUsageDelta[];
   keySpend: Map<string, bigint>;
   keysUsed: Map<string, number>;
   invoices: InvoiceRow[];
@@ -278,6 +295,7 @@ export function planBatch(
   const running = new Map<string, bigint>();
   const ledger: LedgerRow[] = [];
   const usage = new Map<string, UsageDelta>();
+  const keyUsage = new Map<string, KeyUsageDelta>();
   const keySpend = new Map<string, bigint>();
   const deliveries: NewDelivery[] = batch.deliveries ? [...batch.deliveries] : [];
 
@@ -314,23 +332,31 @@ export function planBatch(
         note: entry.note ?? null,
         created_at: now,
         billing: entry.billing ?? null,
+        endpoint: entry.endpoint ?? null,
+        answer_id: entry.answerId ?? null,
+        detail: entry.detail ?? null,
       });
     }
     if (entry.usage) {
-      addUsage(usage, {
+      const delta = {
         accountId: entry.accountId,
         ...entry.usage,
         requests: 1,
         promptTokens: entry.promptTokens ?? 0,
         completionTokens: entry.completionTokens ?? 0,
         creditsNano: amount < 0n ? -amount : 0n,
-      });
+      };
+      addUsage(usage, delta);
+      addKeyUsage(keyUsage, delta);
     }
     if (entry.keyId && amount < 0n && entry.kind === 'debit')
       keySpend.set(entry.keyId, (keySpend.get(entry.keyId) ?? 0n) - amount);
     if (entry.events) deliveries.push(...entry.events.rows(amount, after));
   });
-  for (const delta of batch.usage ?? []) addUsage(usage, delta);
+  for (const delta of batch.usage ?? []) {
+    addUsage(usage, delta);
+    addKeyUsage(keyUsage, delta);
+  }
 
   const balances = new Map<string, AccountBalance>();
   for (const [accountId, balanceNano] of running)
@@ -351,6 +377,7 @@ export function planBatch(
     result: { applied, balancesAfter, balances },
     ledger,
     usage: [...usage.values()],
+    keyUsage: [...keyUsage.values()],
     keySpend,
     keysUsed,
     invoices,
@@ -363,11 +390,35 @@ export function addUsage(map: Map<string, UsageDelta>, delta: UsageDelta): void 
   const id = `${delta.accountId}\u0000${delta.day}\u0000${delta.environment}\u0000${delta.model}`;
   const current = map.get(id);
   if (!current) {
-    map.set(id, { ...delta });
+    const { keyId: _counted, ...row } = delta;
+    map.set(id, row);
     return;
   }
   current.requests += delta.requests;
   current.promptTokens += delta.promptTokens;
   current.completionTokens += delta.completionTokens;
   current.creditsNano += delta.creditsNano;
+}
+
+/** Adds a usage delta made by a key to that key's row of `map` (one row per key and day); others add nothing. */
+export function addKeyUsage(map: Map<string, KeyUsageDelta>, delta: UsageDelta | KeyUsageDelta): void {
+  if (!delta.keyId) return;
+  const id = `${delta.keyId}\u0000${delta.day}`;
+  const current = map.get(id);
+  if (!current) {
+    const { keyId, day, accountId, requests, promptTokens, completionTokens, creditsNano } = delta;
+    map.set(id, { keyId, day, accountId, requests, promptTokens, completionTokens, creditsNano });
+    return;
+  }
+  current.requests += delta.requests;
+  current.promptTokens += delta.promptTokens;
+  current.completionTokens += delta.completionTokens;
+  current.creditsNano += delta.creditsNano;
+}
+
+/** Key usage rows in the global lock order: after the accounts' usage rows, before the keys. */
+export function byKeyUsageRow(a: KeyUsageDelta, b: KeyUsageDelta): number {
+  const left = `${a.keyId}\u0000${a.day}`;
+  const right = `${b.keyId}\u0000${b.day}`;
+  return left < right ? -1 : left > right ? 1 : 0;
 }

@@ -21,6 +21,7 @@ import { PurchaseStore } from './purchases.js';
 import { RechargeStore } from './recharges.js';
 import { ResponseStore } from './responses.js';
 import { UsageStore } from './usage.js';
+import { ChargeStore } from './charges.js';
 import { UserStore } from './users.js';
 import { WebhookStore } from './webhooks.js';
 
@@ -52,6 +53,7 @@ export type { NewKey } from './keys.js';
 export type { IdempotencyRecord, IdempotencyStore, NewClaim } from './idempotency.js';
 export type { NewResponse, ResponseStore, StoredResponse } from './responses.js';
 export type { DailyUsageRow } from './usage.js';
+export type { ChargeCursor, ChargeGroup, ChargeGrouping, ChargeRange, ChargeStore } from './charges.js';
 export type { DashboardSession, DashboardUser, EmailStatus, EmailVerification } from './users.js';
 export type {
   WebhookRecord,
@@ -79,6 +81,8 @@ export interface Storage {
   readonly keys: KeyStore;
   readonly ledger: LedgerStore;
   readonly usage: UsageStore;
+  /** What requests were charged: one by id, pages in time order, sums by day, model, key or endpoint. */
+  readonly charges: ChargeStore;
   readonly meta: MetaStore;
   /** Dashboard passwords and sessions. */
   readonly users: UserStore;
@@ -162,6 +166,7 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
     keys: new KeyStore(db),
     ledger: new LedgerStore(db, writer),
     usage: new UsageStore(db),
+    charges: new ChargeStore(db),
     meta: new MetaStore(db),
     users: new UserStore(db),
     webhooks: new WebhookStore(db, dialect),

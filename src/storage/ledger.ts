@@ -3,10 +3,10 @@
  * balance update, so `balance = sum(ledger)` always holds; negative entries are clamped at the balance, so a
  * balance never goes below zero even when an operator's correction races a settlement.
  */
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { CommitResult, NewAccount, WriteBatch } from './batch.js';
 import type { LedgerKind, LedgerRecord } from './records.js';
-import type { Database } from './schema.js';
+import type { Database, LedgerTable } from './schema.js';
 import { big, num, numOrNull } from './values.js';
 
 /** Writes a batch in one transaction: `SqliteWriter` (synchronous, embedded) or `PgWriter` (PostgreSQL). */
@@ -40,21 +40,7 @@ export class LedgerStore {
       .limit(options.limit);
     if (options.before) query = query.where('id', '<', options.before);
     const rows = await query.execute();
-    return rows.map((r) => ({
-      id: r.id,
-      accountId: r.account_id,
-      kind: r.kind,
-      amountNano: big(r.amount_nano),
-      balanceAfterNano: big(r.balance_after_nano),
-      requestId: r.request_id,
-      keyId: r.key_id,
-      model: r.model,
-      promptTokens: numOrNull(r.prompt_tokens),
-      completionTokens: numOrNull(r.completion_tokens),
-      note: r.note,
-      createdAt: num(r.created_at),
-      billing: r.billing,
-    }));
+    return rows.map(ledgerRecordOf);
   }
 
   async sum(accountId: string): Promise<bigint> {
@@ -102,4 +88,25 @@ export class LedgerStore {
       .executeTakeFirst();
     return -big(row?.total ?? 0n);
   }
+}
+
+export function ledgerRecordOf(r: Selectable<LedgerTable>): LedgerRecord {
+  return {
+    id: r.id,
+    accountId: r.account_id,
+    kind: r.kind,
+    amountNano: big(r.amount_nano),
+    balanceAfterNano: big(r.balance_after_nano),
+    requestId: r.request_id,
+    keyId: r.key_id,
+    model: r.model,
+    promptTokens: numOrNull(r.prompt_tokens),
+    completionTokens: numOrNull(r.completion_tokens),
+    note: r.note,
+    createdAt: num(r.created_at),
+    billing: r.billing,
+    endpoint: r.endpoint,
+    answerId: r.answer_id,
+    detail: r.detail,
+  };
 }

@@ -22,6 +22,7 @@
  */
 import { DELIVERY_COLUMNS } from './outbox-rows.js';
 import {
+  byKeyUsageRow,
   planBatch,
   type AccountBalance,
   type BatchPlan,
@@ -42,25 +43,31 @@ moved AS (
   RETURNING a.id, a.balance_nano, a.version),
 stamp AS (SELECT ${NOW_MICROSECONDS_SQL} AS us FROM (SELECT 1 FROM moved LIMIT 1) AS locks_held),
 ledger_rows AS (
-  INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at, billing)
-  SELECT ${ledgerIdSql('s.us', 'r.suffix')}, r.account_id, r.kind, r.amount_nano, m.balance_nano - r.later_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at, r.billing
-  FROM unnest($4::text[], $5::text[], $6::text[], $7::int8[], $8::int8[], $9::text[], $10::text[], $11::text[], $12::int8[], $13::int8[], $14::text[], $15::int8[], $16::text[])
-    AS r(suffix, account_id, kind, amount_nano, later_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at, billing)
+  INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at, billing, endpoint, answer_id, detail)
+  SELECT ${ledgerIdSql('s.us', 'r.suffix')}, r.account_id, r.kind, r.amount_nano, m.balance_nano - r.later_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at, r.billing, r.endpoint, r.answer_id, r.detail
+  FROM unnest($4::text[], $5::text[], $6::text[], $7::int8[], $8::int8[], $9::text[], $10::text[], $11::text[], $12::int8[], $13::int8[], $14::text[], $15::int8[], $16::text[], $17::text[], $18::text[], $19::text[])
+    AS r(suffix, account_id, kind, amount_nano, later_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at, billing, endpoint, answer_id, detail)
   JOIN moved m ON m.id = r.account_id CROSS JOIN stamp s),
 usage_rows AS (
   INSERT INTO usage_daily AS d (account_id, day, environment, model, requests, prompt_tokens, completion_tokens, credits_nano)
-  SELECT * FROM unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::int8[], $22::int8[], $23::int8[], $24::int8[])
+  SELECT * FROM unnest($20::text[], $21::text[], $22::text[], $23::text[], $24::int8[], $25::int8[], $26::int8[], $27::int8[])
   ON CONFLICT (account_id, day, environment, model) DO UPDATE SET requests = d.requests + excluded.requests,
+    prompt_tokens = d.prompt_tokens + excluded.prompt_tokens, completion_tokens = d.completion_tokens + excluded.completion_tokens,
+    credits_nano = d.credits_nano + excluded.credits_nano),
+key_usage_rows AS (
+  INSERT INTO usage_daily_keys AS d (key_id, day, account_id, requests, prompt_tokens, completion_tokens, credits_nano)
+  SELECT * FROM unnest($28::text[], $29::text[], $30::text[], $31::int8[], $32::int8[], $33::int8[], $34::int8[])
+  ON CONFLICT (key_id, day) DO UPDATE SET requests = d.requests + excluded.requests,
     prompt_tokens = d.prompt_tokens + excluded.prompt_tokens, completion_tokens = d.completion_tokens + excluded.completion_tokens,
     credits_nano = d.credits_nano + excluded.credits_nano),
 key_rows AS (
   UPDATE api_keys k SET spent_nano = k.spent_nano + coalesce(v.spent_nano, 0), last_used_at = coalesce(v.last_used_at, k.last_used_at)
-  FROM unnest($25::text[], $26::int8[], $27::int8[]) AS v(id, spent_nano, last_used_at)
+  FROM unnest($35::text[], $36::int8[], $37::int8[]) AS v(id, spent_nano, last_used_at)
   WHERE k.id = v.id),
 delivery_rows AS (
   INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS})
   SELECT d.id, d.webhook_id, d.account_id, d.event_id, d.event_type, d.payload, 'pending', 0, d.at, d.at, d.at
-  FROM unnest($28::text[], $29::text[], $30::text[], $31::text[], $32::text[], $33::text[], $34::int8[]) AS d(id, webhook_id, account_id, event_id, event_type, payload, at)
+  FROM unnest($38::text[], $39::text[], $40::text[], $41::text[], $42::text[], $43::text[], $44::int8[]) AS d(id, webhook_id, account_id, event_id, event_type, payload, at)
   ON CONFLICT (id) DO NOTHING)
 SELECT 1 / (count(*) = cardinality($1::text[]))::int AS ok, array_agg(id) AS ids, array_agg(balance_nano) AS balances, array_agg(version) AS versions FROM moved`,
 };
@@ -70,7 +77,7 @@ const NOTIONAL_START = 2n ** 64n;
 
 type Value = string | number | bigint | null;
 
-/** A batch planned without knowing the balances: what it moves, and the statement's 34 arrays. */
+/** A batch planned without knowing the balances: what it moves, and the statement's 44 arrays. */
 export interface OneTripPlan {
   values: string[];
   /** Finishes the commit result from the balances and versions the statement returned. */
@@ -108,6 +115,7 @@ function statementValues(
   const ledger = plan.ledger;
   const batchTag = nextBatchTag();
   const usage = [...plan.usage].sort(byUsageRow);
+  const keyUsage = [...plan.keyUsage].sort(byKeyUsageRow);
   const keys = [...new Set([...plan.keySpend.keys(), ...plan.keysUsed.keys()])].sort();
   const columns: Value[][] = [
     accounts,
@@ -126,6 +134,9 @@ function statementValues(
     ledger.map((r) => r.note),
     ledger.map((r) => r.created_at),
     ledger.map((r) => r.billing),
+    ledger.map((r) => r.endpoint),
+    ledger.map((r) => r.answer_id),
+    ledger.map((r) => r.detail),
     usage.map((u) => u.accountId),
     usage.map((u) => u.day),
     usage.map((u) => u.environment),
@@ -134,6 +145,13 @@ function statementValues(
     usage.map((u) => u.promptTokens),
     usage.map((u) => u.completionTokens),
     usage.map((u) => u.creditsNano),
+    keyUsage.map((k) => k.keyId),
+    keyUsage.map((k) => k.day),
+    keyUsage.map((k) => k.accountId),
+    keyUsage.map((k) => k.requests),
+    keyUsage.map((k) => k.promptTokens),
+    keyUsage.map((k) => k.completionTokens),
+    keyUsage.map((k) => k.creditsNano),
     keys,
     keys.map((id) => plan.keySpend.get(id) ?? null),
     keys.map((id) => plan.keysUsed.get(id) ?? null),

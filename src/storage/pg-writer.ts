@@ -22,6 +22,7 @@ import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
 import {
   accountsOf,
   needsBalances,
+  byKeyUsageRow,
   planBatch,
   planReversal,
   stillBelow,
@@ -257,10 +258,10 @@ function writesOf(plan: BatchPlan, lit: Lit): string[] {
   if (plan.ledger.length) {
     const rows = plan.ledger.map(
       (r) =>
-        `(${list([r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at, r.billing])})`,
+        `(${list([r.id, r.account_id, r.kind, r.amount_nano, r.balance_after_nano, r.request_id, r.key_id, r.model, r.prompt_tokens, r.completion_tokens, r.note, r.created_at, r.billing, r.endpoint, r.answer_id, r.detail])})`,
     );
     writes.push(
-      `INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at, billing) VALUES ${rows.join(', ')}`,
+      `INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model, prompt_tokens, completion_tokens, note, created_at, billing, endpoint, answer_id, detail) VALUES ${rows.join(', ')}`,
     );
   }
   if (plan.usage.length) {
@@ -275,6 +276,20 @@ function writesOf(plan: BatchPlan, lit: Lit): string[] {
         'ON CONFLICT (account_id, day, environment, model) DO UPDATE SET requests = usage_daily.requests + excluded.requests, ' +
         'prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens, completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens, ' +
         'credits_nano = usage_daily.credits_nano + excluded.credits_nano',
+    );
+  }
+  if (plan.keyUsage.length) {
+    const rows = [...plan.keyUsage]
+      .sort(byKeyUsageRow)
+      .map(
+        (k) =>
+          `(${list([k.keyId, k.day, k.accountId, k.requests, k.promptTokens, k.completionTokens, k.creditsNano])})`,
+      );
+    writes.push(
+      `INSERT INTO usage_daily_keys (key_id, day, account_id, requests, prompt_tokens, completion_tokens, credits_nano) VALUES ${rows.join(', ')} ` +
+        'ON CONFLICT (key_id, day) DO UPDATE SET requests = usage_daily_keys.requests + excluded.requests, ' +
+        'prompt_tokens = usage_daily_keys.prompt_tokens + excluded.prompt_tokens, completion_tokens = usage_daily_keys.completion_tokens + excluded.completion_tokens, ' +
+        'credits_nano = usage_daily_keys.credits_nano + excluded.credits_nano',
     );
   }
   for (const keyId of [...new Set([...plan.keySpend.keys(), ...plan.keysUsed.keys()])].sort()) {

@@ -73,6 +73,11 @@ export interface LedgerRecord {
   createdAt: number;
   /** JSON text: the debit's tokens per kind and the prices applied, as its writer built it. */
   billing: string | null;
+  /** A debit's endpoint (`/v1/chat/completions`) and the id its answer had; null before migration 015. */
+  endpoint: string | null;
+  answerId: string | null;
+  /** JSON text: a debit's request detail (provider, latency, finish reason, ...), as its writer built it. */
+  detail: string | null;
 }
 
 export interface UsageTotals {

@@ -69,6 +69,10 @@ export interface LedgerTable {
   created_at: Big;
   /** JSON: a debit's tokens per kind and the prices applied (migration 011); null without it. */
   billing: string | null;
+  /** A debit's endpoint, its answer's id, and its detail as JSON (`RequestDetail`; migration 015). */
+  endpoint: string | null;
+  answer_id: string | null;
+  detail: string | null;
 }
 
 export interface UsageDailyTable {
@@ -76,6 +80,17 @@ export interface UsageDailyTable {
   day: string;
   environment: string;
   model: string;
+  requests: Big;
+  prompt_tokens: Big;
+  completion_tokens: Big;
+  credits_nano: Big;
+}
+
+/** Each key's usage per UTC day, test keys included (migration 015). */
+export interface UsageDailyKeysTable {
+  key_id: string;
+  day: string;
+  account_id: string;
   requests: Big;
   prompt_tokens: Big;
   completion_tokens: Big;
@@ -169,6 +184,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   ledger: LedgerTable;
   usage_daily: UsageDailyTable;
+  usage_daily_keys: UsageDailyKeysTable;
   invoices: InvoicesTable;
   dashboard_users: DashboardUsersTable;
   dashboard_sessions: DashboardSessionsTable;

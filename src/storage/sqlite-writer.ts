@@ -10,6 +10,7 @@ import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
 import {
   accountsOf,
+  addKeyUsage,
   addUsage,
   planBatch,
   planReversal,
@@ -21,6 +22,7 @@ import {
   type PaymentReversed,
   type PurchasePaid,
   type RechargePaid,
+  type KeyUsageDelta,
   type UsageDelta,
   type WriteBatch,
 } from './batch.js';
@@ -38,6 +40,7 @@ export class SqliteWriter {
   private readonly insertAccount: Statement<[string, string, string, string, number]>;
   private readonly insertLedger: Statement<unknown[]>;
   private readonly upsertUsage: Statement<unknown[]>;
+  private readonly upsertKeyUsage: Statement<unknown[]>;
   private readonly addKeySpend: Statement<[bigint, string]>;
   private readonly touchKey: Statement<[number, string]>;
   private readonly insertInvoice: Statement<unknown[]>;
@@ -67,12 +70,22 @@ export class SqliteWriter {
     );
     this.insertLedger = sqlite.prepare(
       `INSERT INTO ledger (id, account_id, kind, amount_nano, balance_after_nano, request_id, key_id, model,
-        prompt_tokens, completion_tokens, note, created_at, billing) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        prompt_tokens, completion_tokens, note, created_at, billing, endpoint, answer_id, detail)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.upsertUsage = sqlite.prepare(
       `INSERT INTO usage_daily (account_id, day, environment, model, requests, prompt_tokens, completion_tokens, credits_nano)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (account_id, day, environment, model) DO UPDATE SET
+         requests = requests + excluded.requests,
+         prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+         completion_tokens = completion_tokens + excluded.completion_tokens,
+         credits_nano = credits_nano + excluded.credits_nano`,
+    );
+    this.upsertKeyUsage = sqlite.prepare(
+      `INSERT INTO usage_daily_keys (key_id, day, account_id, requests, prompt_tokens, completion_tokens, credits_nano)
+       VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (key_id, day) DO UPDATE SET
          requests = requests + excluded.requests,
          prompt_tokens = prompt_tokens + excluded.prompt_tokens,
          completion_tokens = completion_tokens + excluded.completion_tokens,
@@ -165,6 +178,7 @@ export class SqliteWriter {
     let result: CommitResult = { applied: [], balancesAfter: [], balances: new Map() };
     const balances = new Map<string, AccountBalance>();
     const usage = new Map<string, UsageDelta>();
+    const keyUsage = new Map<string, KeyUsageDelta>();
     const keySpend = new Map<string, bigint>();
     const keysUsed = new Map<string, number>();
     for (const stamped of batches) {
@@ -189,12 +203,13 @@ export class SqliteWriter {
       this.insertRows(plan);
       for (const [accountId, balance] of plan.result.balances) balances.set(accountId, balance);
       for (const delta of plan.usage) addUsage(usage, delta);
+      for (const delta of plan.keyUsage) addKeyUsage(keyUsage, delta);
       for (const [keyId, spent] of plan.keySpend) keySpend.set(keyId, (keySpend.get(keyId) ?? 0n) + spent);
       // The last batch's time wins, like writing the batches one by one.
       for (const [keyId, used] of plan.keysUsed) keysUsed.set(keyId, used);
       result = plan.result;
     }
-    this.writeTotals(balances, [...usage.values()], keySpend, keysUsed);
+    this.writeTotals(balances, [...usage.values()], [...keyUsage.values()], keySpend, keysUsed);
     return result;
   }
 
@@ -251,6 +266,9 @@ export class SqliteWriter {
         r.note,
         r.created_at,
         r.billing,
+        r.endpoint,
+        r.answer_id,
+        r.detail,
       );
     }
     for (const i of plan.invoices)
@@ -270,6 +288,7 @@ export class SqliteWriter {
   private writeTotals(
     balances: Map<string, AccountBalance>,
     usage: UsageDelta[],
+    keyUsage: KeyUsageDelta[],
     keySpend: Map<string, bigint>,
     keysUsed: Map<string, number>,
   ): void {
@@ -285,6 +304,17 @@ export class SqliteWriter {
         u.promptTokens,
         u.completionTokens,
         u.creditsNano,
+      );
+    }
+    for (const k of keyUsage) {
+      this.upsertKeyUsage.run(
+        k.keyId,
+        k.day,
+        k.accountId,
+        k.requests,
+        k.promptTokens,
+        k.completionTokens,
+        k.creditsNano,
       );
     }
     for (const [keyId, spent] of keySpend) this.addKeySpend.run(spent, keyId);

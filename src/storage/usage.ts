@@ -35,6 +35,28 @@ export class UsageStore {
     };
   }
 
+  /** One key's totals over [fromDay, toDay] inclusive (`usage_daily_keys`: live and test keys alike). */
+  async keyTotals(keyId: string, fromDay: string, toDay: string): Promise<UsageTotals> {
+    const row = await this.db
+      .selectFrom('usage_daily_keys')
+      .select((eb) => [
+        eb.fn.sum<bigint | string | null>('requests').as('requests'),
+        eb.fn.sum<bigint | string | null>('prompt_tokens').as('prompt_tokens'),
+        eb.fn.sum<bigint | string | null>('completion_tokens').as('completion_tokens'),
+        eb.fn.sum<bigint | string | null>('credits_nano').as('credits_nano'),
+      ])
+      .where('key_id', '=', keyId)
+      .where('day', '>=', fromDay)
+      .where('day', '<=', toDay)
+      .executeTakeFirst();
+    return {
+      requests: num(row?.requests),
+      promptTokens: num(row?.prompt_tokens),
+      completionTokens: num(row?.completion_tokens),
+      creditsNano: big(row?.credits_nano),
+    };
+  }
+
   /** Per day and model, for charts and breakdowns. */
   async daily(accountId: string, environment: string, fromDay: string, toDay: string): Promise<DailyUsageRow[]> {
     const rows = await this.db

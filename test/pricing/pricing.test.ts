@@ -232,6 +232,11 @@ describe("the ledger's record of a debit", () => {
     expect(record).toMatchObject({
       tokens: { input: 200_001, input_cache_read: 5, output: 7, internal_reasoning: 0 },
       prices_nano_per_1k: { prompt: '2000000', completion: '6000000', input_cache_read: '100000' },
+      fees_nano: {
+        request: String(sheet.serviceTiers.priority!.request),
+        image: expect.any(String),
+        web_search: expect.any(String),
+      },
       tier_above_prompt_tokens: 200_000,
       service_tier: 'priority',
     });

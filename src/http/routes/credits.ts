@@ -2,10 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { seesFullCredits } from '../../auth/index.js';
 import { NEGATIVE_BALANCE, hasSavedPaymentMethod, usdNumber, utcDay } from '../../billing/index.js';
 import { GatewayError } from '../../errors/index.js';
-import type { UsageTotals } from '../../storage/index.js';
 import { admitRead } from '../admit-read.js';
 import type { HttpDeps } from '../deps.js';
-import { renderOwnAutoRecharge } from '../render.js';
+import { renderOwnAutoRecharge, renderUsage } from '../render.js';
 
 export function creditRoutes(server: FastifyInstance, deps: HttpDeps): void {
   server.get('/v1/credits', async (request, reply) => {
@@ -59,16 +58,4 @@ export function creditRoutes(server: FastifyInstance, deps: HttpDeps): void {
     };
     return body;
   });
-}
-
-function renderUsage(totals: UsageTotals) {
-  return {
-    credits_used: usdNumber(totals.creditsNano),
-    requests: totals.requests,
-    tokens: {
-      prompt: totals.promptTokens,
-      completion: totals.completionTokens,
-      total: totals.promptTokens + totals.completionTokens,
-    },
-  };
 }

@@ -13,6 +13,7 @@ import { billing } from './011_billing.js';
 import { pendingPurchases } from './012_pending_purchases.js';
 import { signupGrantMailboxes } from './013_signup_grant_mailboxes.js';
 import { paymentReversalsByPayment } from './014_payment_reversals_by_payment.js';
+import { requestDetail } from './015_request_detail.js';
 
 /** Every migration by name, compiled in so `dist/` needs no migration folder at run time. */
 export const MIGRATIONS: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '012_pending_purchases': pendingPurchases,
   '013_signup_grant_mailboxes': signupGrantMailboxes,
   '014_payment_reversals_by_payment': paymentReversalsByPayment,
+  '015_request_detail': requestDetail,
 };
