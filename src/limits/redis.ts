@@ -225,13 +225,19 @@ export class RedisRateLimiter implements RateLimiter {
 
   async peek(accountId: string, limits: RateLimits): Promise<RateDecision> {
     await this.started;
-    if (this.accounts.get(accountId)?.could(limits, 1, performance.now())) return allowedWithoutRedis(limits);
+    const account = this.accounts.get(accountId);
+    if (account?.could(limits, 1, performance.now())) return allowedWithoutRedis(limits);
+    // What answers gave back and this replica has not sent yet goes with the peek, as with an admission: else a
+    // large body right after a request with a large completion bound is refused for tokens already returned.
+    const settlement = account?.settle(performance.now(), true);
     try {
-      const args = [limits.requestsPerMinute, limits.tokensPerMinute, 1, 0, 0, 0, 0, 0];
+      const args = [limits.requestsPerMinute, limits.tokensPerMinute, 1, 0, 0, 0, 0, ...(settlement?.args ?? [0])];
       return peekDecision(admitReply(await this.run(...this.keys(accountId), 'peek', ...args)), limits);
     } catch (error) {
       this.onError(error);
       return allowedWithoutRedis(limits);
+    } finally {
+      settlement?.done();
     }
   }
 

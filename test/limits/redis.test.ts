@@ -86,6 +86,15 @@ needsRedis('Redis rate limiter', () => {
     expect(peeked.tokens.remaining).toBe(97);
   });
 
+  it('sends the give-backs still waiting with a peek, so a peek right after an answer sees the tokens returned', async () => {
+    const l = limiter(newPrefix());
+    const first = await l.admit('p', limits, 10, { bound: 90, choices: 1 });
+    expect(first.tokens.remaining).toBe(0);
+    const given = l.giveBack('p', first.second!, 85);
+    expect(await l.peek('p', limits)).toMatchObject({ allowed: true, tokens: { remaining: 85 } });
+    await given;
+  });
+
   it('three replicas admitting 200 requests concurrently admit exactly the limit', async () => {
     const prefix = newPrefix();
     const replicas = [limiter(prefix), limiter(prefix), limiter(prefix)];
