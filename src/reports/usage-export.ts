@@ -40,6 +40,8 @@ export interface ExportSource {
   charges: ChargeStore;
   /** Names of the account's keys by id. */
   keyNames: ReadonlyMap<string, string>;
+  /** Requests read per query (1,000 unless given). */
+  pageSize?: number;
 }
 
 export function contentTypeOf(query: UsageQuery): string {
@@ -96,11 +98,12 @@ async function* rowsOf(
     return;
   }
   let after: ChargeCursor | undefined;
+  const size = source.pageSize ?? PAGE;
   for (;;) {
-    const page = await source.charges.page(range, PAGE, after);
+    const page = await source.charges.page(range, size, after);
     for (const r of page) add(1, r.promptTokens ?? 0, r.completionTokens ?? 0, -r.amountNano);
     yield page.map((r) => requestRow(r, source.keyNames));
-    if (page.length < PAGE) return;
+    if (page.length < size) return;
     const last = page[page.length - 1]!;
     after = { createdAt: last.createdAt, id: last.id };
   }
