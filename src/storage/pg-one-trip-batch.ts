@@ -14,7 +14,7 @@
  * two-round-trip way, which reads the balance under lock and clamps.
  *
  * Lock order: `locked` takes the accounts' row locks sorted by id before `moved` updates any of them (its count is
- * a one-time filter of the update); the usage rows and keys, written after the main query, belong to those
+ * a one-time filter of the update); the usage rows, keys' usage rows and keys, written after it, belong to those
  * accounts. `delivery_rows` inserts the outbox rows of the batch's events (only events that need no balance: see
  * PgWriter). Each ledger row's balance after it is the account's new balance less what the batch's later entries
  * for that account move (`later_nano`); its id takes the database's time once `moved` holds the locks

@@ -14,8 +14,8 @@
  *   strings through pg's `escapeLiteral`, so the SQL is built from typed values only.
  *
  * Either way a ledger id takes the database's time once the batch holds its locks (pg-ledger-ids.ts). Row locks
- * are taken in one global order (accounts, then usage rows, then keys, each sorted), so two writers (replicas,
- * the CLI) can wait for each other but never deadlock.
+ * are taken in one global order (accounts, then usage rows, keys' usage rows, keys, each sorted), so two writers
+ * (replicas, the CLI) can wait for each other but never deadlock.
  */
 import type pg from 'pg';
 import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
