@@ -9,6 +9,7 @@ import { accountRoutes } from './account-routes.js';
 import { assetRoutes, loadBundle } from './assets.js';
 import { authRoutes } from './auth-routes.js';
 import { purchaseRoutes } from './purchase-routes.js';
+import { reportRoutes } from './report-routes.js';
 import { Sessions } from './session.js';
 import { signupRoutes } from './signup-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
@@ -39,6 +40,7 @@ export function registerDashboard(server: FastifyInstance, deps: HttpDeps): void
       accountRoutes(scope, deps, sessions);
       webhookRoutes(scope, deps, sessions);
       purchaseRoutes(scope, deps, sessions);
+      reportRoutes(scope, deps, sessions);
       assetRoutes(scope, bundle);
     },
     { prefix: '/dashboard' },

@@ -132,6 +132,44 @@ export interface LedgerEntry {
   created: number;
 }
 
+/** One line of a charge's breakdown: a token kind priced per million, or a fee per request or unit. */
+export interface BreakdownLine {
+  kind: string;
+  quantity: number;
+  unit: 'token' | 'request' | 'unit';
+  price_per_million?: number;
+  price?: number;
+  /** Exact decimal USD. */
+  cost: string;
+}
+
+/** A request's charge explained (`GET generation?id=`); fields are null for requests made before they were kept. */
+export interface Generation {
+  id: string | null;
+  answer_id: string | null;
+  created: number;
+  model: string | null;
+  provider: string | null;
+  endpoint: string | null;
+  key: { id: string | null; name: string | null };
+  streamed: boolean | null;
+  cancelled: boolean | null;
+  finish_reason: string | null;
+  latency_ms: number | null;
+  time_to_first_token_ms: number | null;
+  tokens: Record<string, number | null>;
+  cost: number;
+  cost_nano: string;
+  breakdown: {
+    lines: BreakdownLine[];
+    tier_above_prompt_tokens: number | null;
+    service_tier: string | null;
+    priced_nano: string;
+    charged_nano: string;
+  } | null;
+  ledger_entry: { id: string; balance_after: number };
+}
+
 /** USD per 1,000 tokens of each kind, and fees per request, image and web search (absent: not charged apart). */
 export interface Pricing {
   prompt?: number;

@@ -23,6 +23,21 @@ export const isoDate = (iso: string): string => dateFormat.format(new Date(iso))
 export const orDash = (value: number | null, render: (v: number) => string): string =>
   value === null ? '–' : render(value);
 
+/** An exact decimal USD amount (`1234.000012345`) as `$1,234.000012345`: every digit kept, at least two decimals. */
+export function exactUsd(decimal: string): string {
+  const negative = decimal.startsWith('-');
+  const [whole = '0', fraction = ''] = decimal.replace(/^-/, '').split('.');
+  return `${negative ? '-' : ''}$${BigInt(whole).toLocaleString('en-US')}.${fraction.padEnd(2, '0')}`;
+}
+/** nano-USD (an integer as a string, `"12345"`) as exact USD, `$0.000012345`. */
+export function nanoUsd(nano: string): string {
+  const value = BigInt(nano);
+  const magnitude = value < 0n ? -value : value;
+  const fraction = (magnitude % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '');
+  return exactUsd(`${value < 0n ? '-' : ''}${magnitude / 1_000_000_000n}${fraction ? `.${fraction}` : ''}`);
+}
+export const milliseconds = (ms: number): string => `${countFormat.format(ms)} ms`;
+
 export const PERMISSION_LABELS: Record<string, string> = {
   full: 'Full access',
   read_only: 'Read-only',

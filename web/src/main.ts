@@ -5,11 +5,19 @@ import { authPage } from './pages/auth.js';
 import { creditsPage } from './pages/credits.js';
 import { keysPage } from './pages/keys.js';
 import { modelsPage } from './pages/models.js';
+import { requestPage } from './pages/request.js';
 import { verifyPage } from './pages/verify.js';
 import { webhooksPage } from './pages/webhooks.js';
 
 const BASE = '/dashboard';
-const PAGES: Record<string, { title: string; page: Page; public?: boolean }> = {
+interface Route {
+  title: string;
+  page: Page;
+  public?: boolean;
+  /** The main navigation's entry this page belongs under, when not its own path. */
+  nav?: string;
+}
+const PAGES: Record<string, Route> = {
   '/signin': { title: 'Sign in', page: authPage('signin'), public: true },
   '/signup': { title: 'Create your account', page: authPage('signup'), public: true },
   '/verify': { title: 'Confirm your email', page: verifyPage, public: true },
@@ -64,9 +72,20 @@ function currentPath(): string {
   return path || '/keys';
 }
 
+/** A fixed page, or one request's detail (`/requests/<id>`, the id URL-encoded). */
+function routeOf(path: string): Route | undefined {
+  const request = /^\/requests\/([^/]+)$/.exec(path);
+  if (!request) return PAGES[path];
+  try {
+    return { title: 'Request', page: requestPage(decodeURIComponent(request[1]!)), nav: '/credits' };
+  } catch {
+    return undefined; // not valid percent-encoding
+  }
+}
+
 function show(): void {
   let path = currentPath();
-  let route = PAGES[path];
+  let route = routeOf(path);
   if (!route) {
     path = '/keys';
     route = PAGES[path]!;
@@ -75,7 +94,7 @@ function show(): void {
   if (route.public && app.session.signed_in) return app.navigate('/keys');
   leave?.();
   document.title = `${route.title} · tollgate`;
-  render(shell(path), root);
+  render(shell(route.nav ?? path), root);
   const main = document.getElementById('page')!;
   leave = route.page(main, app);
   main.focus({ preventScroll: true });
@@ -106,7 +125,16 @@ function shell(path: string) {
 // In-app links navigate without reloading the page.
 document.addEventListener('click', (event) => {
   const anchor = (event.target as Element).closest?.('a');
-  if (!anchor || anchor.target || event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) return;
+  if (
+    !anchor ||
+    anchor.target ||
+    anchor.hasAttribute('download') ||
+    event.metaKey ||
+    event.ctrlKey ||
+    event.shiftKey ||
+    event.button !== 0
+  )
+    return;
   const url = new URL(anchor.href, location.href);
   if (url.origin !== location.origin || !url.pathname.startsWith(BASE + '/')) return;
   event.preventDefault();

@@ -1,4 +1,7 @@
-/** Credits & usage: balance, today and this month, buying credit, limits and plan, 30-day charts, settings and the ledger. */
+/**
+ * Credits & usage: balance, today and this month, buying credit, limits and plan, 30-day charts, settings, the usage
+ * download and the ledger.
+ */
 import type { Chart } from 'chart.js';
 import { html, render } from 'lit-html';
 import { api, type Overview, type UsageHistory, type UsageTotals } from '../api.js';
@@ -8,8 +11,9 @@ import { count, isoDate, plural, usd } from '../format.js';
 import { ledgerSection } from './ledger.js';
 import { purchasesSection } from './purchases.js';
 import { settingsSection } from './settings.js';
+import { usageExportSection } from './usage-export.js';
 
-export const creditsPage: Page = (container) => {
+export const creditsPage: Page = (container, app) => {
   let environment: 'live' | 'test' = 'live';
   let overview: Overview | undefined;
   let history: UsageHistory | undefined;
@@ -158,6 +162,7 @@ export const creditsPage: Page = (container) => {
         <div id="purchases-section"></div>
         ${history ? usageSection(history) : null}
         <div id="settings-section"></div>
+        <div id="export-section"></div>
         <div id="ledger-section"></div>
       `,
       container,
@@ -171,6 +176,7 @@ export const creditsPage: Page = (container) => {
     ledgerSection(container.querySelector('#ledger-section')!);
   });
   settingsSection(container.querySelector('#settings-section')!);
+  usageExportSection(container.querySelector('#export-section')!, app);
   ledgerSection(container.querySelector('#ledger-section')!);
   return () => {
     stopPurchases();

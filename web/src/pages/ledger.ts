@@ -1,4 +1,4 @@
-/** The ledger: every grant, top-up, recharge and debit, newest first, 20 a page. */
+/** The ledger: every grant, top-up, recharge and debit, newest first, 20 a page; a debit links to its request. */
 import { html, render } from 'lit-html';
 import { api, type LedgerEntry, type List } from '../api.js';
 import { count, dateTime, usd } from '../format.js';
@@ -46,6 +46,15 @@ export function ledgerSection(container: HTMLElement): void {
         ${e.prompt_tokens === null ? '' : count((e.prompt_tokens ?? 0) + (e.completion_tokens ?? 0))}
       </td>
       <td data-label="Request"><code class="small">${e.request_id ?? ''}</code></td>
+      <td data-label="">
+        ${
+          e.kind === 'debit' && e.request_id
+            ? html`<a href="/dashboard/requests/${encodeURIComponent(e.id)}"
+                >Details<span class="visually-hidden"> of request ${e.request_id}</span></a
+              >`
+            : null
+        }
+      </td>
     </tr>
   `;
 
@@ -72,6 +81,7 @@ export function ledgerSection(container: HTMLElement): void {
                           <th>Model or note</th>
                           <th class="num">Tokens</th>
                           <th>Request</th>
+                          <th><span class="visually-hidden">Details</span></th>
                         </tr>
                       </thead>
                       <tbody>

@@ -1,0 +1,51 @@
+/**
+ * Every charge explained, for the signed-in user: the usage export behind "Download CSV" and one request's detail,
+ * the same reports as `GET /v1/usage` and `GET /v1/generation` for the whole account (no key filter: the dashboard
+ * shows every key's requests).
+ */
+import { Readable } from 'node:stream';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { GatewayError, invalidRequest } from '../errors/index.js';
+import type { HttpDeps } from '../http/index.js';
+import { QueryValue, single, typed } from '../http/routes/typed.js';
+import { contentTypeOf, fileNameOf, parseUsageQuery, renderGeneration, usageExport } from '../reports/index.js';
+import type { Sessions } from './session.js';
+
+const ExportQuery = Type.Object({ from: QueryValue, to: QueryValue, group_by: QueryValue, format: QueryValue });
+const GenerationQuery = Type.Object({ id: QueryValue });
+
+export function reportRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
+  const scope = typed(app);
+
+  scope.get('/api/usage/export', { schema: { querystring: ExportQuery } }, async (request, reply) => {
+    const { accountId } = await sessions.require(request);
+    const raw = request.query;
+    const query = parseUsageQuery({
+      from: single(raw.from, 'from'),
+      to: single(raw.to, 'to'),
+      group_by: single(raw.group_by, 'group_by'),
+      format: single(raw.format, 'format'),
+    });
+    const keys = await deps.storage.keys.listByAccount(accountId);
+    const source = { charges: deps.storage.charges, keyNames: new Map(keys.map((k) => [k.id, k.name])) };
+    const range = { accountId, fromMs: query.fromMs, toMs: query.toMs };
+    return reply
+      .header('content-type', contentTypeOf(query))
+      .header('content-disposition', `attachment; filename="${fileNameOf(query)}"`)
+      .header('cache-control', 'no-store')
+      .send(Readable.from(usageExport(source, range, query)));
+  });
+
+  scope.get('/api/generation', { schema: { querystring: GenerationQuery } }, async (request) => {
+    const { accountId } = await sessions.require(request);
+    const id = single(request.query.id, 'id');
+    if (!id) throw invalidRequest("'id' is required: the request's id, its answer's id or its ledger entry id", 'id');
+    // Another account's request is unknown, like one that does not exist.
+    const record = await deps.storage.charges.find(accountId, id);
+    if (!record)
+      throw new GatewayError('not_found', { message: `No request '${id}' was charged to this account`, param: 'id' });
+    const key = record.keyId === null ? undefined : await deps.storage.keys.get(record.keyId);
+    return renderGeneration(record, key?.name ?? null);
+  });
+}
