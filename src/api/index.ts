@@ -5,12 +5,17 @@
  */
 import type { Static } from '@sinclair/typebox';
 import type {
+  CallingKeySchema,
   CreditBalanceSchema,
   CreditPurchaseSchema,
   DeletedWebhookSchema,
   ErrorSchema,
+  GenerationSchema,
   ModelListSchema,
   ModelSchema,
+  UsageExportSchema,
+  UsageGroupRowSchema,
+  UsageRequestRowSchema,
   WebhookDeliverySchema,
   WebhookSchema,
   WebhookTestSchema,
@@ -52,6 +57,11 @@ export type WebhookDelivery = Static<typeof WebhookDeliverySchema>;
 export type DeletedWebhook = Static<typeof DeletedWebhookSchema>;
 export type WebhookTest = Static<typeof WebhookTestSchema>;
 export type ErrorResponse = Static<typeof ErrorSchema>;
+export type Generation = Static<typeof GenerationSchema>;
+export type UsageExport = Static<typeof UsageExportSchema>;
+export type UsageRequestRow = Static<typeof UsageRequestRowSchema>;
+export type UsageGroupRow = Static<typeof UsageGroupRowSchema>;
+export type CallingKey = Static<typeof CallingKeySchema>;
 export type {
   Account,
   AccountWithKeys,

@@ -9,6 +9,7 @@ import { ChatRequestSchema, CompletionRequestSchema, EmbeddingRequestSchema } fr
 import { adminPaths } from './openapi-admin-paths.js';
 import { plain, type Json } from './openapi-builder.js';
 import { chatPaths, creditPaths, operationsPaths } from './openapi-paths.js';
+import { usagePaths } from './openapi-usage-paths.js';
 import { webhookPaths } from './openapi-webhook-paths.js';
 import { RESPONSE_SCHEMAS } from './schemas.js';
 
@@ -38,6 +39,7 @@ export function openApiDocument(): Json {
       { name: 'messages', description: "Anthropic's Messages API, with Anthropic's error envelope" },
       { name: 'models' },
       { name: 'credits' },
+      { name: 'usage', description: 'What each request cost: one request explained, usage exports, the calling key' },
       { name: 'webhooks' },
       { name: 'operations' },
       { name: 'admin' },
@@ -45,6 +47,7 @@ export function openApiDocument(): Json {
     paths: {
       ...chatPaths(),
       ...creditPaths(),
+      ...usagePaths(),
       ...webhookPaths(),
       ...operationsPaths(),
       ...adminPaths(),

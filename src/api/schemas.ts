@@ -1,13 +1,15 @@
 /**
  * The public API's response shapes (TypeBox = JSON Schema). They document what the routes send, for the OpenAPI
  * document and the exported types; tests check real responses against them. The chat, completions, embeddings,
- * Responses and Anthropic Messages answers come from the wire contract (wire/); other request schemas live where
- * they are validated (webhooks/, admin/, payments/) and are only referenced here. A schema with an `$id` is one
- * component of the OpenAPI document.
+ * Responses and Anthropic Messages answers come from the wire contract (wire/); the admin API's are in
+ * ./admin-schemas.ts, the usage reports' (a request's charge, usage exports, the calling key) in ./usage-schemas.ts;
+ * other request schemas live where they are validated (webhooks/, admin/, payments/) and are only referenced here.
+ * A schema with an `$id` is one component of the OpenAPI document.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { CapabilitiesSchema, PricingSchema } from '../config/index.js';
 import { ADMIN_SCHEMAS } from './admin-schemas.js';
+import { USAGE_SCHEMAS, UsagePeriodSchema } from './usage-schemas.js';
 import {
   AnthropicErrorSchema,
   AnthropicMessageSchema,
@@ -30,6 +32,7 @@ import {
 
 export { ChatCompletionChunkSchema, ChatCompletionSchema, UsageSchema };
 export * from './admin-schemas.js';
+export * from './usage-schemas.js';
 
 export const ErrorSchema = Type.Object(
   {
@@ -52,8 +55,6 @@ export const ErrorSchema = Type.Object(
   { $id: 'Error' },
 );
 
-const Tokens = Type.Object({ prompt: Type.Integer(), completion: Type.Integer(), total: Type.Integer() });
-const UsagePeriod = Type.Object({ credits_used: Usd('Spent in the period'), requests: Type.Integer(), tokens: Tokens });
 const Balance = Type.Object({
   credits: Usd('Current balance; below zero only after a refund or dispute took back more than was left'),
   currency: Type.Literal('USD'),
@@ -69,7 +70,7 @@ export const CreditBalanceSchema = Type.Object(
   {
     object: Type.Literal('credit_balance'),
     balance: Balance,
-    usage: Type.Optional(Type.Object({ daily: UsagePeriod, monthly: UsagePeriod })),
+    usage: Type.Optional(Type.Object({ daily: UsagePeriodSchema, monthly: UsagePeriodSchema })),
     limits: Type.Optional(
       Type.Object({
         rate_limit: Type.Object({ requests_per_minute: Type.Integer(), tokens_per_minute: Type.Integer() }),
@@ -290,5 +291,6 @@ export const RESPONSE_SCHEMAS = [
   HealthSchema,
   ReadinessSchema,
   OpenApiDocumentSchema,
+  ...USAGE_SCHEMAS,
   ...ADMIN_SCHEMAS,
 ];

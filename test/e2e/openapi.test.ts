@@ -46,16 +46,23 @@ function expectAnswerMatches(method: string, path: string, status: number, value
   expect(ok, `${method} ${path} ${status}: ${JSON.stringify(check.errors)}\n${JSON.stringify(value)}`).toBe(true);
 }
 
-/** Resolves a `#/components/schemas/...` reference of the document, and the object variant of a nullable. */
-function resolve(schema: any): any {
-  if (schema?.$ref) return resolve(doc.components.schemas[String(schema.$ref).split('/').at(-1)!]);
-  if (schema?.anyOf) return resolve(schema.anyOf.find((variant: any) => variant.$ref || variant.properties));
+/**
+ * Resolves a `#/components/schemas/...` reference of the document; of a union (a nullable included), the object
+ * variant whose required fields `value` has.
+ */
+function resolve(schema: any, value?: unknown): any {
+  if (schema?.$ref) return resolve(doc.components.schemas[String(schema.$ref).split('/').at(-1)!], value);
+  if (schema?.anyOf) {
+    const objects = schema.anyOf.map((variant: any) => resolve(variant, value)).filter((v: any) => v?.properties);
+    const has = (field: string) => value !== null && typeof value === 'object' && field in value;
+    return objects.find((variant: any) => (variant.required ?? []).every(has)) ?? objects[0];
+  }
   return schema;
 }
 
 /** The fields of `value` its schema does not name (the schemas are open: a real answer must not need that). */
 function undocumented(schema: any, value: unknown, where = '$'): string[] {
-  const resolved = resolve(schema);
+  const resolved = resolve(schema, value);
   if (!resolved || value === null || typeof value !== 'object') return [];
   if (Array.isArray(value))
     return resolved.items ? value.flatMap((item, i) => undocumented(resolved.items, item, `${where}[${i}]`)) : [];
@@ -457,6 +464,103 @@ describe('GET /v1/openapi.json', () => {
     expect(answerSchema('GET', '/admin/accounts/{id}/ledger', 200)({ ...ledger, data: [{ kind: 'gift' }] })).toBe(
       false,
     );
+  });
+
+  it('matches real generations, usage exports (JSON and CSV) and the calling key, by their operations', async () => {
+    const owner = await gateway.account();
+    const project = await gateway.key(owner.id, { permissions: 'project', name: 'project' });
+    const readOnly = await gateway.key(owner.id, { permissions: 'read_only' });
+    const test = await gateway.key(owner.id, { environment: 'test' });
+    const as = (auth: string) => (path: string) => call('GET', path, undefined, auth);
+    const messages = [{ role: 'user', content: 'what did this cost?' }];
+    const chat = await call('POST', '/v1/chat/completions', { model: 'sandbox/echo', messages }, owner.key);
+    const stream = await call(
+      'POST',
+      '/v1/chat/completions',
+      { model: 'sandbox/lorem', stream: true, stream_options: { include_usage: true }, max_tokens: 12, messages },
+      project.key,
+    );
+    const embedded = await call('POST', '/v1/embeddings', { model: 'sandbox/embed', input: 'x' }, owner.key);
+    for (const answer of [chat, stream, embedded]) expect(answer.status, answer.text).toBe(200);
+
+    // One request explained, by the answer's id and by the x-request-id; a streamed one by the key that made it.
+    const generation = expectAnswer(
+      'GET',
+      '/v1/generation',
+      200,
+      await as(owner.key)(`/v1/generation?id=${chat.body.id}`),
+    );
+    expect(generation).toMatchObject({ object: 'generation', answer_id: chat.body.id, model: 'sandbox/echo' });
+    expect(generation.breakdown.lines.map((line: any) => line.kind)).toEqual(['input', 'output']);
+    const streamed = expectAnswer(
+      'GET',
+      '/v1/generation',
+      200,
+      await as(project.key)(`/v1/generation?id=${stream.headers.get('x-request-id')}`),
+    );
+    expect(streamed).toMatchObject({ streamed: true, key: { id: project.id, name: 'project' } });
+    expect(streamed.time_to_first_token_ms).toBeTypeOf('number');
+    const embedding = expectAnswer(
+      'GET',
+      '/v1/generation',
+      200,
+      await as(readOnly.key)(`/v1/generation?id=${embedded.headers.get('x-request-id')}`),
+    );
+    expect(embedding).toMatchObject({ endpoint: '/v1/embeddings', tokens: { completion: 0 } });
+    expectAnswer('GET', '/v1/generation', 404, await as(project.key)(`/v1/generation?id=${chat.body.id}`));
+    expectAnswer('GET', '/v1/generation', 400, await as(owner.key)('/v1/generation'));
+    expectAnswer(
+      'GET',
+      '/v1/generation',
+      401,
+      await as('tg-live-00000000000000000000000000000000')('/v1/generation?id=x'),
+    );
+
+    // Usage exports: per request and per group, in JSON by the schema, in CSV by the columns it names.
+    const today = new Date().toISOString().slice(0, 10);
+    const range = `from=${today}&to=${today}`;
+    const perRequest = expectAnswer('GET', '/v1/usage', 200, await as(owner.key)(`/v1/usage?${range}`));
+    expect(perRequest.data).toHaveLength(3);
+    expect(perRequest.total.cost_nano).toBe(
+      String(perRequest.data.reduce((sum: bigint, row: any) => sum + BigInt(row.cost_nano), 0n)),
+    );
+    const schemas = doc.components.schemas;
+    const csvHeader = async (query: string) => {
+      const response = await fetch(`${gateway.url}/v1/usage?${range}&format=csv${query}`, {
+        headers: { authorization: `Bearer ${owner.key}` },
+      });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(/^text\/csv/);
+      expect(response.headers.get('content-disposition')).toMatch(/^attachment; filename="usage-.*\.csv"$/);
+      return (await response.text()).split('\r\n')[0]!.split(',');
+    };
+    expect(await csvHeader('')).toEqual(Object.keys(schemas.UsageRequestRow.properties));
+    for (const by of ['day', 'model', 'key', 'endpoint']) {
+      const grouped = expectAnswer('GET', '/v1/usage', 200, await as(owner.key)(`/v1/usage?${range}&group_by=${by}`));
+      expect(grouped.group_by).toBe(by);
+      expect(grouped.total).toEqual(perRequest.total);
+      const variant = schemas.UsageGroupRow.anyOf.find((v: any) => v.description.startsWith(`group_by=${by}:`));
+      for (const row of grouped.data) expect(Object.keys(row)).toEqual(Object.keys(variant.properties));
+      expect(await csvHeader(`&group_by=${by}`)).toEqual(Object.keys(variant.properties));
+    }
+    const own = expectAnswer('GET', '/v1/usage', 200, await as(project.key)(`/v1/usage?${range}`));
+    expect(own.data.map((row: any) => row.key_id)).toEqual([project.id]);
+    expectAnswer('GET', '/v1/usage', 400, await as(owner.key)('/v1/usage?group_by=week'));
+    expectAnswer('GET', '/v1/usage', 400, await as(owner.key)(`/v1/usage?from=${today}&to=2000-01-01`));
+
+    // The calling key, of every kind.
+    for (const { key } of [owner, project, readOnly, test])
+      expectAnswer('GET', '/v1/key', 200, await as(key)('/v1/key'));
+    expect((await as(project.key)('/v1/key')).body).toMatchObject({ id: project.id, permissions: 'project' });
+    expectAnswer('GET', '/v1/key', 401, await as('tg-live-00000000000000000000000000000000')('/v1/key'));
+
+    // The schemas say what an answer must hold.
+    const { cost_nano: _nano, ...withoutNano } = generation;
+    expect(answerSchema('GET', '/v1/generation', 200)(withoutNano)).toBe(false);
+    expect(answerSchema('GET', '/v1/generation', 200)({ ...generation, cost_nano: 1800 })).toBe(false);
+    expect(answerSchema('GET', '/v1/usage', 200)({ ...perRequest, data: [{ day: today }] })).toBe(false);
+    expect(answerSchema('GET', '/v1/usage', 200)({ ...perRequest, group_by: 'week' })).toBe(false);
+    expect(answerSchema('GET', '/v1/key', 200)({ ...(await as(owner.key)('/v1/key')).body, usage: {} })).toBe(false);
   });
 
   it('matches the answers of /health, /ready and the document itself', async () => {
