@@ -1,14 +1,44 @@
 /** Printing: JSON for scripts, aligned columns for people. Everything goes to stdout. */
 import { invalidRequest } from '../errors/index.js';
-import { isExactUsd, usdString, type Nano } from '../money/index.js';
+import { isExactUsd, plainJson, usdString, type Nano } from '../money/index.js';
 
 /** `--json`: JSON instead of text. */
 export interface JsonOption {
   json?: boolean;
 }
 
+/** Amounts in plain decimals (`0.0000002`, never `2e-7`), as the API writes them. */
 export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  process.stdout.write(`${plainJson(JSON.stringify(value, null, 2))}\n`);
+}
+
+/**
+ * Text produced piece by piece (an export), written as it comes, waiting while stdout's buffer is full. A reader
+ * that goes away (`| head`) ends the writing quietly, and with it the reading.
+ */
+export async function printStream(pieces: AsyncIterable<string>): Promise<void> {
+  const out = process.stdout;
+  let failure: NodeJS.ErrnoException | undefined;
+  const onError = (error: NodeJS.ErrnoException) => (failure = error);
+  out.on('error', onError);
+  try {
+    for await (const piece of pieces) {
+      if (!out.write(piece))
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            out.off('drain', done);
+            out.off('error', done);
+            resolve();
+          };
+          out.once('drain', done);
+          out.once('error', done);
+        });
+      if (failure) break;
+    }
+  } finally {
+    out.off('error', onError);
+  }
+  if (failure && failure.code !== 'EPIPE') throw failure;
 }
 
 export function print(...lines: string[]): void {
@@ -35,7 +65,12 @@ export function printFields(fields: [string, string][]): void {
 
 /** "$7.50", "$0.000125": at least cents, never rounded. */
 export function money(nano: Nano): string {
-  const [whole = '', fraction = ''] = usdString(nano).split('.');
+  return usd(usdString(nano));
+}
+
+/** An exact decimal USD string ("0.0000012", "-7.5", even to 1e-12) written like `money`: "$0.0000012", "-$7.50". */
+export function usd(decimal: string): string {
+  const [whole = '', fraction = ''] = decimal.split('.');
   return `${whole.startsWith('-') ? '-' : ''}$${whole.replace('-', '')}.${fraction.padEnd(2, '0')}`;
 }
 

@@ -2,18 +2,22 @@
  * The command tree: names, options and help text. Each action imports its implementation when it runs, so `--help`
  * and every command load only the modules they use.
  */
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { VERSION } from '../config/version.js';
 import { invalidRequest } from '../errors/index.js';
+// The choices only, not the reports' face: --help loads no storage code.
+import { FORMATS, GROUPINGS } from '../reports/usage-query.js';
 import type { Environment, Permission } from '../storage/index.js';
 import type { CreateAccountOptions, ListAccountsOptions, UpdateAccountOptions } from './accounts.js';
 import type { AddCreditsOptions, ShowCreditsOptions } from './credits.js';
+import type { GenerationOptions } from './generation.js';
 import type { CreateKeyOptions, ListKeysOptions } from './keys.js';
 import type { ListModelsOptions } from './models.js';
 import type { OpenApiOptions } from './openapi.js';
 import type { JsonOption } from './output.js';
 import type { RefundPurchaseOptions } from './purchases-refund.js';
 import type { ListPurchasesOptions } from './purchases.js';
+import type { UsageOptions } from './usage.js';
 
 const LEDGER_ENTRIES = 20;
 
@@ -30,6 +34,8 @@ export function program(): Command {
     .addCommand(keysCommand())
     .addCommand(creditsCommand())
     .addCommand(purchasesCommand())
+    .addCommand(usageCommand())
+    .addCommand(generationCommand())
     .addCommand(modelsCommand())
     .addCommand(configCommand())
     .addCommand(doctorCommand())
@@ -191,6 +197,37 @@ function purchasesCommand(): Command {
     );
 
   return purchases;
+}
+
+function usageCommand(): Command {
+  return new Command('usage')
+    .description(
+      "An account's charged requests over UTC days, one per request or summed per group (test keys' requests are not charged); json and csv print the same text as GET /v1/usage, streamed",
+    )
+    .requiredOption('--account <id>', 'account id')
+    .option('--from <day>', 'first UTC day, YYYY-MM-DD (default: the 1st of this month)')
+    .option('--to <day>', 'last UTC day, included (default: today)')
+    .addOption(
+      new Option('--group-by <grouping>', 'sum per day, model, key or endpoint (default: one row per request)').choices(
+        GROUPINGS,
+      ),
+    )
+    .addOption(new Option('--format <format>', 'table, or the export as json or csv').choices([...FORMATS, 'table']))
+    .option('--json', 'the same as --format json')
+    .action(async (options: UsageOptions) => (await import('./usage.js')).showUsage(options));
+}
+
+function generationCommand(): Command {
+  return new Command('generation')
+    .description(
+      "One request's charge explained: model, provider, tokens by kind, cost and the prices applied, latency, how it ended",
+    )
+    .argument('<id>', "the answer's id, the request's x-request-id, or its ledger entry id (led_...)")
+    .requiredOption('--account <id>', 'account id')
+    .option('--json', 'print JSON (the GET /v1/generation shape)')
+    .action(async (id: string, options: GenerationOptions) =>
+      (await import('./generation.js')).showGeneration(id, options),
+    );
 }
 
 function modelsCommand(): Command {
