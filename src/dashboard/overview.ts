@@ -8,22 +8,10 @@ import {
   type PlanLimits,
 } from '../billing/index.js';
 import type { Config } from '../config/index.js';
-import { renderOwnAutoRecharge } from '../http/render.js';
-import type { AccountRecord, Environment, Storage, UsageTotals } from '../storage/index.js';
+import { renderOwnAutoRecharge, renderUsage } from '../http/render.js';
+import type { AccountRecord, Environment, Storage } from '../storage/index.js';
 
 const DAY_MS = 86_400_000;
-
-export function renderTotals(totals: UsageTotals) {
-  return {
-    credits_used: usdNumber(totals.creditsNano),
-    requests: totals.requests,
-    tokens: {
-      prompt: totals.promptTokens,
-      completion: totals.completionTokens,
-      total: totals.promptTokens + totals.completionTokens,
-    },
-  };
-}
 
 export async function overview(
   storage: Storage,
@@ -47,7 +35,7 @@ export async function overview(
     email: account.email,
     environment,
     balance: { credits: usdNumber(account.balanceNano), currency: 'USD' },
-    usage: { daily: renderTotals(daily), monthly: renderTotals(monthly) },
+    usage: { daily: renderUsage(daily), monthly: renderUsage(monthly) },
     limits: {
       rate_limit: { requests_per_minute: limits.requestsPerMinute, tokens_per_minute: limits.tokensPerMinute },
       daily_limit:

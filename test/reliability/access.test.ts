@@ -42,6 +42,11 @@ const ROUTES: Array<[string, string, unknown, Expect]> = [
   ['GET', '/v1/models', undefined, { key: 200 }],
   ['GET', '/v1/models/sandbox/echo', undefined, { key: 200 }],
   ['GET', '/v1/credits', undefined, { key: 200 }],
+  // Every key reads what its requests cost: the account's (a project key, its own), by any id; unknown ids are 404.
+  ['GET', '/v1/key', undefined, { key: 200 }],
+  ['GET', '/v1/usage', undefined, { key: 200 }],
+  ['GET', '/v1/usage?format=csv&group_by=model', undefined, { key: 200 }],
+  ['GET', '/v1/generation?id=req_nope', undefined, { key: 404 }],
   // Purchasing is off on this gateway (no Stripe key): a full key hears so (400), the others are refused first.
   ['POST', '/v1/credits/purchases', { amount: 20 }, { full: 400, test: 400, readOnly: 403, project: 403 }],
   ['GET', '/v1/credits/purchases', undefined, MANAGE],
@@ -100,6 +105,8 @@ describe('keys and access', () => {
     });
     const { id, key } = await gateway.account({ plan: 'pay_as_you_go' });
     accountId = id;
+    // Every credential on every route is far more than a minute's requests of the plan.
+    await gateway.admin('PATCH', `/admin/accounts/${id}`, { requests_per_minute: 5_000 });
     keys.full = key;
     keys.readOnly = (await gateway.key(id, { permissions: 'read_only' })).key;
     keys.project = (await gateway.key(id, { permissions: 'project', models: ['sandbox/echo'], spend_limit: 1 })).key;
