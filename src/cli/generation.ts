@@ -3,9 +3,8 @@
  * as GET /v1/generation renders it, in JSON or as a summary with the breakdown's lines.
  */
 import type { Generation } from '../api/index.js';
-import { GatewayError } from '../errors/index.js';
 import { parseUsd } from '../money/index.js';
-import { renderGeneration } from '../reports/index.js';
+import { explainCharge } from '../reports/index.js';
 import { withContext } from './context.js';
 import { money, print, printFields, printJson, printTable, usd, type JsonOption } from './output.js';
 
@@ -17,14 +16,7 @@ export interface GenerationOptions extends JsonOption {
 export function showGeneration(id: string, options: GenerationOptions): Promise<void> {
   return withContext(async (ctx) => {
     const { account } = await ctx.admin.getAccount(options.account);
-    const record = await ctx.storage.charges.find(account.id, id);
-    if (!record)
-      throw new GatewayError('not_found', {
-        message: `No request '${id}' was charged to ${account.id}: give the answer's id, its x-request-id or its ledger entry id`,
-        param: 'id',
-      });
-    const key = record.keyId === null ? undefined : await ctx.storage.keys.get(record.keyId);
-    const generation = renderGeneration(record, key?.name ?? null);
+    const generation = await explainCharge(ctx.storage, { accountId: account.id, accountName: account.id }, id);
     if (options.json) return printJson(generation);
     printGeneration(generation as Generation);
   });

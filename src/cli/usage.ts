@@ -4,7 +4,7 @@
  */
 import type { UsageExport, UsageRequestRow } from '../api/index.js';
 import { invalidRequest } from '../errors/index.js';
-import { parseUsageQuery, usageExport, type UsageFormat } from '../reports/index.js';
+import { exportUsage, parseUsageQuery, type UsageFormat } from '../reports/index.js';
 import { withContext } from './context.js';
 import { money, print, printStream, printTable, type JsonOption } from './output.js';
 
@@ -27,9 +27,8 @@ export function showUsage(options: UsageOptions): Promise<void> {
       group_by: options.groupBy,
       format: output === 'table' ? 'json' : output,
     });
-    const { account, keys } = await ctx.admin.getAccount(options.account);
-    const source = { charges: ctx.storage.charges, keyNames: new Map(keys.map((k) => [k.id, k.name])) };
-    const pieces = usageExport(source, { accountId: account.id, fromMs: query.fromMs, toMs: query.toMs }, query);
+    const { account } = await ctx.admin.getAccount(options.account);
+    const pieces = await exportUsage(ctx.storage, { accountId: account.id }, query);
     if (output !== 'table') return printStream(pieces);
     let text = '';
     for await (const piece of pieces) text += piece;

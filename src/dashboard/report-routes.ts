@@ -6,10 +6,10 @@
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { GatewayError, invalidRequest } from '../errors/index.js';
+import { invalidRequest } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
 import { QueryValue, single, typed } from '../http/routes/typed.js';
-import { contentTypeOf, fileNameOf, parseUsageQuery, renderGeneration, usageExport } from '../reports/index.js';
+import { contentTypeOf, explainCharge, exportUsage, fileNameOf, parseUsageQuery } from '../reports/index.js';
 import type { Sessions } from './session.js';
 
 const ExportQuery = Type.Object({ from: QueryValue, to: QueryValue, group_by: QueryValue, format: QueryValue });
@@ -27,14 +27,12 @@ export function reportRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
       group_by: single(raw.group_by, 'group_by'),
       format: single(raw.format, 'format'),
     });
-    const keys = await deps.storage.keys.listByAccount(accountId);
-    const source = { charges: deps.storage.charges, keyNames: new Map(keys.map((k) => [k.id, k.name])) };
-    const range = { accountId, fromMs: query.fromMs, toMs: query.toMs };
+    const pieces = await exportUsage(deps.storage, { accountId }, query);
     return reply
       .header('content-type', contentTypeOf(query))
       .header('content-disposition', `attachment; filename="${fileNameOf(query)}"`)
       .header('cache-control', 'no-store')
-      .send(Readable.from(usageExport(source, range, query)));
+      .send(Readable.from(pieces));
   });
 
   scope.get('/api/generation', { schema: { querystring: GenerationQuery } }, async (request) => {
@@ -42,10 +40,6 @@ export function reportRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
     const id = single(request.query.id, 'id');
     if (!id) throw invalidRequest("'id' is required: the request's id, its answer's id or its ledger entry id", 'id');
     // Another account's request is unknown, like one that does not exist.
-    const record = await deps.storage.charges.find(accountId, id);
-    if (!record)
-      throw new GatewayError('not_found', { message: `No request '${id}' was charged to this account`, param: 'id' });
-    const key = record.keyId === null ? undefined : await deps.storage.keys.get(record.keyId);
-    return renderGeneration(record, key?.name ?? null);
+    return explainCharge(deps.storage, { accountId }, id);
   });
 }

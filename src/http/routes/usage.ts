@@ -7,7 +7,14 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { utcDay } from '../../billing/index.js';
 import { GatewayError, invalidRequest } from '../../errors/index.js';
-import { contentTypeOf, fileNameOf, parseUsageQuery, renderGeneration, usageExport } from '../../reports/index.js';
+import {
+  contentTypeOf,
+  explainCharge,
+  exportUsage,
+  fileNameOf,
+  parseUsageQuery,
+  type ReportScope,
+} from '../../reports/index.js';
 import type { KeyRecord } from '../../storage/index.js';
 import { admitRead } from '../admit-read.js';
 import type { HttpDeps } from '../deps.js';
@@ -19,26 +26,16 @@ export function usageRoutes(server: FastifyInstance, deps: HttpDeps): void {
     const id = request.query.id;
     if (typeof id !== 'string' || id === '')
       throw invalidRequest("'id' is required: the answer's id, its x-request-id, or its ledger entry id", 'id');
-    const record = await deps.storage.charges.find(key.accountId, id);
-    if (!record || !ownRequest(key, record.keyId)) throw notFound(id);
-    const owner = record.keyId === null ? undefined : await deps.storage.keys.get(record.keyId);
-    return renderGeneration(record, owner?.name ?? null);
+    return explainCharge(deps.storage, scopeOf(key), id);
   });
 
   server.get<{ Querystring: Record<string, unknown> }>('/v1/usage', async (request, reply) => {
     const key = await admitRead(deps, request, reply, 'credits');
     const query = parseUsageQuery(request.query);
-    const keys = await deps.storage.keys.listByAccount(key.accountId);
-    const range = {
-      accountId: key.accountId,
-      fromMs: query.fromMs,
-      toMs: query.toMs,
-      keyId: key.permissions === 'project' ? key.id : undefined,
-    };
-    const source = { charges: deps.storage.charges, keyNames: new Map(keys.map((k) => [k.id, k.name])) };
+    const pieces = await exportUsage(deps.storage, scopeOf(key), query);
     void reply.header('content-type', contentTypeOf(query));
     if (query.format === 'csv') void reply.header('content-disposition', `attachment; filename="${fileNameOf(query)}"`);
-    return reply.send(Readable.from(usageExport(source, range, query)));
+    return reply.send(Readable.from(pieces));
   });
 
   server.get('/v1/key', async (request, reply) => {
@@ -66,10 +63,6 @@ export function usageRoutes(server: FastifyInstance, deps: HttpDeps): void {
 }
 
 /** A project key sees only its own requests; full and read-only keys, the whole account's. */
-function ownRequest(key: KeyRecord, keyId: string | null): boolean {
-  return key.permissions !== 'project' || keyId === key.id;
-}
-
-function notFound(id: string): GatewayError {
-  return new GatewayError('not_found', { message: `No request '${id}' was charged to this account`, param: 'id' });
+function scopeOf(key: KeyRecord): ReportScope {
+  return { accountId: key.accountId, keyId: key.permissions === 'project' ? key.id : undefined };
 }
