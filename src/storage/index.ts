@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import type { Database as SQLiteDatabase } from 'better-sqlite3';
 import { sql } from 'kysely';
 import { AccountStore } from './accounts.js';
-import { CONNECT_TIMEOUT_MS, connect, type ConnectOptions, type Dialect } from './connect.js';
+import { CONNECT_TIMEOUT_MS, analyzeIfUseful, connect, type ConnectOptions, type Dialect } from './connect.js';
 import { IdempotencyStore } from './idempotency.js';
 import { KeyStore } from './keys.js';
 import { LedgerStore } from './ledger.js';
@@ -135,6 +135,9 @@ export interface OpenOptions extends ConnectOptions {
   onJournalError?: (error: unknown) => void;
 }
 
+/** SQLite: how often the planner's statistics are brought up to date (`analyzeIfUseful`). */
+const ANALYZE_EVERY_MS = 3_600_000;
+
 export async function openStorage(options: OpenOptions): Promise<Storage> {
   const { db, dialect, sqlite, pool, beforeQuery } = connect(options);
   const checkpointer = sqlite && new SqliteCheckpointer(sqlite.name, options.onCheckpointError);
@@ -160,6 +163,7 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
     }
     writer = journal ?? sqliteWriter;
   } else writer = new PgWriter(pool!);
+  const statistics = sqlite && setInterval(() => analyzeIfUseful(sqlite), ANALYZE_EVERY_MS).unref();
   return {
     dialect,
     accounts: new AccountStore(db),
@@ -176,6 +180,7 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
     responses: new ResponseStore(db),
     ping: () => withTimeout(sql`select 1`.execute(db), PING_TIMEOUT_MS),
     close: async () => {
+      clearInterval(statistics);
       journal?.close();
       await checkpointer?.stop();
       await db.destroy();
