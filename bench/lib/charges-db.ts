@@ -65,7 +65,7 @@ export async function recreate(database: BenchDatabase): Promise<void> {
 }
 
 /**
- * SQLite: runs `task` on a database whose planner has no statistics, as the gateway's (it never runs ANALYZE).
+ * SQLite: runs `task` on a database whose planner has no statistics (a ledger grown since it was last analyzed).
  * The rows of sqlite_stat1 and sqlite_stat4 are deleted, then written back; connections opened meanwhile see none.
  */
 export async function withoutSqliteStatistics<T>(raw: RawDb, task: () => Promise<T>): Promise<T> {
