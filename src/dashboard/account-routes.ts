@@ -4,7 +4,8 @@ import type { FastifyInstance } from 'fastify';
 import { CAPABILITY_ALIASES, renderModel } from '../catalog/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
-import { renderKey, renderLedgerEntry } from '../http/render.js';
+import { renderKey, renderLedgerEntry, renderUsage } from '../http/render.js';
+import { keyUsageOf } from '../reports/index.js';
 import { IdParams, QueryValue, single, typed } from '../http/routes/typed.js';
 import type { Environment } from '../storage/index.js';
 import { overview, usageHistory } from './overview.js';
@@ -59,8 +60,15 @@ export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
 
   scope.get('/api/keys', async (request) => {
     const account = await signedInAccount(request);
-    const keys = await deps.storage.keys.listByAccount(account.id);
-    return { object: 'list', data: keys.reverse().map(renderKey) };
+    const keys = (await deps.storage.keys.listByAccount(account.id)).reverse();
+    // Each key's requests and credits today and this month, as GET /v1/key tells the key itself.
+    const data = await Promise.all(
+      keys.map(async (key) => {
+        const { daily, monthly } = await keyUsageOf(deps.storage.usage, key.id);
+        return { ...renderKey(key), usage: { daily: renderUsage(daily), monthly: renderUsage(monthly) } };
+      }),
+    );
+    return { object: 'list', data };
   });
 
   scope.post('/api/keys', { schema: { body: NewKey } }, async (request, reply) => {

@@ -1,11 +1,25 @@
 /** The reads behind the API's, the dashboard's and the CLI's reports: one request explained, an account's export. */
 import { GatewayError } from '../errors/index.js';
-import type { Storage } from '../storage/index.js';
+import type { Storage, UsageTotals } from '../storage/index.js';
 import { renderGeneration } from './generation.js';
 import { usageExport } from './usage-export.js';
 import type { UsageQuery } from './usage-query.js';
 
 export type ReportStores = Pick<Storage, 'charges' | 'keys'>;
+
+/** A key's requests, tokens and credits today and this month (UTC), live and test keys alike. */
+export async function keyUsageOf(
+  usage: Storage['usage'],
+  keyId: string,
+  now = Date.now(),
+): Promise<{ daily: UsageTotals; monthly: UsageTotals }> {
+  const today = new Date(now).toISOString().slice(0, 10);
+  const [daily, monthly] = await Promise.all([
+    usage.keyTotals(keyId, today, today),
+    usage.keyTotals(keyId, `${today.slice(0, 7)}-01`, today),
+  ]);
+  return { daily, monthly };
+}
 
 /** Whose requests: an account's (named as its owner should read it), or only one key's of it (a project key's). */
 export interface ReportScope {

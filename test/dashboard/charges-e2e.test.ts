@@ -148,6 +148,24 @@ test("an answer id from a CSV row finds the request; another account's request i
   expect(await page.locator('#request-summary').count()).toBe(0);
 });
 
+test("the keys page tells the key's requests and credits today and this month", async () => {
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto(`${gateway.url}/dashboard/keys`);
+  const row = page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'csv key' }) });
+  await row
+    .getByRole('cell', { name: /^2 requests/ })
+    .first()
+    .waitFor();
+  expect(await row.getByRole('cell', { name: /^2 requests/ }).count()).toBe(2);
+  const spent = (await debitsOf(accountId)).reduce((sum, d) => sum - d.amountNano, 0n);
+  const todayCell = await row
+    .getByRole('cell', { name: /^2 requests/ })
+    .first()
+    .innerText();
+  expect(usdToNano(/\$[\d.,]+/.exec(todayCell)![0])).toBe(spent);
+  await screenshot(page, '33-keys-usage');
+});
+
 test('the request page at 375 px: no sideways scrolling', async () => {
   const [entry] = await debitsOf(accountId);
   await page.setViewportSize({ width: 375, height: 812 });

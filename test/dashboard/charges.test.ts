@@ -122,6 +122,26 @@ describeEach(DIALECTS)('dashboard charges on %s', (dialect) => {
     expect([detail.streamed, detail.key.name]).toEqual([true, expect.any(String)]);
   });
 
+  test("the keys list tells each key's requests and credits today and this month, as its ledger debits sum", async () => {
+    const { status, body } = await user.request('GET', '/keys');
+    expect(status).toBe(200);
+    const keys = body.data as Array<{
+      id: string;
+      usage: Record<'daily' | 'monthly', { requests: number; credits_used: number }>;
+    }>;
+    expect(keys).toHaveLength(2);
+    for (const key of keys) {
+      const own = debits.filter((d) => d.keyId === key.id);
+      expect(own.length).toBeGreaterThan(0);
+      for (const period of ['daily', 'monthly'] as const) {
+        expect(key.usage[period].requests).toBe(own.length);
+        expect(BigInt(Math.round(key.usage[period].credits_used * 1e9))).toBe(
+          own.reduce((s, d) => s - d.amountNano, 0n),
+        );
+      }
+    }
+  });
+
   test("another account's request, or none, is a 404; its export has none of them", async () => {
     const other = new DashboardClient(gateway.url);
     await other.signUp(uniqueEmail('charges-other'));

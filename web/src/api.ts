@@ -74,6 +74,8 @@ export interface ApiKey {
   last_used: number | null;
   revoked: boolean;
   key?: string;
+  /** The key's requests and credits today and this month (UTC); in the list only. */
+  usage?: { daily: UsageTotals; monthly: UsageTotals };
 }
 
 export interface UsageTotals {

@@ -5,13 +5,13 @@
  */
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { utcDay } from '../../billing/index.js';
 import { GatewayError, invalidRequest } from '../../errors/index.js';
 import {
   contentTypeOf,
   explainCharge,
   exportUsage,
   fileNameOf,
+  keyUsageOf,
   parseUsageQuery,
   type ReportScope,
 } from '../../reports/index.js';
@@ -46,12 +46,7 @@ export function usageRoutes(server: FastifyInstance, deps: HttpDeps): void {
       deps.storage.accounts.get(admitted.accountId),
     ]);
     if (!key || !account) throw new GatewayError('invalid_api_key');
-    const today = utcDay();
-    const monthStart = `${today.slice(0, 7)}-01`;
-    const [daily, monthly] = await Promise.all([
-      deps.storage.usage.keyTotals(key.id, today, today),
-      deps.storage.usage.keyTotals(key.id, monthStart, today),
-    ]);
+    const { daily, monthly } = await keyUsageOf(deps.storage.usage, key.id);
     const limits = deps.limitsFor(account);
     const { account_id: _account, revoked: _revoked, revoked_at: _revokedAt, ...shown } = renderKey(key);
     return {

@@ -1,6 +1,6 @@
 /** API Keys: the list, Create New Key, the new key shown once, and Revoke with confirmation. */
 import { html, render } from 'lit-html';
-import { ApiError, api, type ApiKey, type List, type Model } from '../api.js';
+import { ApiError, api, type ApiKey, type List, type Model, type UsageTotals } from '../api.js';
 import type { Page } from '../app.js';
 import { PERMISSION_LABELS, date, dateTime, usd } from '../format.js';
 import { textField } from '../forms.js';
@@ -191,6 +191,8 @@ export const keysPage: Page = (container, app) => {
       </td>
       <td data-label="Created">${date(key.created)}</td>
       <td data-label="Last used">${dateTime(key.last_used)}</td>
+      <td data-label="Today">${usageCell(key.usage?.daily)}</td>
+      <td data-label="This month">${usageCell(key.usage?.monthly)}</td>
       <td data-label="Status">
         <span class="badge ${key.revoked ? 'off' : 'on'}">${key.revoked ? 'Revoked' : 'Active'}</span>
       </td>
@@ -228,6 +230,8 @@ export const keysPage: Page = (container, app) => {
                         <th>Permissions</th>
                         <th>Created</th>
                         <th>Last used</th>
+                        <th>Today</th>
+                        <th>This month</th>
                         <th>Status</th>
                         <th><span class="visually-hidden">Actions</span></th>
                       </tr>
@@ -260,3 +264,10 @@ export const keysPage: Page = (container, app) => {
   draw();
   void load();
 };
+
+/** A key's requests and the credits they used (a test key's cost nothing). */
+function usageCell(totals: UsageTotals | undefined) {
+  if (!totals) return '-';
+  return html`${totals.requests} ${totals.requests === 1 ? 'request' : 'requests'}
+    <div class="muted small">${usd(totals.credits_used)}</div>`;
+}
