@@ -28,6 +28,15 @@ const CONFIGURATIONS: Array<{ name: string; dialect: 'sqlite' | 'postgres'; env:
   },
 ];
 
+/** A request made, and what its client saw: the answer's id, the x-request-id, the cost. */
+interface Seen {
+  id: string | undefined;
+  requestId: string;
+  endpoint: string;
+  streamed: boolean;
+  cost: number;
+}
+
 describeEach(CONFIGURATIONS)('every charge explained on $name', ({ dialect, env }) => {
   let gw: TestGateway;
   let openaiUpstream: MockOpenAI;
@@ -74,26 +83,27 @@ describeEach(CONFIGURATIONS)('every charge explained on $name', ({ dialect, env 
   it('explains each endpoint’s charge, found by the answer’s id and by its x-request-id', async () => {
     const openai = gw.client(owner.key);
     const anthropic = new Anthropic({ apiKey: owner.key, baseURL: gw.url, maxRetries: 0 });
-    const seen: Array<{
-      id: string | undefined;
-      requestId: string;
-      endpoint: string;
-      streamed: boolean;
-      cost: number;
-    }> = [];
-
-    // The same long prompt twice: the provider reports the second one's prefix as cached input.
-    for (let i = 0; i < 2; i++) {
-      const { data, response } = await openai.chat.completions
-        .create({ model: OPENAI_MODEL.id, messages: [{ role: 'user', content: LONG_PROMPT }] })
-        .withResponse();
+    const seen: Seen[] = [];
+    /** A whole answer as the SDK returned it (`withResponse()`): its id, x-request-id and cost. */
+    const answered = (
+      endpoint: string,
+      { data, response }: { data: { id?: string; usage?: unknown }; response: Response },
+    ) =>
       seen.push({
         id: data.id,
         requestId: response.headers.get('x-request-id')!,
-        endpoint: '/v1/chat/completions',
+        endpoint,
         streamed: false,
-        cost: (data.usage as unknown as { cost: number }).cost,
+        cost: (data.usage as { cost: number }).cost,
       });
+
+    // The same long prompt twice: the provider reports the second one's prefix as cached input.
+    for (let i = 0; i < 2; i++) {
+      const chat = openai.chat.completions.create({
+        model: OPENAI_MODEL.id,
+        messages: [{ role: 'user', content: LONG_PROMPT }],
+      });
+      answered('/v1/chat/completions', await chat.withResponse());
     }
     const stream = await openai.chat.completions
       .create({
@@ -116,45 +126,28 @@ describeEach(CONFIGURATIONS)('every charge explained on $name', ({ dialect, env 
       streamed: true,
       cost: streamCost,
     });
-    const completion = await openai.completions
-      .create({ model: 'sandbox/echo', prompt: 'complete me', max_tokens: 5 })
-      .withResponse();
-    seen.push({
-      id: completion.data.id,
-      requestId: completion.response.headers.get('x-request-id')!,
-      endpoint: '/v1/completions',
-      streamed: false,
-      cost: (completion.data.usage as unknown as { cost: number }).cost,
-    });
-    const embedding = await openai.embeddings
-      .create({ model: 'sandbox/embed', input: ['one', 'two'] }, { headers: { 'x-request-id': `embed-${dialect}` } })
-      .withResponse();
-    seen.push({
-      id: undefined,
-      requestId: embedding.response.headers.get('x-request-id')!,
-      endpoint: '/v1/embeddings',
-      streamed: false,
-      cost: (embedding.data.usage as unknown as { cost: number }).cost,
-    });
-    const response = await openai.responses.create({ model: 'sandbox/echo', input: 'respond' }).withResponse();
-    seen.push({
-      id: response.data.id,
-      requestId: response.response.headers.get('x-request-id')!,
-      endpoint: '/v1/responses',
-      streamed: false,
-      cost: (response.data.usage as unknown as { cost: number }).cost,
-    });
+    answered(
+      '/v1/completions',
+      await openai.completions.create({ model: 'sandbox/echo', prompt: 'complete me', max_tokens: 5 }).withResponse(),
+    );
+    const embedding = openai.embeddings.create(
+      { model: 'sandbox/embed', input: ['one', 'two'] },
+      { headers: { 'x-request-id': `embed-${dialect}` } },
+    );
+    // Embeddings have no id: found by the x-request-id only.
+    const { data: vectors, response: embedded } = await embedding.withResponse();
+    answered('/v1/embeddings', { data: { usage: vectors.usage }, response: embedded });
+    answered(
+      '/v1/responses',
+      await openai.responses.create({ model: 'sandbox/echo', input: 'respond' }).withResponse(),
+    );
     for (const model of ['sandbox/echo', CLAUDE]) {
-      const message = await anthropic.messages
-        .create({ model, max_tokens: 50, messages: [{ role: 'user', content: 'hello' }] })
-        .withResponse();
-      seen.push({
-        id: message.data.id,
-        requestId: message.response.headers.get('x-request-id')!,
-        endpoint: '/v1/messages',
-        streamed: false,
-        cost: (message.data.usage as unknown as { cost: number }).cost,
+      const message = anthropic.messages.create({
+        model,
+        max_tokens: 50,
+        messages: [{ role: 'user', content: 'hello' }],
       });
+      answered('/v1/messages', await message.withResponse());
     }
 
     for (const request of seen) {
