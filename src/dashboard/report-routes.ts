@@ -6,7 +6,6 @@
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { invalidRequest } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
 import { QueryValue, single, typed } from '../http/routes/typed.js';
 import { contentTypeOf, explainCharge, exportUsage, fileNameOf, parseUsageQuery } from '../reports/index.js';
@@ -37,9 +36,7 @@ export function reportRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
 
   scope.get('/api/generation', { schema: { querystring: GenerationQuery } }, async (request) => {
     const { accountId } = await sessions.require(request);
-    const id = single(request.query.id, 'id');
-    if (!id) throw invalidRequest("'id' is required: the request's id, its answer's id or its ledger entry id", 'id');
     // Another account's request is unknown, like one that does not exist.
-    return explainCharge(deps.storage, { accountId }, id);
+    return explainCharge(deps.storage, { accountId }, single(request.query.id, 'id'));
   });
 }

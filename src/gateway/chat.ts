@@ -84,7 +84,7 @@ export async function answerChat(admitted: Admitted, body: ChatRequest): Promise
     return { kind: 'stream', headers, context, events: relayChatStream(context, result, signal, includeUsage) };
   }
   const { context, result, headers } = await meteredCall(admitted, chatWay(upstream));
-  return { kind: 'json', headers, context, ...(await settleCompletion(context, result, signal)) };
+  return { kind: 'json', headers, context, ...(await settleCompletion(context, result)) };
 }
 
 /**
@@ -106,11 +106,9 @@ function withLoweredBound(body: ChatRequest, reservation: Reservation): ChatRequ
 export async function settleCompletion(
   context: RequestContext,
   completion: UpstreamCompletion,
-  signal: AbortSignal,
 ): Promise<{ body: ChatCompletion; chargedNano: bigint }> {
   const billed = await settleAnswer(
     context,
-    signal,
     () =>
       chatUsage(
         completion.usage,

@@ -93,7 +93,7 @@ export async function createCompletion(input: RequestInput, deps: GatewayDeps): 
       }
       const { context, result, headers } = await meteredCall(admitted, textWay(upstreamBody));
       // 6-7. Settled, durable before the answer leaves; recorded off the path.
-      return { kind: 'json', headers, body: await settleText(context, result, input.signal, echoed) };
+      return { kind: 'json', headers, body: await settleText(context, result, echoed) };
     },
     openAiProtocol('completions'),
   );
@@ -138,12 +138,10 @@ function meteredCompletion(
 async function settleText(
   context: RequestContext,
   completion: UpstreamTextCompletion,
-  signal: AbortSignal,
   echoed: EchoedPrompts,
 ): Promise<Completion> {
   const billed = await settleAnswer(
     context,
-    signal,
     () =>
       chatUsage(completion.usage, {
         prompt: context.promptTokens,

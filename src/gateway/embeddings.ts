@@ -66,7 +66,7 @@ export async function createEmbeddings(
 
       // 6. Settle at the upstream's count (or ours), durable before the answer leaves; 7. record off the path.
       const used = () => countedUsage(reportedCount(result.promptTokens) ?? promptTokens, 0);
-      const billed = await settleAnswer(context, input.signal, used, () => '');
+      const billed = await settleAnswer(context, used, () => '');
       const list = embeddingList(result.vectors, encoding === 'base64', context.model.id, billed);
       return { kind: 'json', headers, body: list };
     },

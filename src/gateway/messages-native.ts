@@ -46,7 +46,7 @@ export async function answerNatively(admitted: Admitted, body: MessagesJson): Pr
   const used = () => anthropicUsage(message.usage, { prompt: context.promptTokens, completion: counted });
   const answerId = typeof message.id === 'string' ? message.id : undefined;
   const end = { answerId, finishReason: typeof message.stop_reason === 'string' ? message.stop_reason : null };
-  const billed = await settleAnswer(context, signal, used, () => contentText(message.content), end);
+  const billed = await settleAnswer(context, used, () => contentText(message.content), end);
   headers['x-tollgate-cost'] = usdString(billed.chargedNano);
   const usage = { ...(isObject(message.usage) ? message.usage : {}), cost: usdNumber(billed.chargedNano) };
   return { kind: 'json', headers, body: { ...message, model: context.model.id, usage } };

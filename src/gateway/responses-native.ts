@@ -71,7 +71,7 @@ export async function answerNatively(
   const own = { prompt: context.promptTokens, completion: () => countTextTokens(outputText(answer)) };
   const used = () => responsesUsage(answer, own);
   const end = { answerId: typeof answer.id === 'string' ? answer.id : undefined, finishReason: responseEnd(answer) };
-  const billed = await settleAnswer(context, input.signal, used, () => outputText(answer), end);
+  const billed = await settleAnswer(context, used, () => outputText(answer), end);
   const { promptTokens, completionTokens, chargedNano } = billed;
   await remember(responseId(answer), context.providerId, promptTokens + completionTokens).catch(() => undefined);
   const cost = usdNumber(chargedNano);

@@ -76,7 +76,6 @@ export async function settleOrFail(
  */
 export async function settleAnswer(
   context: RequestContext,
-  signal: AbortSignal,
   used: () => TokenUsage,
   text: () => string,
   end: AnswerEnd = {},
@@ -85,7 +84,7 @@ export async function settleAnswer(
   try {
     usage = used();
   } catch (error) {
-    throw failed(context, error, signal);
+    throw failed(context, error, context.signal);
   }
   const billed = await settleOrFail(context, usage, { text }, end);
   const { promptTokens, completionTokens, chargedNano } = billed;

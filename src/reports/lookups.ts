@@ -1,5 +1,6 @@
 /** The reads behind the API's, the dashboard's and the CLI's reports: one request explained, an account's export. */
-import { GatewayError } from '../errors/index.js';
+import { utcDay } from '../billing/index.js';
+import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { Storage, UsageTotals } from '../storage/index.js';
 import { renderGeneration } from './generation.js';
 import { usageExport } from './usage-export.js';
@@ -13,7 +14,7 @@ export async function keyUsageOf(
   keyId: string,
   now = Date.now(),
 ): Promise<{ daily: UsageTotals; monthly: UsageTotals }> {
-  const today = new Date(now).toISOString().slice(0, 10);
+  const today = utcDay(now);
   const [daily, monthly] = await Promise.all([
     usage.keyTotals(keyId, today, today),
     usage.keyTotals(keyId, `${today.slice(0, 7)}-01`, today),
@@ -29,8 +30,9 @@ export interface ReportScope {
   keyId?: string | undefined;
 }
 
-/** One request of the scope explained, found by any of its ids; 404 naming the id otherwise. */
-export async function explainCharge(stores: ReportStores, scope: ReportScope, id: string) {
+/** One request of the scope explained, found by any of its ids; 400 without an id, 404 naming it if not found. */
+export async function explainCharge(stores: ReportStores, scope: ReportScope, id: string | undefined) {
+  if (!id) throw invalidRequest("'id' is required: the answer's id, its x-request-id, or its ledger entry id", 'id');
   const record = await stores.charges.find(scope.accountId, id);
   if (!record || (scope.keyId !== undefined && record.keyId !== scope.keyId))
     throw new GatewayError('not_found', {

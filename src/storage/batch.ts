@@ -394,10 +394,7 @@ export function addUsage(map: Map<string, UsageDelta>, delta: UsageDelta): void 
     map.set(id, row);
     return;
   }
-  current.requests += delta.requests;
-  current.promptTokens += delta.promptTokens;
-  current.completionTokens += delta.completionTokens;
-  current.creditsNano += delta.creditsNano;
+  addTotals(current, delta);
 }
 
 /** Adds a usage delta made by a key to that key's row of `map` (one row per key and day); others add nothing. */
@@ -410,10 +407,14 @@ export function addKeyUsage(map: Map<string, KeyUsageDelta>, delta: UsageDelta |
     map.set(id, { keyId, day, accountId, requests, promptTokens, completionTokens, creditsNano });
     return;
   }
-  current.requests += delta.requests;
-  current.promptTokens += delta.promptTokens;
-  current.completionTokens += delta.completionTokens;
-  current.creditsNano += delta.creditsNano;
+  addTotals(current, delta);
+}
+
+function addTotals(into: UsageTotals, delta: UsageTotals): void {
+  into.requests += delta.requests;
+  into.promptTokens += delta.promptTokens;
+  into.completionTokens += delta.completionTokens;
+  into.creditsNano += delta.creditsNano;
 }
 
 /** Key usage rows in the global lock order: after the accounts' usage rows, before the keys. */

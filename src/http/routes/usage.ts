@@ -5,7 +5,7 @@
  */
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { GatewayError, invalidRequest } from '../../errors/index.js';
+import { GatewayError } from '../../errors/index.js';
 import {
   contentTypeOf,
   explainCharge,
@@ -23,10 +23,8 @@ import { renderKey, renderUsage } from '../render.js';
 export function usageRoutes(server: FastifyInstance, deps: HttpDeps): void {
   server.get<{ Querystring: Record<string, unknown> }>('/v1/generation', async (request, reply) => {
     const key = await admitRead(deps, request, reply, 'credits');
-    const id = request.query.id;
-    if (typeof id !== 'string' || id === '')
-      throw invalidRequest("'id' is required: the answer's id, its x-request-id, or its ledger entry id", 'id');
-    return explainCharge(deps.storage, scopeOf(key), id);
+    const { id } = request.query;
+    return explainCharge(deps.storage, scopeOf(key), typeof id === 'string' ? id : undefined);
   });
 
   server.get<{ Querystring: Record<string, unknown> }>('/v1/usage', async (request, reply) => {
