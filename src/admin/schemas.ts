@@ -16,7 +16,14 @@ export const CreateKeySchema = Type.Object(
   {
     name: Type.Optional(Type.String({ maxLength: 200 })),
     environment: Type.Optional(Type.Union([Type.Literal('live'), Type.Literal('test')])),
-    permissions: Type.Optional(Type.Union([Type.Literal('full'), Type.Literal('read_only'), Type.Literal('project')])),
+    permissions: Type.Optional(
+      Type.Union([
+        Type.Literal('full'),
+        Type.Literal('read_only'),
+        Type.Literal('project'),
+        Type.Literal('management'),
+      ]),
+    ),
     models: Type.Optional(Type.Array(Type.String())),
     /** USD. */
     spend_limit: Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()])),

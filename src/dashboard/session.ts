@@ -8,14 +8,19 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { CookieSerializeOptions } from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/index.js';
-import type { Storage } from '../storage/index.js';
+import { requireCapability, type Capability } from '../auth/index.js';
+import { userIdOf, type Role, type Storage } from '../storage/index.js';
 
 export const SESSION_COOKIE = 'tg_session';
 export const ANONYMOUS_COOKIE = 'tg_csrf';
 const COOKIE_PATH = '/dashboard';
 
 export interface SignedIn {
+  /** The account the session is looking at. */
   accountId: string;
+  userId: string;
+  /** The user's role in that account now. */
+  role: Role;
   csrfToken: string;
   tokenHash: string;
 }
@@ -56,26 +61,42 @@ export class Sessions {
     if (cookie) {
       const tokenHash = sha256(cookie);
       const session = await this.storage.users.session(tokenHash, Date.now());
-      if (session) signedIn = { accountId: session.accountId, csrfToken: session.csrfToken, tokenHash };
+      const role = session && (await this.storage.members.role(session.accountId, session.userId));
+      if (session && role)
+        signedIn = {
+          accountId: session.accountId,
+          userId: session.userId,
+          role,
+          csrfToken: session.csrfToken,
+          tokenHash,
+        };
     }
     this.seen.set(request, signedIn);
     return signedIn ?? undefined;
   }
 
-  async require(request: FastifyRequest): Promise<SignedIn> {
+  /** The signed-in user (401 without a session), allowed `capability` in the account it looks at (403). */
+  async require(request: FastifyRequest, capability?: Capability): Promise<SignedIn> {
     const signedIn = await this.current(request);
     if (!signedIn) throw new GatewayError('not_signed_in');
+    if (capability) requireCapability(signedIn.role, capability);
     return signedIn;
   }
 
   /** Starts a session (a fresh token: no session fixation) and returns its CSRF token. */
-  async start(request: FastifyRequest, reply: FastifyReply, accountId: string): Promise<string> {
+  async start(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    accountId: string,
+    userId = userIdOf(accountId),
+  ): Promise<string> {
     const now = Date.now();
     const cookie = token();
     const csrfToken = token();
     await this.storage.users.createSession({
       tokenHash: sha256(cookie),
       accountId,
+      userId,
       csrfToken,
       createdAt: now,
       expiresAt: now + this.ttlMs,

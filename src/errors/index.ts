@@ -25,7 +25,10 @@ export type ErrorCode =
   | 'idempotency_key_reused'
   | 'not_signed_in'
   | 'invalid_credentials'
-  | 'payment_method_required';
+  | 'payment_method_required'
+  | 'key_expired'
+  | 'ip_not_allowed'
+  | 'key_limit_exceeded';
 
 interface ErrorDefinition {
   status: number;
@@ -61,6 +64,14 @@ export const ERROR_CATALOGUE: Record<ErrorCode, ErrorDefinition> = {
     type: 'invalid_request_error',
     message: "This request exceeds the model's maximum context length",
   },
+  // Key governance (docs/api.md#key-governance): a key's own expiry, addresses and spend limit.
+  key_expired: { status: 403, type: 'permission_error', message: 'This API key has expired' },
+  ip_not_allowed: {
+    status: 403,
+    type: 'permission_error',
+    message: "This API key may not be used from this address (see the key's allowed_ips)",
+  },
+  key_limit_exceeded: { status: 403, type: 'permission_error', message: 'This API key has reached its spend limit' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error', message: 'Rate limit exceeded' },
   daily_limit_exceeded: { status: 429, type: 'rate_limit_error', message: 'Daily credit limit exceeded' },
   upstream_error: { status: 502, type: 'upstream_error', message: 'The upstream provider failed' },

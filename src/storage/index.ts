@@ -4,18 +4,21 @@
  */
 import { dirname, join } from 'node:path';
 import type { Database as SQLiteDatabase } from 'better-sqlite3';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { AccountStore } from './accounts.js';
+import { AuditStore } from './audit.js';
 import { CONNECT_TIMEOUT_MS, analyzeIfUseful, connect, type ConnectOptions, type Dialect } from './connect.js';
 import { IdempotencyStore } from './idempotency.js';
 import { KeyStore } from './keys.js';
 import { LedgerStore } from './ledger.js';
 import { PgWriter } from './pg-writer.js';
+import { MemberStore } from './members.js';
 import { MetaStore } from './meta.js';
 import { SqliteCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { JOURNAL_FILE, JournalInUseError, SqliteJournal } from './sqlite-journal.js';
 import type { MoneyWriter } from './ledger.js';
+import type { Database } from './schema.js';
 import { migrateToLatest, pendingMigrations } from './migrate.js';
 import { PurchaseStore } from './purchases.js';
 import { RechargeStore } from './recharges.js';
@@ -49,7 +52,9 @@ export type {
   PaidPayment,
 } from './purchases.js';
 export type { RechargeRecord, RechargeStatus, RechargeStore } from './recharges.js';
-export type { NewKey } from './keys.js';
+export type { KeyChanges, NewKey } from './keys.js';
+export type { Actor, AuditEntry, AuditPage, AuditRecord, AuditStore } from './audit.js';
+export { periodEnd, periodOf, periodStartDay } from './periods.js';
 export type { IdempotencyRecord, IdempotencyStore, NewClaim } from './idempotency.js';
 export type { NewResponse, ResponseStore, StoredResponse } from './responses.js';
 export type { DailyUsageRow } from './usage.js';
@@ -69,11 +74,26 @@ export type {
 export type { ClaimCaps } from './webhook-claim.js';
 export { encodeSettings } from './accounts.js';
 export { newId, storedJson } from './values.js';
+export { userIdOf } from './users.js';
+export type { MemberStore } from './members.js';
 export { isStorageUnavailable } from './unavailable.js';
 export { JournalInUseError } from './sqlite-journal.js';
 
 /** How long /ready's `select 1` may take: a new connection's timeout plus a little. */
 const PING_TIMEOUT_MS = CONNECT_TIMEOUT_MS + 1_000;
+
+/**
+ * The stores whose changes the audit log records, over one transaction: a change and its audit entry are written
+ * together or not at all. Money never moves here (the money writer does that, in its own transactions).
+ */
+export interface Changes {
+  readonly accounts: AccountStore;
+  readonly keys: KeyStore;
+  readonly users: UserStore;
+  readonly members: MemberStore;
+  readonly webhooks: WebhookStore;
+  readonly audit: AuditStore;
+}
 
 export interface Storage {
   readonly dialect: Dialect;
@@ -86,6 +106,8 @@ export interface Storage {
   readonly meta: MetaStore;
   /** Dashboard passwords and sessions. */
   readonly users: UserStore;
+  /** Who belongs to which account, with which role. */
+  readonly members: MemberStore;
   /** Webhook registrations and the delivery outbox. */
   readonly webhooks: WebhookStore;
   /** Idempotency keys of chat requests and their first answers. */
@@ -96,6 +118,10 @@ export interface Storage {
   readonly recharges: RechargeStore;
   /** Responses API response ids, bound to their accounts (`previous_response_id`). */
   readonly responses: ResponseStore;
+  /** Who changed what in an account (members, keys, limits, webhooks, settings, payments). */
+  readonly audit: AuditStore;
+  /** Runs `work` on the stores of one transaction: committed when it resolves, rolled back when it throws. */
+  atomically<T>(work: (changes: Changes) => Promise<T>): Promise<T>;
   /** Resolves when the database answers a trivial query; rejects within about 3 s otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -173,11 +199,14 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
     charges: new ChargeStore(db),
     meta: new MetaStore(db),
     users: new UserStore(db),
+    members: new MemberStore(db),
     webhooks: new WebhookStore(db, dialect),
     idempotency: new IdempotencyStore(db),
     purchases: new PurchaseStore(db),
     recharges: new RechargeStore(db),
     responses: new ResponseStore(db),
+    audit: new AuditStore(db),
+    atomically: (work) => db.transaction().execute((trx) => work(changesOver(trx, dialect))),
     ping: () => withTimeout(sql`select 1`.execute(db), PING_TIMEOUT_MS),
     close: async () => {
       clearInterval(statistics);
@@ -185,6 +214,17 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
       await checkpointer?.stop();
       await db.destroy();
     },
+  };
+}
+
+function changesOver(db: Kysely<Database>, dialect: Dialect): Changes {
+  return {
+    accounts: new AccountStore(db),
+    keys: new KeyStore(db),
+    users: new UserStore(db),
+    members: new MemberStore(db),
+    webhooks: new WebhookStore(db, dialect),
+    audit: new AuditStore(db),
   };
 }
 

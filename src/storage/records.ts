@@ -1,7 +1,7 @@
 /** The shapes storage hands out: plain data, money in bigint nano-USD, times in Unix milliseconds. */
-import type { Environment, LedgerKind, Permission } from './schema.js';
+import type { ActorType, Environment, LedgerKind, LimitReset, Permission, Role } from './schema.js';
 
-export type { Environment, LedgerKind, Permission };
+export type { ActorType, Environment, LedgerKind, LimitReset, Permission, Role };
 
 export interface AutoRecharge {
   enabled: boolean;
@@ -51,11 +51,29 @@ export interface KeyRecord {
   environment: Environment;
   permissions: Permission;
   models: string[];
+  /** The key's spend limit (`limit`); null: none. */
   spendLimitNano: bigint | null;
+  /** Spent with the key since it was made. */
   spentNano: bigint;
   createdAt: number;
   lastUsedAt: number | null;
   revokedAt: number | null;
+  /** When the spend limit starts again (UTC); null: never. */
+  limitReset: LimitReset | null;
+  /** Spent in the limit's period `period` (`periodOf`) as the lookup found it; `spentNano` when it never resets. */
+  periodSpentNano: bigint;
+  period: string;
+  /** Unix ms after which the key is refused; null: never. */
+  expiresAt: number | null;
+  /** The key's own rate limits, below the account's; null: the account's alone. */
+  requestsPerMinute: number | null;
+  tokensPerMinute: number | null;
+  /** CIDRs (IPv4 and IPv6) the key may be used from; empty: any. */
+  allowedIps: string[];
+  /** The member who made the key; null for keys an operator made (they act for the account's owner). */
+  ownerUserId: string | null;
+  /** The owner's role in the key's account now; null without an owner, or when the owner is no longer a member. */
+  ownerRole: Role | null;
 }
 
 export interface LedgerRecord {

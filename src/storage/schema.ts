@@ -8,7 +8,13 @@ import type { ColumnType } from 'kysely';
 // under the names the rest of the code uses), so this file imports nothing from the stores.
 
 export type Environment = 'live' | 'test';
-export type Permission = 'full' | 'read_only' | 'project';
+export type Permission = 'full' | 'read_only' | 'project' | 'management';
+/** A member's role in an account (migration 016). */
+export type Role = 'owner' | 'admin' | 'member' | 'billing';
+/** When a key's spend limit starts again, in UTC; null: never. */
+export type LimitReset = 'daily' | 'weekly' | 'monthly';
+/** Who made a change the audit log records. */
+export type ActorType = 'user' | 'key' | 'operator' | 'processor' | 'system';
 export type LedgerKind = 'grant' | 'topup' | 'recharge' | 'debit' | 'refund' | 'dispute' | 'correction';
 export type EmailStatus = 'pending' | 'verified' | 'unverified';
 export type DeliveryStatus = 'pending' | 'delivering' | 'succeeded' | 'dead' | 'failed';
@@ -52,6 +58,14 @@ export interface ApiKeysTable {
   created_at: Big;
   last_used_at: NullableBig;
   revoked_at: NullableBig;
+  /** Governance (migration 016): when `spend_limit_nano` starts again, expiry, own rate limits, addresses, owner. */
+  limit_reset: LimitReset | null;
+  expires_at: NullableBig;
+  requests_per_minute: NullableBig;
+  tokens_per_minute: NullableBig;
+  /** JSON array of CIDRs; empty = any address. */
+  allowed_ips: ColumnType<string, string | undefined, string>;
+  owner_user_id: string | null;
 }
 
 export interface LedgerTable {
@@ -119,6 +133,7 @@ export interface DashboardUsersTable {
 export interface EmailVerificationsTable {
   token_hash: string;
   account_id: string;
+  user_id: string | null;
   password_hash: string;
   created_at: Big;
   expires_at: Big;
@@ -139,10 +154,57 @@ export interface SignupAttemptsTable {
 
 export interface DashboardSessionsTable {
   token_hash: string;
+  /** The account the session is looking at (the account switcher changes it). */
   account_id: string;
+  user_id: string | null;
   csrf_token: string;
   created_at: Big;
   expires_at: Big;
+}
+
+/** The people who sign in to the dashboard (migration 016). */
+export interface UsersTable {
+  id: string;
+  email: string;
+  password_hash: string;
+  email_status: ColumnType<EmailStatus, EmailStatus | undefined, EmailStatus>;
+  created_at: Big;
+}
+
+export interface MembersTable {
+  account_id: string;
+  user_id: string;
+  role: Role;
+  created_at: Big;
+}
+
+export interface InvitationsTable {
+  id: string;
+  account_id: string;
+  email: string;
+  role: Role;
+  token_hash: string;
+  invited_by: string | null;
+  created_at: Big;
+  expires_at: Big;
+  accepted_at: NullableBig;
+  revoked_at: NullableBig;
+}
+
+export interface AuditLogTable {
+  id: string;
+  account_id: string;
+  actor_type: ActorType;
+  actor_id: string | null;
+  /** `<target>.<verb>`, e.g. `key.create`, `member.role`, `webhook.delete`. */
+  action: string;
+  target_type: string;
+  target_id: string | null;
+  /** JSON of the target before and after the change; null where there was none. */
+  before: string | null;
+  after: string | null;
+  ip: string | null;
+  created_at: Big;
 }
 
 export interface WebhooksTable {
@@ -187,6 +249,10 @@ export interface Database {
   usage_daily_keys: UsageDailyKeysTable;
   invoices: InvoicesTable;
   dashboard_users: DashboardUsersTable;
+  users: UsersTable;
+  members: MembersTable;
+  invitations: InvitationsTable;
+  audit_log: AuditLogTable;
   dashboard_sessions: DashboardSessionsTable;
   email_verifications: EmailVerificationsTable;
   signup_attempts: SignupAttemptsTable;

@@ -21,6 +21,8 @@ export interface EmailVerification {
 
 export interface DashboardSession {
   accountId: string;
+  /** The signed-in person (`users.id`). */
+  userId: string;
   csrfToken: string;
   expiresAt: number;
 }
@@ -38,6 +40,20 @@ export class UserStore {
     await this.db
       .insertInto('dashboard_users')
       .values({ account_id: accountId, password_hash: passwordHash, created_at: at, email_status: emailStatus })
+      .execute();
+    const { email } = await this.db
+      .selectFrom('accounts')
+      .select('email')
+      .where('id', '=', accountId)
+      .executeTakeFirstOrThrow();
+    const userId = userIdOf(accountId);
+    await this.db
+      .insertInto('users')
+      .values({ id: userId, email, password_hash: passwordHash, email_status: emailStatus, created_at: at })
+      .execute();
+    await this.db
+      .insertInto('members')
+      .values({ account_id: accountId, user_id: userId, role: 'owner', created_at: at })
       .execute();
   }
 
@@ -104,6 +120,11 @@ export class UserStore {
       .where('email_status', '!=', 'verified')
       .executeTakeFirst();
     if (result.numUpdatedRows === 0n) return false;
+    await this.db
+      .updateTable('users')
+      .set({ email_status: 'verified', password_hash: passwordHash })
+      .where('id', '=', userIdOf(accountId))
+      .execute();
     await this.db.deleteFrom('dashboard_sessions').where('account_id', '=', accountId).execute();
     await this.db
       .updateTable('email_verifications')
@@ -172,6 +193,7 @@ export class UserStore {
       .values({
         token_hash: session.tokenHash,
         account_id: session.accountId,
+        user_id: session.userId,
         csrf_token: session.csrfToken,
         created_at: session.createdAt,
         expires_at: session.expiresAt,
@@ -183,11 +205,18 @@ export class UserStore {
   async session(tokenHash: string, now: number): Promise<DashboardSession | undefined> {
     const row = await this.db
       .selectFrom('dashboard_sessions')
-      .select(['account_id', 'csrf_token', 'expires_at'])
+      .select(['account_id', 'user_id', 'csrf_token', 'expires_at'])
       .where('token_hash', '=', tokenHash)
       .where('expires_at', '>', BigInt(now))
       .executeTakeFirst();
-    return row && { accountId: row.account_id, csrfToken: row.csrf_token, expiresAt: num(row.expires_at) };
+    return (
+      row && {
+        accountId: row.account_id,
+        userId: row.user_id ?? userIdOf(row.account_id),
+        csrfToken: row.csrf_token,
+        expiresAt: num(row.expires_at),
+      }
+    );
   }
 
   async deleteSession(tokenHash: string): Promise<void> {
@@ -197,4 +226,9 @@ export class UserStore {
   async deleteExpiredSessions(now: number): Promise<void> {
     await this.db.deleteFrom('dashboard_sessions').where('expires_at', '<=', BigInt(now)).execute();
   }
+}
+
+/** The user made from an account's own dashboard user (migration 016 names them the same way). */
+export function userIdOf(accountId: string): string {
+  return accountId.replace(/^acct_/, 'usr_');
 }

@@ -15,6 +15,15 @@ const key: KeyRecord = {
   createdAt: 0,
   lastUsedAt: null,
   revokedAt: null,
+  limitReset: null,
+  periodSpentNano: 0n,
+  period: '',
+  expiresAt: null,
+  requestsPerMinute: null,
+  tokensPerMinute: null,
+  allowedIps: [],
+  ownerUserId: null,
+  ownerRole: null,
 };
 const limits = { requestsPerMinute: 1, tokensPerMinute: 1, dailyLimitNano: null };
 

@@ -37,6 +37,15 @@ export const key: KeyRecord = {
   createdAt: 0,
   lastUsedAt: null,
   revokedAt: null,
+  limitReset: null,
+  periodSpentNano: 0n,
+  period: '',
+  expiresAt: null,
+  requestsPerMinute: null,
+  tokensPerMinute: null,
+  allowedIps: [],
+  ownerUserId: null,
+  ownerRole: null,
 };
 
 export const account = { id: 'acct_1', plan: 'free', settings: {} };

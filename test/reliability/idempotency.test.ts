@@ -221,6 +221,15 @@ describe('idempotency keys over time (store on SQLite, clock controlled)', () =>
       createdAt: now,
       lastUsedAt: null,
       revokedAt: null,
+      limitReset: null,
+      periodSpentNano: 0n,
+      period: '',
+      expiresAt: null,
+      requestsPerMinute: null,
+      tokensPerMinute: null,
+      allowedIps: [],
+      ownerUserId: null,
+      ownerRole: null,
     };
     let runs = 0;
     type Body = { id: string };

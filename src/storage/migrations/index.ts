@@ -14,6 +14,7 @@ import { pendingPurchases } from './012_pending_purchases.js';
 import { signupGrantMailboxes } from './013_signup_grant_mailboxes.js';
 import { paymentReversalsByPayment } from './014_payment_reversals_by_payment.js';
 import { requestDetail } from './015_request_detail.js';
+import { teams } from './016_teams.js';
 
 /** Every migration by name, compiled in so `dist/` needs no migration folder at run time. */
 export const MIGRATIONS: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '013_signup_grant_mailboxes': signupGrantMailboxes,
   '014_payment_reversals_by_payment': paymentReversalsByPayment,
   '015_request_detail': requestDetail,
+  '016_teams': teams,
 };
