@@ -3,3 +3,4 @@ export { generateKey, hashKey, keyHint, keyPattern } from './keys.js';
 export { requireModelAllowed, requirePermission, seesFullCredits, type Operation } from './permissions.js';
 export { addressAllowed, canonicalCidr } from './addresses.js';
 export { ROLES, can, capabilitiesOf, isRole, keyPermissionsOf, requireCapability, type Capability } from './roles.js';
+export { keyLimitStatus, type KeyLimitStatus } from './key-limit.js';

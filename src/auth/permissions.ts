@@ -1,16 +1,23 @@
-/** The contract's permission table: what each kind of key may do. */
+/** The contract's permission table, extended with `management` keys: what each kind of key may do. */
 import { GatewayError } from '../errors/index.js';
-import type { KeyRecord } from '../storage/index.js';
+import type { KeyRecord, Permission } from '../storage/index.js';
 
-export type Operation = 'chat' | 'models' | 'credits' | 'manage';
+/**
+ * `chat`: call models; `models`, `credits`: read the catalog and the balance; `manage`: webhooks and purchases;
+ * `keys`: the account's other keys over /v1/keys; `audit`: the audit log.
+ */
+export type Operation = 'chat' | 'models' | 'credits' | 'manage' | 'keys' | 'audit';
+
+const ALLOWED: Record<Permission, readonly Operation[]> = {
+  full: ['chat', 'models', 'credits', 'manage', 'keys', 'audit'],
+  read_only: ['models', 'credits'],
+  project: ['chat', 'models', 'credits'],
+  // A provisioning key: it manages keys and reads the audit log, and never calls a model.
+  management: ['models', 'credits', 'keys', 'audit'],
+};
 
 export function requirePermission(key: KeyRecord, operation: Operation): void {
-  const allowed =
-    key.permissions === 'full' ||
-    operation === 'models' ||
-    operation === 'credits' ||
-    (operation === 'chat' && key.permissions === 'project');
-  if (!allowed) {
+  if (!ALLOWED[key.permissions].includes(operation)) {
     throw new GatewayError('permission_denied', {
       message: `This API key (${key.permissions}) does not have permission for this operation`,
     });
