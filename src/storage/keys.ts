@@ -38,6 +38,7 @@ export interface KeyChanges {
 type KeyRow = Selectable<ApiKeysTable> & {
   period_spent_nano?: bigint | number | string | null;
   owner_role?: Role | null;
+  owner_email?: string | null;
 };
 
 function toKey(row: KeyRow, at: number): KeyRecord {
@@ -64,6 +65,7 @@ function toKey(row: KeyRow, at: number): KeyRecord {
     allowedIps: storedJson<string[]>(row.allowed_ips),
     ownerUserId: row.owner_user_id,
     ownerRole: row.owner_role ?? null,
+    ownerEmail: row.owner_email ?? null,
   };
 }
 
@@ -159,8 +161,9 @@ export class KeyStore {
           .onRef('members.account_id', '=', 'api_keys.account_id')
           .onRef('members.user_id', '=', 'api_keys.owner_user_id'),
       )
+      .leftJoin('users', 'users.id', 'api_keys.owner_user_id')
       .selectAll('api_keys')
-      .select('members.role as owner_role')
+      .select(['members.role as owner_role', 'users.email as owner_email'])
       .select((eb) =>
         eb
           .selectFrom('usage_daily_keys')

@@ -74,6 +74,8 @@ export interface KeyRecord {
   ownerUserId: string | null;
   /** The owner's role in the key's account now; null without an owner, or when the owner is no longer a member. */
   ownerRole: Role | null;
+  /** The owner's email (`users.email`); null without an owner. */
+  ownerEmail: string | null;
 }
 
 export interface LedgerRecord {

@@ -24,6 +24,7 @@ const key: KeyRecord = {
   allowedIps: [],
   ownerUserId: null,
   ownerRole: null,
+  ownerEmail: null,
 };
 const limits = { requestsPerMinute: 1, tokensPerMinute: 1, dailyLimitNano: null };
 

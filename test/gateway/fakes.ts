@@ -46,6 +46,7 @@ export const key: KeyRecord = {
   allowedIps: [],
   ownerUserId: null,
   ownerRole: null,
+  ownerEmail: null,
 };
 
 export const account = { id: 'acct_1', plan: 'free', settings: {} };

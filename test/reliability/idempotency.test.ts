@@ -230,6 +230,7 @@ describe('idempotency keys over time (store on SQLite, clock controlled)', () =>
       allowedIps: [],
       ownerUserId: null,
       ownerRole: null,
+      ownerEmail: null,
     };
     let runs = 0;
     type Body = { id: string };
