@@ -2,6 +2,7 @@
  * Storage's public face: one Kysely database (SQLite or PostgreSQL) and the stores over it. Dialect
  * differences stay inside this folder.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { dirname, join } from 'node:path';
 import type { Database as SQLiteDatabase } from 'better-sqlite3';
 import { sql, type Kysely } from 'kysely';
@@ -17,7 +18,7 @@ import { MetaStore } from './meta.js';
 import { SqliteCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { JOURNAL_FILE, JournalInUseError, SqliteJournal } from './sqlite-journal.js';
-import type { MoneyWriter } from './ledger.js';
+import type { Exclusive, MoneyWriter } from './ledger.js';
 import type { Database } from './schema.js';
 import { migrateToLatest, pendingMigrations } from './migrate.js';
 import { PurchaseStore } from './purchases.js';
@@ -120,7 +121,10 @@ export interface Storage {
   readonly responses: ResponseStore;
   /** Who changed what in an account (members, keys, limits, webhooks, settings, payments). */
   readonly audit: AuditStore;
-  /** Runs `work` on the stores of one transaction: committed when it resolves, rolled back when it throws. */
+  /**
+   * Runs `work` on the stores of one transaction: committed when it resolves, rolled back when it throws. No money
+   * moves inside it (`ledger` writes have their own transactions and are refused there).
+   */
   atomically<T>(work: (changes: Changes) => Promise<T>): Promise<T>;
   /** Resolves when the database answers a trivial query; rejects within about 3 s otherwise. */
   ping(): Promise<void>;
@@ -189,12 +193,16 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
     }
     writer = journal ?? sqliteWriter;
   } else writer = new PgWriter(pool!);
+  // SQLite has one connection: an audited change's transaction (Kysely, with awaits between its statements) and the
+  // money writer's synchronous transactions must not interleave, or a charge would be committed inside the change
+  // and rolled back with it. Both take turns here; PostgreSQL's pool gives each its own connection.
+  const exclusive = sqlite ? takingTurns() : undefined;
   const statistics = sqlite && setInterval(() => analyzeIfUseful(sqlite), ANALYZE_EVERY_MS).unref();
   return {
     dialect,
     accounts: new AccountStore(db),
     keys: new KeyStore(db),
-    ledger: new LedgerStore(db, writer),
+    ledger: new LedgerStore(db, writer, exclusive),
     usage: new UsageStore(db),
     charges: new ChargeStore(db),
     meta: new MetaStore(db),
@@ -206,7 +214,16 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
     recharges: new RechargeStore(db),
     responses: new ResponseStore(db),
     audit: new AuditStore(db),
-    atomically: (work) => db.transaction().execute((trx) => work(changesOver(trx, dialect))),
+    atomically: (work) => {
+      // Work it left behind (timers, callbacks) keeps the context: `open` turns false when the change ends.
+      const change = () => {
+        const context = { open: true };
+        return insideChange
+          .run(context, () => db.transaction().execute((trx) => work(changesOver(trx, dialect))))
+          .finally(() => (context.open = false));
+      };
+      return exclusive ? exclusive(change) : change();
+    },
     ping: () => withTimeout(sql`select 1`.execute(db), PING_TIMEOUT_MS),
     close: async () => {
       clearInterval(statistics);
@@ -214,6 +231,23 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
       await checkpointer?.stop();
       await db.destroy();
     },
+  };
+}
+
+/** Set while an audited change runs: a money write started inside it would wait for it forever. */
+const insideChange = new AsyncLocalStorage<{ open: boolean }>();
+
+/** Runs the functions given to it one after another, each once the previous one's promise settled. */
+function takingTurns(): Exclusive {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(write: () => T | Promise<T>): Promise<T> => {
+    if (insideChange.getStore()?.open)
+      return Promise.reject(
+        new Error('a money write cannot run inside Storage.atomically (it has its own transaction)'),
+      );
+    const result = tail.then(write);
+    tail = result.catch(() => undefined);
+    return result;
   };
 }
 

@@ -15,19 +15,23 @@ export interface MoneyWriter {
   createAccount(account: NewAccount): void | Promise<void>;
 }
 
+/** Runs a money write when no audited change holds the connection's transaction open (SQLite; see index.ts). */
+export type Exclusive = <T>(write: () => T | Promise<T>) => Promise<T>;
+
 export class LedgerStore {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly writer: MoneyWriter,
+    private readonly exclusive: Exclusive = async (write) => write(),
   ) {}
 
   async commit(batch: WriteBatch): Promise<CommitResult> {
-    return this.writer.commit(batch);
+    return this.exclusive(() => this.writer.commit(batch));
   }
 
   /** Creates an account and its sign-up grant atomically. */
   async createAccount(account: NewAccount): Promise<void> {
-    await this.writer.createAccount(account);
+    await this.exclusive(() => this.writer.createAccount(account));
   }
 
   /** Newest first; `before` is the id of the last entry of the previous page. */

@@ -71,7 +71,7 @@ export class SqliteJournal implements MoneyWriter {
    * failed (the batches stay in the journal and are tried again).
    */
   constructor(
-    sqlite: SqliteDatabase,
+    private readonly sqlite: SqliteDatabase,
     private readonly writer: SqliteWriter,
     file: string,
     private readonly onError: (error: unknown) => void = () => {},
@@ -151,6 +151,11 @@ export class SqliteJournal implements MoneyWriter {
 
   /** Applies what is pending (before a read, on a timer); failures are reported and retried later. */
   applyQuietly(): void {
+    // An audited change holds the connection's transaction open (storage/index.ts): apply after it.
+    if (this.sqlite.inTransaction) {
+      this.timer ??= setTimeout(() => this.applyQuietly(), this.applyMs).unref();
+      return;
+    }
     try {
       this.apply();
     } catch (error) {
