@@ -5,6 +5,7 @@ export {
   type AccountPatch,
   type AdminHooks,
   type CreatedKey,
+  type KeyPatch,
   type NewKeyRequest,
   type OwnSettingsPatch,
 } from './service.js';
@@ -13,6 +14,8 @@ export {
   CreateAccountSchema,
   CreateKeySchema,
   PatchAccountSchema,
+  PatchKeySchema,
   RefundPurchaseSchema,
 } from './schemas.js';
+export { operator, type KeyAuthor } from './key-audit.js';
 export { usd } from './usd.js';

@@ -12,9 +12,43 @@ export const CreateAccountSchema = Type.Object(
   { additionalProperties: false },
 );
 
+const NullableUsd = (description: string) =>
+  Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()], { description }));
+const NullableRate = (description: string) =>
+  Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description }));
+
+/**
+ * A key's governance, under the names hosted gateways use: the same on creation and on PATCH, over every path (admin
+ * API, CLI, dashboard, /v1/keys). The checks a schema cannot make (exact USD, CIDRs, a future date, the account's
+ * rate limits) are in ./key-fields.ts.
+ */
+export const KeyGovernanceFields = {
+  name: Type.Optional(Type.String({ maxLength: 200 })),
+  limit: NullableUsd('USD the key may spend (per `limit_reset` period); null: no limit of its own'),
+  spend_limit: NullableUsd('Former name of `limit`'),
+  limit_reset: Type.Optional(
+    Type.Union([Type.Literal('daily'), Type.Literal('weekly'), Type.Literal('monthly'), Type.Null()], {
+      description: 'When the limit starts again (UTC: midnight, Monday, the 1st); null: never',
+    }),
+  ),
+  expires_at: Type.Optional(
+    Type.Union([Type.String({ description: 'ISO 8601, e.g. 2027-01-31T00:00:00Z' }), Type.Null()], {
+      description: 'When the key stops working; null: never',
+    }),
+  ),
+  requests_per_minute: NullableRate("The key's own requests per minute (at most the account's); null: the account's"),
+  tokens_per_minute: NullableRate("The key's own tokens per minute (at most the account's); null: the account's"),
+  allowed_ips: Type.Optional(
+    Type.Array(Type.String(), {
+      maxItems: 100,
+      description: 'CIDRs or addresses (IPv4, IPv6) the key may be used from; empty: anywhere',
+    }),
+  ),
+};
+
 export const CreateKeySchema = Type.Object(
   {
-    name: Type.Optional(Type.String({ maxLength: 200 })),
+    ...KeyGovernanceFields,
     environment: Type.Optional(Type.Union([Type.Literal('live'), Type.Literal('test')])),
     permissions: Type.Optional(
       Type.Union([
@@ -24,13 +58,14 @@ export const CreateKeySchema = Type.Object(
         Type.Literal('management'),
       ]),
     ),
-    models: Type.Optional(Type.Array(Type.String())),
-    /** USD. */
-    spend_limit: Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()])),
+    models: Type.Optional(Type.Array(Type.String(), { maxItems: 100 })),
   },
   { additionalProperties: false },
 );
 export type NewKeyRequest = Static<typeof CreateKeySchema>;
+
+export const PatchKeySchema = Type.Object(KeyGovernanceFields, { additionalProperties: false });
+export type KeyPatch = Static<typeof PatchKeySchema>;
 
 export const AddCreditsSchema = Type.Object(
   {

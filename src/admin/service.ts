@@ -7,6 +7,7 @@ import {
   hasSavedPaymentMethod,
   parseUsd,
   paymentProcessors,
+  planLimits,
   rechargeLimits,
   selfServeProcessor,
   usdString,
@@ -22,13 +23,18 @@ import {
   type AccountRecord,
   type AccountSettings,
   type KeyRecord,
+  type Permission,
   type Storage,
 } from '../storage/index.js';
 import { applyAutoRecharge, applyBilling, checkOwnAutoRecharge } from './recharge-settings.js';
-import type { AccountPatch, NewKeyRequest } from './schemas.js';
+import type { AccountPatch, KeyPatch, NewKeyRequest } from './schemas.js';
+import { keyAuditView, operator, type KeyAuthor } from './key-audit.js';
+import { keyChangesOf } from './key-fields.js';
 import { MAX_BALANCE_NANO, usd } from './usd.js';
 
-export type { AccountPatch, NewKeyRequest };
+export type { AccountPatch, KeyPatch, NewKeyRequest };
+
+const PERMISSIONS: readonly Permission[] = ['full', 'read_only', 'project', 'management'];
 
 /** What an account's own user may change (dashboard). */
 export type OwnSettingsPatch = Pick<AccountPatch, 'auto_recharge' | 'low_balance_thresholds'>;
@@ -45,13 +51,17 @@ export interface AdminHooks {
 }
 
 export class AdminService {
+  private readonly limitsFor: ReturnType<typeof planLimits>;
+
   constructor(
     private readonly storage: Storage,
     private readonly config: Config,
     private readonly keySecret: string,
     private readonly hooks: AdminHooks = {},
     private readonly processors: PaymentProcessors = paymentProcessors(),
-  ) {}
+  ) {
+    this.limitsFor = planLimits(config);
+  }
 
   async createAccount(request: { email: string; plan?: string }): Promise<{ account: AccountRecord; key: CreatedKey }> {
     const account = await this.openAccount(request, { grant: true });
@@ -88,15 +98,23 @@ export class AdminService {
     await this.hooks.onChange?.({ accountId });
   }
 
-  async createKey(accountId: string, request: NewKeyRequest): Promise<CreatedKey> {
-    await this.requireAccount(accountId);
+  /**
+   * A new key with its governance; `author` says who makes it (the audit entry's actor, the key's owner) and which
+   * permissions it may give. The key and its audit entry are written in one transaction.
+   */
+  async createKey(accountId: string, request: NewKeyRequest, author: KeyAuthor = operator()): Promise<CreatedKey> {
+    const account = await this.requireAccount(accountId);
     const environment = request.environment ?? 'live';
     if (environment !== 'live' && environment !== 'test')
       throw invalidRequest('environment must be live or test', 'environment');
     const permissions = request.permissions ?? 'full';
-    if (!['full', 'read_only', 'project'].includes(permissions)) {
-      throw invalidRequest('permissions must be full, read_only or project', 'permissions');
-    }
+    if (!PERMISSIONS.includes(permissions))
+      throw invalidRequest('permissions must be full, read_only, project or management', 'permissions');
+    if (author.grantable && !author.grantable.includes(permissions))
+      throw new GatewayError('permission_denied', {
+        message: `You may not make a ${permissions} key (you may make: ${author.grantable.join(', ') || 'none'})`,
+        param: 'permissions',
+      });
     const models = request.models ?? [];
     if (!Array.isArray(models) || models.some((m) => typeof m !== 'string'))
       throw invalidRequest('models must be a list of model ids', 'models');
@@ -106,30 +124,96 @@ export class AdminService {
       (name) => !this.config.models.some((m) => m.id === name || (m.aliases ?? []).includes(name)),
     );
     if (unknownModel !== undefined) throw invalidRequest(`models: no model '${unknownModel}' in the catalog`, 'models');
-    const spendLimit = request.spend_limit == null ? null : usd(request.spend_limit, 'spend_limit');
-    if (spendLimit !== null && permissions !== 'project')
-      throw invalidRequest('spend_limit applies to project keys only', 'spend_limit');
+    const now = Date.now();
+    const changes = keyChangesOf(request, { accountLimits: this.limitsFor(account), now, creating: true });
     const key = generateKey(this.config.key_prefix, environment);
-    const record = await this.storage.keys.insert({
-      id: newId('key'),
-      accountId,
-      name: request.name?.trim() || `${environment} key`,
-      keyHash: hashKey(this.keySecret, key),
-      hint: keyHint(key),
-      environment,
-      permissions,
-      models,
-      spendLimitNano: spendLimit,
-      createdAt: Date.now(),
+    const record = await this.storage.atomically(async (tx) => {
+      const inserted = await tx.keys.insert({
+        id: newId('key'),
+        accountId,
+        name: changes.name ?? `${environment} key`,
+        keyHash: hashKey(this.keySecret, key),
+        hint: keyHint(key),
+        environment,
+        permissions,
+        models,
+        spendLimitNano: changes.spendLimitNano ?? null,
+        createdAt: now,
+        limitReset: changes.limitReset ?? null,
+        expiresAt: changes.expiresAt ?? null,
+        requestsPerMinute: changes.requestsPerMinute ?? null,
+        tokensPerMinute: changes.tokensPerMinute ?? null,
+        allowedIps: changes.allowedIps ?? [],
+        ownerUserId: author.ownerUserId,
+      });
+      await tx.audit.record({
+        accountId,
+        actor: author.actor,
+        action: 'key.create',
+        target: { type: 'key', id: inserted.id },
+        before: null,
+        after: keyAuditView(inserted),
+        at: now,
+      });
+      return inserted;
     });
     return { record, key };
   }
 
-  async revokeKey(keyId: string): Promise<KeyRecord> {
-    const record = await this.storage.keys.revoke(keyId, Date.now());
+  /** Changes a key's name and governance (PATCH); its audit entry, before and after, in the same transaction. */
+  async updateKey(keyId: string, patch: KeyPatch, author: KeyAuthor = operator()): Promise<KeyRecord> {
+    const current = await this.requireKey(keyId);
+    if (current.revokedAt !== null) throw invalidRequest(`Key ${keyId} is revoked: it cannot be changed`, 'id');
+    const account = await this.requireAccount(current.accountId);
+    const now = Date.now();
+    const changes = keyChangesOf(patch, { accountLimits: this.limitsFor(account), now, creating: false });
+    const updated = await this.storage.atomically(async (tx) => {
+      const before = (await tx.keys.get(keyId))!;
+      const after = (await tx.keys.update(keyId, changes))!;
+      await tx.audit.record({
+        accountId: after.accountId,
+        actor: author.actor,
+        action: 'key.update',
+        target: { type: 'key', id: keyId },
+        before: keyAuditView(before),
+        after: keyAuditView(after),
+        at: now,
+      });
+      return after;
+    });
+    await this.hooks.onChange?.({ keyId, accountId: updated.accountId });
+    return updated;
+  }
+
+  async revokeKey(keyId: string, author: KeyAuthor = operator()): Promise<KeyRecord> {
+    const now = Date.now();
+    const record = await this.storage.atomically(async (tx) => {
+      const before = await tx.keys.get(keyId);
+      if (!before) return undefined;
+      const after = (await tx.keys.revoke(keyId, now))!;
+      // Revoking twice keeps the first time and records nothing new.
+      if (before.revokedAt === null)
+        await tx.audit.record({
+          accountId: after.accountId,
+          actor: author.actor,
+          action: 'key.revoke',
+          target: { type: 'key', id: keyId },
+          before: keyAuditView(before),
+          after: keyAuditView(after),
+          at: now,
+        });
+      return after;
+    });
     if (!record) throw new GatewayError('not_found', { message: `No key ${keyId}`, param: 'id' });
     await this.hooks.onChange?.({ keyId, accountId: record.accountId });
     return record;
+  }
+
+  /** The key, or a 404 `not_found` naming it. */
+  async requireKey(keyId: string): Promise<KeyRecord> {
+    const key = await this.storage.keys.get(keyId);
+    if (!key) throw new GatewayError('not_found', { message: `No key ${keyId}`, param: 'id' });
+    return key;
   }
 
   /** A top-up (positive) or a correction (negative, never taking the balance below zero). */

@@ -4,6 +4,7 @@ import {
   CreateAccountSchema,
   CreateKeySchema,
   PatchAccountSchema,
+  PatchKeySchema,
   RefundPurchaseSchema,
 } from '../admin/index.js';
 import { json, operation, path, query, type Json } from './openapi-builder.js';
@@ -107,6 +108,12 @@ export function adminPaths(): Json {
       ),
     },
     '/admin/keys/{id}': {
+      patch: operation('admin', "Change a key's name, limit, expiry, rate limits or allowed addresses", {
+        ...admin,
+        parameters: [path('id', 'Key id (`key_...`)')],
+        body: PatchKeySchema,
+        ok: json(ApiKeySchema),
+      }),
       delete: operation('admin', 'Revoke a key', {
         ...admin,
         parameters: [path('id', 'Key id (`key_...`)')],

@@ -8,6 +8,7 @@ import { VERSION } from '../config/index.js';
 import { ChatRequestSchema, CompletionRequestSchema, EmbeddingRequestSchema } from '../wire/index.js';
 import { adminPaths } from './openapi-admin-paths.js';
 import { plain, type Json } from './openapi-builder.js';
+import { keyPaths } from './openapi-key-paths.js';
 import { chatPaths, creditPaths, operationsPaths } from './openapi-paths.js';
 import { usagePaths } from './openapi-usage-paths.js';
 import { webhookPaths } from './openapi-webhook-paths.js';
@@ -41,6 +42,7 @@ export function openApiDocument(): Json {
       { name: 'credits' },
       { name: 'usage', description: 'What each request cost: one request explained, usage exports, the calling key' },
       { name: 'webhooks' },
+      { name: 'keys', description: "The account's keys, managed by its `management` and `full` keys" },
       { name: 'operations' },
       { name: 'admin' },
     ],
@@ -49,6 +51,7 @@ export function openApiDocument(): Json {
       ...creditPaths(),
       ...usagePaths(),
       ...webhookPaths(),
+      ...keyPaths(),
       ...operationsPaths(),
       ...adminPaths(),
     },

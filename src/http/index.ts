@@ -3,6 +3,7 @@ import { AdminGuard } from './admin-guard.js';
 import type { HttpDeps } from './deps.js';
 import { chatEndpoint, isChatRequest } from './chat-endpoint.js';
 import { keyOfRequest } from './key-of-request.js';
+import { keyRoutes } from './routes/keys.js';
 import { adminRoutes } from './routes/admin.js';
 import { usageRoutes } from './routes/usage.js';
 import { creditRoutes } from './routes/credits.js';
@@ -40,6 +41,7 @@ export function buildHttpServer(options: ServerOptions, deps: HttpDeps): Fastify
   usageRoutes(server, deps);
   purchaseRoutes(server, deps, deps.payments);
   adminRoutes(server, deps, adminGuard);
+  keyRoutes(server, deps);
   if (deps.webhooks) webhookRoutes(server, deps, deps.webhooks);
   return server;
 }

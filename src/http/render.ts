@@ -1,11 +1,16 @@
 /** JSON shapes of accounts, keys and ledger entries, shared by the admin API (and later the dashboard). */
+import { keyLimitStatus } from '../auth/index.js';
 import { rechargeProcessor, selfServeRecharge, usdNumber, type PaymentProcessors } from '../billing/index.js';
 import type { AccountRecord, AccountSettings, KeyRecord, LedgerRecord, UsageTotals } from '../storage/index.js';
 import type { HttpDeps } from './deps.js';
 
 const seconds = (ms: number | null) => (ms === null ? null : Math.floor(ms / 1000));
 
-export function renderKey(key: KeyRecord): Record<string, unknown> {
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** A key as every path shows it (never the key itself): what it is, its governance, and where it stands now. */
+export function renderKey(key: KeyRecord, at = Date.now()): Record<string, unknown> {
+  const status = keyLimitStatus(key, at);
   return {
     id: key.id,
     object: 'api_key',
@@ -17,6 +22,16 @@ export function renderKey(key: KeyRecord): Record<string, unknown> {
     models: key.models,
     spend_limit: key.spendLimitNano === null ? null : usdNumber(key.spendLimitNano),
     spent: usdNumber(key.spentNano),
+    limit: status.limitNano === null ? null : usdNumber(status.limitNano),
+    limit_reset: status.reset,
+    limit_remaining: status.remainingNano === null ? null : usdNumber(status.remainingNano),
+    usage: usdNumber(status.usedNano),
+    limit_resets_at: iso(status.resetsAt),
+    expires_at: iso(key.expiresAt),
+    requests_per_minute: key.requestsPerMinute,
+    tokens_per_minute: key.tokensPerMinute,
+    allowed_ips: key.allowedIps,
+    owner: key.ownerUserId === null ? null : { id: key.ownerUserId, email: key.ownerEmail },
     created: seconds(key.createdAt),
     last_used: seconds(key.lastUsedAt),
     revoked: key.revokedAt !== null,

@@ -6,7 +6,9 @@ import {
   AddCreditsSchema,
   CreateAccountSchema,
   CreateKeySchema,
+  operator,
   PatchAccountSchema,
+  PatchKeySchema,
   RefundPurchaseSchema,
   usd,
 } from '../../admin/index.js';
@@ -86,7 +88,7 @@ export function adminRoutes(server: FastifyInstance, deps: HttpDeps, guard: Admi
       '/admin/accounts/:id/keys',
       { schema: { params: IdParams, body: CreateKeySchema }, preValidation: emptyBodyIsObject },
       async (request, reply) => {
-        const created = await deps.admin.createKey(request.params.id, request.body);
+        const created = await deps.admin.createKey(request.params.id, request.body, operator(request.ip));
         return reply.code(201).send({ ...renderKey(created.record), key: created.key });
       },
     );
@@ -146,8 +148,12 @@ export function adminRoutes(server: FastifyInstance, deps: HttpDeps, guard: Admi
       },
     );
 
+    admin.patch('/admin/keys/:id', { schema: { params: IdParams, body: PatchKeySchema } }, async (request) =>
+      renderKey(await deps.admin.updateKey(request.params.id, request.body, operator(request.ip))),
+    );
+
     admin.delete('/admin/keys/:id', { schema: { params: IdParams } }, async (request) =>
-      renderKey(await deps.admin.revokeKey(request.params.id)),
+      renderKey(await deps.admin.revokeKey(request.params.id, operator(request.ip))),
     );
     done();
   });
