@@ -8,7 +8,7 @@ import { requirePermission, type Operation } from '../auth/index.js';
 import { completionBound, type AccountState, type Reservation, type ReserveRequest } from '../billing/index.js';
 import type { CatalogModel } from '../catalog/index.js';
 import { GatewayError } from '../errors/index.js';
-import type { CompletionAsk, RateDecision } from '../limits/index.js';
+import type { CompletionAsk } from '../limits/index.js';
 import { holdRates, type PriceSheet } from '../pricing/index.js';
 import type { Route } from '../routing/index.js';
 import type { KeyRecord } from '../storage/index.js';
@@ -16,16 +16,25 @@ import type { GatewayDeps } from './deps.js';
 import { rateLimitHeaders } from './headers.js';
 import { SMALL_BODY_BYTES, measureSliced } from '../tokens/index.js';
 import type { RequestInput } from './request.js';
+import { requireKeyUsable } from './key-checks.js';
+import { admitBoth, giveBackBoth, peekBoth, type TwoWindows } from './key-rate.js';
 
 export type AdmitDeps = Pick<GatewayDeps, 'auth' | 'wallet' | 'limiter' | 'limitsFor' | 'metrics'>;
 
-/** The key behind an `Authorization` header (401), allowed to do `operation` (403). */
+/** Who a request comes from: its `Authorization` (or `x-api-key`) and the client's address (`request.ip`). */
+export type Credentials = Pick<RequestInput, 'authorization' | 'clientIp'>;
+
+/**
+ * The key behind an `Authorization` header (401), usable now from the client's address (key-checks.ts: 401, 403)
+ * and allowed to do `operation` (403).
+ */
 export async function authenticate(
   deps: AdmitDeps,
-  authorization: string | undefined,
+  { authorization, clientIp }: Credentials,
   operation: Operation,
 ): Promise<KeyRecord> {
   const key = await deps.auth.authenticate(authorization);
+  requireKeyUsable(key, clientIp);
   requirePermission(key, operation);
   return key;
 }
@@ -38,43 +47,45 @@ export async function accountOf(deps: AdmitDeps, key: KeyRecord): Promise<Accoun
 }
 
 /**
- * Counts one request and `promptTokens` against the account's limits. Returns the rate-limit headers (with
- * `x-tollgate-provider` when a provider is named); refused, throws 429 with `Retry-After` and the same headers.
+ * Counts one request and `promptTokens` against the account's limits and the key's own (key-rate.ts). Returns the
+ * rate-limit headers (with `x-tollgate-provider` when a provider is named); refused, throws 429 with `Retry-After`
+ * and the same headers.
  */
 export async function admitRate(
   deps: AdmitDeps,
   account: AccountState,
+  key: KeyRecord,
   promptTokens: number,
   providerId?: string,
 ): Promise<Record<string, string>> {
-  return (await admitTokens(deps, account, promptTokens, providerId)).headers;
+  return (await admitTokens(deps, account, key, promptTokens, providerId)).headers;
 }
 
 /** `admitRate` counting a completion too (bound x choices, the bound lowered to the room left): the decision with the headers. */
 async function admitTokens(
   deps: AdmitDeps,
   account: AccountState,
+  key: KeyRecord,
   promptTokens: number,
   providerId?: string,
   completion?: CompletionAsk,
-): Promise<{ headers: Record<string, string>; decision: RateDecision }> {
-  const decision = await deps.limiter.admit(account.id, deps.limitsFor(account), promptTokens, completion);
+): Promise<{ headers: Record<string, string>; decision: TwoWindows }> {
+  const decision = await admitBoth(deps, account, key, promptTokens, completion);
   return { headers: allowedHeaders(deps, decision, providerId), decision };
 }
 
 /** The decision's rate-limit headers; refused, throws 429 with `Retry-After` and the same headers. */
-function allowedHeaders(deps: AdmitDeps, decision: RateDecision, providerId?: string): Record<string, string> {
-  const headers = rateLimitHeaders(decision, providerId);
-  if (!decision.allowed) {
+function allowedHeaders(deps: AdmitDeps, decision: TwoWindows, providerId?: string): Record<string, string> {
+  const headers = rateLimitHeaders(decision.shown, providerId);
+  if (decision.refusal) {
     deps.metrics.rateLimited.inc({ code: 'rate_limit_exceeded' });
-    throw new GatewayError('rate_limit_exceeded', { retryAfter: decision.retryAfterSeconds, headers });
+    throw new GatewayError('rate_limit_exceeded', {
+      ...(decision.refusal.message ? { message: decision.refusal.message } : {}),
+      retryAfter: decision.refusal.retryAfterSeconds,
+      headers,
+    });
   }
   return headers;
-}
-
-/** Gives `tokens` counted by `decision` back to the account's token window (a decision failed open names no second). */
-function giveBackTokens(deps: AdmitDeps, account: AccountState, decision: RateDecision, tokens: number): void {
-  if (tokens > 0 && decision.second !== undefined) void deps.limiter.giveBack(account.id, decision.second, tokens);
 }
 
 /**
@@ -84,17 +95,17 @@ function giveBackTokens(deps: AdmitDeps, account: AccountState, decision: RateDe
  */
 export async function refuseBeforeReading(
   deps: AdmitDeps,
-  authorization: string | undefined,
+  credentials: Credentials,
   bytes: number | undefined,
 ): Promise<void> {
   if (bytes !== undefined && bytes <= SMALL_BODY_BYTES) return;
-  await peekRate(deps, await authenticate(deps, authorization, 'chat'));
+  await peekRate(deps, await authenticate(deps, credentials, 'chat'));
 }
 
-/** Throws 429 when the account's rate limits would refuse one more request now; counts nothing. */
+/** Throws 429 when the account's or the key's rate limits would refuse one more request now; counts nothing. */
 async function peekRate(deps: AdmitDeps, key: KeyRecord): Promise<void> {
   const account = await accountOf(deps, key);
-  allowedHeaders(deps, await deps.limiter.peek(account.id, deps.limitsFor(account)));
+  allowedHeaders(deps, await peekBoth(deps, account, key));
 }
 
 /**
@@ -115,12 +126,12 @@ export function measured<T>(deps: AdmitDeps, input: RequestInput, key: KeyRecord
 /** The whole admission of a request that spends no tokens (the read endpoints): its key and rate-limit headers. */
 export async function admit(
   deps: AdmitDeps,
-  authorization: string | undefined,
+  credentials: Credentials,
   operation: Operation,
 ): Promise<{ key: KeyRecord; headers: Record<string, string> }> {
-  const key = await authenticate(deps, authorization, operation);
+  const key = await authenticate(deps, credentials, operation);
   const account = await accountOf(deps, key);
-  return { key, headers: await admitRate(deps, account, 0) };
+  return { key, headers: await admitRate(deps, account, key, 0) };
 }
 
 /** What a metered request holds credit for, besides what routing decides (the prices). */
@@ -189,7 +200,7 @@ export async function routeAndReserve(
   const route = chosen ?? deps.router.route(model, key.environment, { fallbacks, timeoutMs });
   const choices = hold.choices;
   const asked = { bound: completionBound(hold), choices };
-  const { headers, decision } = await admitTokens(deps, account, hold.promptTokens, route.providerId, asked);
+  const { headers, decision } = await admitTokens(deps, account, key, hold.promptTokens, route.providerId, asked);
   const counted = decision.completionBound * choices;
   let reservation: Reservation;
   try {
@@ -203,16 +214,16 @@ export async function routeAndReserve(
       rateBound: decision.completionBound,
     });
   } catch (error) {
-    giveBackTokens(deps, account, decision, counted);
+    giveBackBoth(deps, decision, counted);
     throw error;
   }
   const held = reservation.maxTokens * choices;
   if (held < counted) {
-    giveBackTokens(deps, account, decision, counted - held);
-    const remaining = Math.min(decision.tokens.limit, decision.tokens.remaining + counted - held);
+    giveBackBoth(deps, decision, counted - held);
+    const remaining = Math.min(decision.shown.tokens.limit, decision.shown.tokens.remaining + counted - held);
     headers['x-ratelimit-remaining-tokens'] = String(remaining);
   }
-  reservation.whenClosed((completionTokens) => giveBackTokens(deps, account, decision, held - completionTokens));
+  reservation.whenClosed((completionTokens) => giveBackBoth(deps, decision, held - completionTokens));
   return { route, headers, reservation };
 }
 

@@ -25,7 +25,7 @@ export async function createChatCompletion(input: RequestInput, deps: GatewayDep
 
   // 1. Authenticate: the key and its permission (before the body is looked at, so a keyless request gets 401),
   // then the body and the models it asks for.
-  const key = await authenticate(deps, input.authorization, 'chat');
+  const key = await authenticate(deps, input, 'chat');
   const body = validateChatRequest(input.body);
   const model = authorizedModel(deps, key, body.model, CHAT);
   const fallbacks = fallbackModels(deps, key, body.models, CHAT);

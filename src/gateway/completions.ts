@@ -67,7 +67,7 @@ export async function createCompletion(input: RequestInput, deps: GatewayDeps): 
   const started = performance.now();
 
   // 1. Authenticate: the key, the body, and models that complete text and the key may use (the fallbacks too).
-  const key = await authenticate(deps, input.authorization, 'chat');
+  const key = await authenticate(deps, input, 'chat');
   const body = validate(input.body);
   const model = authorizedModel(deps, key, body.model, TEXT_COMPLETIONS);
   const fallbacks = fallbackModels(deps, key, body.models, TEXT_COMPLETIONS);

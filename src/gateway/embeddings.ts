@@ -28,7 +28,7 @@ export async function createEmbeddings(
   const started = performance.now();
 
   // 1. Authenticate: the key, the body, and models that embed and the key may use (the fallbacks too).
-  const key = await authenticate(deps, input.authorization, 'chat');
+  const key = await authenticate(deps, input, 'chat');
   const body = validate(input.body);
   const model = authorizedModel(deps, key, body.model, EMBEDDINGS);
   const fallbacks = fallbackModels(deps, key, body.models, EMBEDDINGS);

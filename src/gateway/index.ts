@@ -1,4 +1,12 @@
-export { accountOf, admit, admitRate, authenticate, refuseBeforeReading, type AdmitDeps } from './admit.js';
+export {
+  accountOf,
+  admit,
+  admitRate,
+  authenticate,
+  refuseBeforeReading,
+  type AdmitDeps,
+  type Credentials,
+} from './admit.js';
 export { createChatCompletion } from './chat.js';
 export type { GatewayDeps } from './deps.js';
 export { rateLimitHeaders } from './headers.js';

@@ -55,7 +55,7 @@ export async function createMessage(input: RequestInput, deps: GatewayDeps): Pro
 
   // 1. Authenticate: the key and its permission, then the body and the model the key may use. Admission measures
   // what may go upstream: the translation, or the native body.
-  const key = await authenticate(deps, input.authorization, 'chat');
+  const key = await authenticate(deps, input, 'chat');
   const native = validateMessages(input.body);
   const model = authorizedModel(deps, key, native.model, CHAT);
   refuseLongerContext(input, model.contextLength);
@@ -100,11 +100,11 @@ export async function countMessageTokens(
   input: RequestInput,
   deps: GatewayDeps,
 ): Promise<{ headers: Record<string, string>; body: { input_tokens: number } }> {
-  const key = await authenticate(deps, input.authorization, 'chat');
+  const key = await authenticate(deps, input, 'chat');
   const body = validateCountTokens(input.body);
   authorizedModel(deps, key, body.model, CHAT);
   const account = await accountOf(deps, key);
-  const headers = await admitRate(deps, account, 0);
+  const headers = await admitRate(deps, account, key, 0);
   const tokens = await measured(deps, input, key, () => measurePrompt(toChatRequest(body)).tokens);
   return { headers, body: { input_tokens: tokens } };
 }

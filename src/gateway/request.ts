@@ -3,6 +3,8 @@ import type { StreamEvent } from '../wire/index.js';
 
 export interface RequestInput {
   authorization: string | undefined;
+  /** The client's address (Fastify's `request.ip`: behind `server.trust_proxy`, the proxy's word): `allowed_ips`. */
+  clientIp: string | undefined;
   /** The parsed JSON body, not yet validated. */
   body: unknown;
   /** The body's size in bytes, when known (its Content-Length): a small body is measured at once. */

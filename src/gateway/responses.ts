@@ -37,7 +37,7 @@ export async function createResponse(
   const started = performance.now();
 
   // 1. Authenticate: the key, the body, the models the key may use, and the previous response if one is named.
-  const key = await authenticate(deps, input.authorization, 'chat');
+  const key = await authenticate(deps, input, 'chat');
   const body = validate(input.body);
   const model = authorizedModel(deps, key, body.model, CHAT);
   const fallbacks = fallbackModels(deps, key, body.models, CHAT);

@@ -11,7 +11,8 @@ export async function admitRead(
   reply: FastifyReply,
   operation: Operation,
 ): Promise<KeyRecord> {
-  const { key, headers } = await admit(deps, request.headers.authorization, operation);
+  const credentials = { authorization: request.headers.authorization, clientIp: request.ip };
+  const { key, headers } = await admit(deps, credentials, operation);
   reply.headers(headers);
   return key;
 }

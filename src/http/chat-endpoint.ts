@@ -11,6 +11,7 @@ import { GatewayError } from '../errors/index.js';
 import { createChatCompletion, refuseBeforeReading, type GatewayDeps } from '../gateway/index.js';
 import { plainJson } from '../money/index.js';
 import { accessLogger, runInContext, type Metrics } from '../observability/index.js';
+import { clientAddress } from './client-address.js';
 import { clientSignalOf, singleHeader } from './client-signal.js';
 import { errorAnswer, openRequest, traceRequest, type KeyOfRequest } from './edge.js';
 import { errorResponse } from './errors.js';
@@ -28,6 +29,8 @@ export interface ChatEndpointOptions {
   logger: FastifyBaseLogger;
   /** The key a request carried, named in the log line of a refusal. */
   keyOf?: KeyOfRequest;
+  /** `server.trust_proxy`: the client's address is the first of `X-Forwarded-For`, as Fastify's `request.ip`. */
+  trustProxy?: boolean;
 }
 
 /** A request this endpoint answers (any other goes to Fastify). */
@@ -67,12 +70,13 @@ async function serve(
   const log = () => options.logger.child({ reqId: requestId });
   try {
     const bodyBytes = declaredBytes(req.headers['content-length']);
-    await refuseBeforeReading(options.deps, req.headers.authorization, bodyBytes);
+    const credentials = { authorization: req.headers.authorization, clientIp: clientAddress(req, options.trustProxy) };
+    await refuseBeforeReading(options.deps, credentials, bodyBytes);
     const body = await readJsonBody(req, options.bodyLimitBytes);
     const client = clientSignalOf(res);
     const result = await createChatCompletion(
       {
-        authorization: req.headers.authorization,
+        ...credentials,
         body,
         bodyBytes,
         idempotencyKey: singleHeader(req.headers['idempotency-key']),

@@ -28,6 +28,7 @@ export function buildHttpServer(options: ServerOptions, deps: HttpDeps): Fastify
     bodyLimitBytes: options.bodyLimitBytes,
     corsOrigins: options.corsOrigins,
     logger: options.logger,
+    trustProxy: options.trustProxy,
   });
   const server = createServer({ ...options, keyOf, ahead: { matches: isChatRequest, handle: chat } });
   // One throttle of failed admin authentication for /admin and /metrics.

@@ -11,6 +11,7 @@ export function refuseLargeBodyEarly(
   authorizationOf: (request: FastifyRequest) => string | undefined = (request) => request.headers.authorization,
 ): onRequestAsyncHookHandler {
   return async (request) => {
-    await refuseBeforeReading(deps, authorizationOf(request), declaredBytes(request.headers['content-length']));
+    const credentials = { authorization: authorizationOf(request), clientIp: request.ip };
+    await refuseBeforeReading(deps, credentials, declaredBytes(request.headers['content-length']));
   };
 }

@@ -13,6 +13,7 @@ export function requestInput(
 ): RequestInput {
   return {
     authorization: request.headers.authorization,
+    clientIp: request.ip,
     body: request.body,
     bodyBytes: declaredBytes(request.headers['content-length']),
     idempotencyKey: singleHeader(request.headers['idempotency-key']),

@@ -224,10 +224,13 @@ export class AccountLease {
     };
   }
 
-  /** Queues `tokens` to be taken out of the bucket of `second`; resolves once that reached Redis (or failed to). */
-  giveBack(second: number, tokens: number): Promise<void> {
-    const [requests, queued] = this.returns.get(second) ?? [0, 0];
-    this.returns.set(second, [requests, queued + tokens]);
+  /**
+   * Queues `tokens` (and `requests`) to be taken out of the bucket of `second`; resolves once that reached Redis
+   * (or failed to).
+   */
+  giveBack(second: number, tokens: number, requests = 0): Promise<void> {
+    const [queuedRequests, queued] = this.returns.get(second) ?? [0, 0];
+    this.returns.set(second, [queuedRequests + requests, queued + tokens]);
     this.lastUsed = performance.now();
     if (!this.flushed) {
       let resolve = () => {};

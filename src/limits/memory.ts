@@ -113,8 +113,10 @@ export class MemoryRateLimiter implements RateLimiter {
     };
   }
 
-  giveBack(accountId: string, second: number, tokens: number): void {
-    if (tokens > 0) this.accounts.get(accountId)?.tokens.remove(second, tokens);
+  giveBack(accountId: string, second: number, tokens: number, requests = 0): void {
+    const windows = this.accounts.get(accountId);
+    if (tokens > 0) windows?.tokens.remove(second, tokens);
+    if (requests > 0) windows?.requests.remove(second, requests);
   }
 
   private windows(accountId: string, nowSecond: number): AccountWindows {

@@ -295,10 +295,11 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   /** Resolves once the give-back was sent (with the account's next call, within FLUSH_MS, or on close). */
-  async giveBack(accountId: string, second: number, tokens: number): Promise<void> {
-    const whole = Math.floor(tokens);
-    if (!(whole > 0) || !Number.isInteger(second)) return;
-    const flushed = this.account(accountId).giveBack(second, whole);
+  async giveBack(accountId: string, second: number, tokens: number, requests = 0): Promise<void> {
+    const whole = Math.max(0, Math.floor(tokens) || 0);
+    const wholeRequests = Math.max(0, Math.floor(requests) || 0);
+    if ((whole === 0 && wholeRequests === 0) || !Number.isInteger(second)) return;
+    const flushed = this.account(accountId).giveBack(second, whole, wholeRequests);
     if (this.closed) void this.settleDue(true);
     await flushed;
   }

@@ -45,8 +45,11 @@ export interface RateLimiter {
    * (tokenizing a large body). The later `admit` decides; a replica's lease may make this answer stricter.
    */
   peek(accountId: string, limits: RateLimits): RateDecision | Promise<RateDecision>;
-  /** Takes `tokens` back out of the bucket of `second` (what an answer did not use), when that bucket is still in the window. */
-  giveBack(accountId: string, second: number, tokens: number): void | Promise<void>;
+  /**
+   * Takes `tokens` (and `requests`: a request another window refused) back out of the bucket of `second`, when that
+   * bucket is still in the window: what an answer did not use.
+   */
+  giveBack(accountId: string, second: number, tokens: number, requests?: number): void | Promise<void>;
   /** Releases connections, if any. */
   close?(): Promise<void>;
 }

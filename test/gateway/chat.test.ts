@@ -75,12 +75,14 @@ describe('chat admission', () => {
 
   it('the read endpoints share the admission: their rate limit counts no tokens and refuses the same way', async () => {
     const fake = fakeDeps();
-    const { key, headers } = await admit(fake.deps, API_KEY, 'credits');
+    const { key, headers } = await admit(fake.deps, { authorization: API_KEY, clientIp: '127.0.0.1' }, 'credits');
     expect(key.accountId).toBe(account.id);
     expect(headers['x-ratelimit-remaining-requests']).toBe('59');
     expect(headers['x-tollgate-provider']).toBeUndefined();
     expect(fake.limiter.admit).toHaveBeenCalledWith(account.id, {}, 0, undefined);
-    const refused = await refusal(admit(fakeDeps({ rateLimited: true }).deps, API_KEY, 'credits'));
+    const refused = await refusal(
+      admit(fakeDeps({ rateLimited: true }).deps, { authorization: API_KEY, clientIp: '127.0.0.1' }, 'credits'),
+    );
     expect(refused.status).toBe(429);
   });
 });

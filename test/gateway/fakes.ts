@@ -300,6 +300,7 @@ export function inputOf(
   const sent = { ...defaults, ...body };
   return {
     authorization: API_KEY,
+    clientIp: '127.0.0.1',
     body: sent,
     // As its Content-Length says (a body over 8 KiB is rate-checked before it is measured).
     bodyBytes: Buffer.byteLength(JSON.stringify(sent)),

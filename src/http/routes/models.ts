@@ -83,7 +83,7 @@ async function anthropicModelList(deps: HttpDeps, request: FastifyRequest, reply
 /** Anthropic's clients send the key in `x-api-key` as often as in `Authorization`. */
 async function admitAnthropic(deps: HttpDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const authorization = authorizationOf(request.headers.authorization, singleHeader(request.headers['x-api-key']));
-  const { headers } = await admit(deps, authorization, 'models');
+  const { headers } = await admit(deps, { authorization, clientIp: request.ip }, 'models');
   void reply.headers(headers);
 }
 
