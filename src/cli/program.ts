@@ -11,7 +11,7 @@ import type { Environment, Permission } from '../storage/index.js';
 import type { CreateAccountOptions, ListAccountsOptions, UpdateAccountOptions } from './accounts.js';
 import type { AddCreditsOptions, ShowCreditsOptions } from './credits.js';
 import type { GenerationOptions } from './generation.js';
-import type { CreateKeyOptions, ListKeysOptions } from './keys.js';
+import type { CreateKeyOptions, ListKeysOptions, UpdateKeyOptions } from './keys.js';
 import type { ListModelsOptions } from './models.js';
 import type { OpenApiOptions } from './openapi.js';
 import type { JsonOption } from './output.js';
@@ -107,19 +107,47 @@ function accountsCommand(): Command {
 }
 
 function keysCommand(): Command {
-  const keys = new Command('keys').description('Create, list and revoke API keys');
+  const keys = new Command('keys').description('Create, list, change and revoke API keys');
+  /** The governance flags of create and update; on update, "none" removes one. */
+  const governed = (command: Command, update: boolean) =>
+    command
+      .option('--name <name>', 'a label for the key')
+      .option(
+        '--limit <usd>',
+        `the most the key may spend, in USD (per --limit-reset period)${update ? '; "none"' : ''}`,
+      )
+      .option('--spend-limit <usd>', 'former name of --limit')
+      .option('--limit-reset <period>', 'when the limit starts again (UTC): daily, weekly, monthly or none')
+      .option(
+        '--expires-at <iso>',
+        `when the key stops working (ISO 8601, e.g. 2027-01-31T00:00:00Z)${update ? '; "never"' : ''}`,
+      )
+      .option('--rpm <n>', `the key's own requests per minute, at most the account's${update ? '; "none"' : ''}`)
+      .option('--tpm <n>', `the key's own tokens per minute, at most the account's${update ? '; "none"' : ''}`)
+      .option(
+        '--allowed-ips <cidrs>',
+        `comma-separated CIDRs or addresses (IPv4, IPv6) the key may be used from${update ? '; "none": anywhere' : ''}`,
+      )
+      .option('--json', 'print JSON (the admin API shape)');
 
-  keys
-    .command('create')
-    .description('Create an API key for an account (the full key is printed once)')
-    .requiredOption('--account <id>', 'account id')
-    .option('--name <name>', 'a label for the key')
-    .option('--env <env>', 'live or test', environmentOption, 'live')
-    .option('--permissions <permissions>', 'full, read_only or project', permissionOption, 'full')
-    .option('--models <ids>', 'project keys: comma-separated model ids the key may use')
-    .option('--spend-limit <usd>', 'project keys: the most this key may spend, in USD')
-    .option('--json', 'print JSON (the admin API shape)')
-    .action(async (options: CreateKeyOptions) => (await import('./keys.js')).createKey(options));
+  governed(
+    keys
+      .command('create')
+      .description('Create an API key for an account (the full key is printed once)')
+      .requiredOption('--account <id>', 'account id')
+      .option('--env <env>', 'live or test', environmentOption, 'live')
+      .option('--permissions <permissions>', 'full, read_only, project or management', permissionOption, 'full')
+      .option('--models <ids>', 'project keys: comma-separated model ids the key may use'),
+    false,
+  ).action(async (options: CreateKeyOptions) => (await import('./keys.js')).createKey(options));
+
+  governed(
+    keys
+      .command('update')
+      .description("Change a key's name, limit, expiry, rate limits or allowed addresses")
+      .argument('<key-id>', 'key id (key_...)'),
+    true,
+  ).action(async (keyId: string, options: UpdateKeyOptions) => (await import('./keys.js')).updateKey(keyId, options));
 
   keys
     .command('list')
@@ -138,15 +166,14 @@ function keysCommand(): Command {
   return keys;
 }
 
-/** The values the admin API accepts, checked while parsing so the option has the stored type. */
 function environmentOption(value: string): Environment {
   if (value === 'live' || value === 'test') return value;
   throw invalidRequest('environment must be live or test', 'environment');
 }
 
 function permissionOption(value: string): Permission {
-  if (value === 'full' || value === 'read_only' || value === 'project') return value;
-  throw invalidRequest('permissions must be full, read_only or project', 'permissions');
+  if (value === 'full' || value === 'read_only' || value === 'project' || value === 'management') return value;
+  throw invalidRequest('permissions must be full, read_only, project or management', 'permissions');
 }
 
 function creditsCommand(): Command {

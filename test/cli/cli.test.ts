@@ -217,6 +217,80 @@ describe('tollgate CLI on SQLite', () => {
       await stripe.close();
     }
   });
+
+  it('keys create and keys update set and clear the governance fields; bad values exit 1 naming the field', async () => {
+    const expires = new Date(Date.now() + 86_400_000).toISOString();
+    const created = await json(dir, [
+      'keys',
+      'create',
+      '--account',
+      accountId,
+      '--permissions',
+      'management',
+      '--name',
+      'provisioner',
+      '--limit',
+      '3.25',
+      '--limit-reset',
+      'monthly',
+      '--expires-at',
+      expires,
+      '--rpm',
+      '5',
+      '--allowed-ips',
+      '10.1.2.3/16, 2001:db8::1',
+    ]);
+    expect(created).toMatchObject({
+      permissions: 'management',
+      name: 'provisioner',
+      limit: 3.25,
+      limit_reset: 'monthly',
+      expires_at: expires,
+      requests_per_minute: 5,
+      tokens_per_minute: null,
+      allowed_ips: ['10.1.0.0/16', '2001:db8::1/128'],
+      owner: null,
+    });
+    const updated = await json(dir, [
+      'keys',
+      'update',
+      created.id,
+      '--limit',
+      'none',
+      '--expires-at',
+      'never',
+      '--rpm',
+      'none',
+      '--tpm',
+      '100',
+      '--allowed-ips',
+      'none',
+    ]);
+    expect(updated).toMatchObject({
+      id: created.id,
+      limit: null,
+      limit_reset: 'monthly',
+      expires_at: null,
+      requests_per_minute: null,
+      tokens_per_minute: 100,
+      allowed_ips: [],
+    });
+    const table = await cli(dir, ['keys', 'list', '--account', accountId]);
+    expect(table.stdout).toContain('provisioner');
+    // The account allows 5 requests a minute (accounts update --rpm above): a key may not have more.
+    for (const [args, param] of [
+      [['--rpm', '6'], 'requests_per_minute'],
+      [['--allowed-ips', '10.0.0.0/99'], 'allowed_ips'],
+      [['--limit-reset', 'hourly'], 'limit_reset'],
+      [['--expires-at', 'soon'], 'expires_at'],
+    ] as const) {
+      const run = await cli(dir, ['keys', 'update', created.id, ...args]);
+      expect(run.code, run.stderr).toBe(1);
+      expect(run.stderr).toContain(param);
+    }
+    const nothing = await cli(dir, ['keys', 'update', created.id]);
+    expect([nothing.code, nothing.stderr]).toEqual([1, expect.stringContaining('nothing to update')]);
+  });
 });
 
 needsPostgres('tollgate CLI on PostgreSQL', () => {
