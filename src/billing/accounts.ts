@@ -21,8 +21,8 @@ export interface AccountState {
   day: string;
   dailySpentNano: Nano;
   dailyReservedNano: Nano;
-  /** Per key: spend confirmed or pending, and held (project keys' spend limits). */
-  keySpend: Map<string, { spentNano: Nano; reservedNano: Nano }>;
+  /** Per key: spend confirmed or pending in the key's limit period `period` (`periodOf`), and held. */
+  keySpend: Map<string, { period: string; spentNano: Nano; reservedNano: Nano }>;
   lastUsed: number;
 }
 

@@ -3,7 +3,8 @@
  * still pay, decide the completion bound to send upstream and the worst-case cost to hold.
  */
 import { GatewayError } from '../errors/index.js';
-import { usdString, type Nano } from '../money/index.js';
+import type { Nano } from '../money/index.js';
+import { keyLimitExceeded, type KeyLimitTerms } from './key-spend.js';
 import { affordableCompletionTokens, costOf, type Price } from './pricing.js';
 
 /** Shown when a refund or a dispute took back more than the balance had: no live request runs until it is repaid. */
@@ -31,8 +32,10 @@ export interface AdmissionInput {
   balanceAvailable: Nano;
   /** Left under the daily limit; null when there is none. */
   dailyRemaining: Nano | null;
-  /** Left under the key's spend limit; null when there is none. */
+  /** Left under the key's spend limit in its current period; null when there is none. */
   keyRemaining: Nano | null;
+  /** The key's limit, for the refusal's words; required when `keyRemaining` is set. */
+  keyLimit?: KeyLimitTerms | undefined;
   /** Test keys move no money. */
   free: boolean;
 }
@@ -73,10 +76,7 @@ export function admit(input: AdmissionInput): Admission {
     [input.dailyRemaining, () => new GatewayError('daily_limit_exceeded', { retryAfter: secondsUntilUtcMidnight() })],
     [
       input.keyRemaining,
-      () =>
-        new GatewayError('permission_denied', {
-          message: `This API key has reached its spend limit (${usdString(input.keyRemaining ?? 0n)} USD left)`,
-        }),
+      () => keyLimitExceeded(input.keyLimit ?? { limitNano: input.keyRemaining ?? 0n, reset: null }),
     ],
   ];
   for (const [budget, error] of budgets) {

@@ -5,6 +5,7 @@
 import type { KeyRecord } from '../storage/index.js';
 import type { Nano } from '../money/index.js';
 import { available, type AccountState } from './accounts.js';
+import { keyPeriodSpend } from './key-spend.js';
 import type { PlanLimits } from './plans.js';
 
 export interface Hold {
@@ -12,6 +13,8 @@ export interface Hold {
   account: AccountState;
   key: KeyRecord;
   amountNano: Nano;
+  /** When it was charged (set by `charge`): the key's limit period its spend counts in, as its usage row's day. */
+  chargedAt?: number;
 }
 
 export interface Budgets {
@@ -139,11 +142,19 @@ export function leastFree(budgets: Budgets): Nano {
   return least > 0n ? least : 0n;
 }
 
+/**
+ * The key's spend in its limit's current period, and its holds: a new period starts at the database's figure for it
+ * (0 until a lookup in that period saw more). Holds taken in the last period still count until they end.
+ */
 function keySpendOf(account: AccountState, key: KeyRecord): { spentNano: Nano; reservedNano: Nano } {
+  const now = keyPeriodSpend(key);
   let state = account.keySpend.get(key.id);
   if (!state) {
-    state = { spentNano: key.spentNano, reservedNano: 0n };
+    state = { ...now, reservedNano: 0n };
     account.keySpend.set(key.id, state);
+  } else if (state.period !== now.period) {
+    state.period = now.period;
+    state.spentNano = now.spentNano;
   }
   return state;
 }

@@ -9,6 +9,7 @@ import { SpanKind, tracingEnabled, withSpan } from '../observability/index.js';
 import { newId, type KeyRecord, type Storage } from '../storage/index.js';
 import { utcDay } from './accounts.js';
 import type { Budgets } from './credit-state.js';
+import { keyPeriodSpend, keySpentIn } from './key-spend.js';
 import type { ConfirmedBalance, Lease } from './redis-credit-lease.js';
 import { GIVE_BACK, GROW, SWEEP } from './redis-credit-scripts.js';
 import type { PlanLimits } from './plans.js';
@@ -67,6 +68,8 @@ export class RedisCreditClient {
    */
   async grow(lease: Lease, amount: Nano, ignoringLeases = false): Promise<Budgets> {
     const { account, key } = lease;
+    const now = Date.now();
+    const { period, spentNano } = keyPeriodSpend(key, now);
     let reply: unknown;
     try {
       reply = await this.script(
@@ -74,12 +77,13 @@ export class RedisCreditClient {
         account.id,
         account.balanceNano.toString(),
         account.version.toString(),
-        utcDay(),
+        utcDay(now),
         account.dailySpentNano.toString(),
         key.id,
-        key.spentNano.toString(),
+        spentNano.toString(),
         lease.field,
         amount.toString(),
+        period,
       );
     } catch (error) {
       throw unavailable(error);
@@ -89,11 +93,20 @@ export class RedisCreditClient {
   }
 
   /**
-   * Takes `amount` off the lease and moves `spent` of it to the day's and the key's spend, recording the balance
-   * when given. Returns false when the lease is gone (a sweeper took this replica for dead and released it).
+   * Takes `amount` off the lease and moves `spent` of it to the day's and the key's spend (in the key's limit period
+   * `period`, by default the current one), recording the balance when given. Returns false when the lease is gone
+   * (a sweeper took this replica for dead and released it).
    */
-  async giveBack(lease: Lease, amount: Nano, spent: Nano, balance?: ConfirmedBalance): Promise<boolean> {
+  async giveBack(
+    lease: Lease,
+    amount: Nano,
+    spent: Nano,
+    balance?: ConfirmedBalance,
+    chargedIn?: string,
+  ): Promise<boolean> {
     const extra = balance ? [balance.balanceNano.toString(), balance.version.toString()] : [];
+    const period = chargedIn ?? keyPeriodSpend(lease.key).period;
+    const spentNano = keySpentIn(lease.key, period);
     const held = await this.script(
       'tollgateCreditGiveBack',
       lease.account.id,
@@ -101,6 +114,8 @@ export class RedisCreditClient {
       lease.key.id,
       amount.toString(),
       spent.toString(),
+      period,
+      spentNano.toString(),
       ...extra,
     );
     return Number(held) !== 0;
@@ -131,6 +146,7 @@ export class RedisCreditClient {
             storage.usage.totals(accountId, 'live', day, day),
           ]);
           const balance = account ? [account.balanceNano, account.version] : [0n, 0n];
+          const keySpend = key ? keyPeriodSpend(key) : { period: '', spentNano: 0n };
           const args = [
             field,
             keyId,
@@ -138,7 +154,8 @@ export class RedisCreditClient {
             ...balance.map(String),
             day,
             today.creditsNano.toString(),
-            (key?.spentNano ?? 0n).toString(),
+            keySpend.spentNano.toString(),
+            keySpend.period,
           ];
           resolved += Number(await this.script('tollgateCreditSweep', accountId, ...args));
         }

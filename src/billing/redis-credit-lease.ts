@@ -35,8 +35,12 @@ export interface Lease {
   /** What Redis had free, beyond every lease, at the last answer; unknown after a refused grow. */
   known: Budgets | undefined;
   lastTake: number;
-  /** Confirmed debits waiting for one give-back call: charged, applied, and the newest confirmed balance. */
+  /**
+   * Confirmed debits waiting for one give-back call: charged, applied, the newest confirmed balance, and the key's
+   * limit period they were charged in.
+   */
   confirming?: {
+    period: string;
     chargedNano: Nano;
     appliedNano: Nano;
     balance: ConfirmedBalance;

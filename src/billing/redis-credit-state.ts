@@ -18,7 +18,7 @@
  * from the database, which has every debit the dead replica committed.
  */
 import type { Nano } from '../money/index.js';
-import type { KeyRecord, Storage } from '../storage/index.js';
+import { periodOf, type KeyRecord, type Storage } from '../storage/index.js';
 import type { AccountState } from './accounts.js';
 import type { Budgets, CreditState, Hold } from './credit-state.js';
 import type { PlanLimits } from './plans.js';
@@ -135,6 +135,7 @@ export class RedisCreditState implements CreditState {
   /** Within its own hold a request is charged in full; beyond it, only what every budget has free. */
   async charge(hold: Hold, actualNano: Nano): Promise<Nano> {
     const lease = this.leaseFor(hold.account, hold.key);
+    hold.chargedAt = Date.now();
     const beyond = actualNano - hold.amountNano - slackOf(lease);
     lease.usedNano -= hold.amountNano;
     let charge = actualNano;
@@ -161,7 +162,15 @@ export class RedisCreditState implements CreditState {
   async confirmed(hold: Hold, chargedNano: Nano, appliedNano: Nano, balance: ConfirmedBalance): Promise<void> {
     const lease = this.leaseFor(hold.account, hold.key);
     const spent = -appliedNano;
+    const period = periodOf(hold.key.limitReset, hold.chargedAt ?? Date.now());
     let batch = lease.confirming;
+    if (batch && batch.period !== period) {
+      // Charged in another limit period than the batch (a period just ended): its own call, each spend in its period.
+      lease.usedNano -= chargedNano;
+      lease.leasedNano -= spent;
+      await this.orRetry(() => this.giveBackCall(lease, spent, spent, balance, period));
+      return this.trim(lease);
+    }
     if (!batch) {
       // Far from every limit the charges may sit in the lease a little longer (they still count against the
       // budgets there): one call per lease every CONFIRM_BATCH_MS instead of one per commit. Near a limit, at once.
@@ -173,7 +182,7 @@ export class RedisCreditState implements CreditState {
         clearTimeout(timer);
         due();
       };
-      const pending = { chargedNano: 0n, appliedNano: 0n, balance, done: Promise.resolve(), now };
+      const pending = { period, chargedNano: 0n, appliedNano: 0n, balance, done: Promise.resolve(), now };
       pending.done = start.then(async () => {
         lease.confirming = undefined;
         lease.usedNano -= pending.chargedNano;
@@ -181,7 +190,7 @@ export class RedisCreditState implements CreditState {
         const slack = lease.roomy ? 0n : slackOf(lease);
         lease.leasedNano -= slack;
         await this.orRetry(() =>
-          this.giveBackCall(lease, pending.appliedNano + slack, pending.appliedNano, pending.balance),
+          this.giveBackCall(lease, pending.appliedNano + slack, pending.appliedNano, pending.balance, pending.period),
         );
       });
       lease.confirming = batch = pending;
@@ -231,10 +240,16 @@ export class RedisCreditState implements CreditState {
     await this.orRetry(() => this.giveBackCall(lease, amount, spent));
   }
 
-  private async giveBackCall(lease: Lease, amount: Nano, spent: Nano, balance?: ConfirmedBalance): Promise<void> {
+  private async giveBackCall(
+    lease: Lease,
+    amount: Nano,
+    spent: Nano,
+    balance?: ConfirmedBalance,
+    period?: string,
+  ): Promise<void> {
     if (amount <= 0n && spent <= 0n && !balance) return;
     // A sweeper took this replica for dead and released the whole lease: what is left of it is gone too.
-    if (!(await this.client.giveBack(lease, amount, spent, balance))) lease.leasedNano = 0n;
+    if (!(await this.client.giveBack(lease, amount, spent, balance, period))) lease.leasedNano = 0n;
   }
 
   /** Gives back the slack of leases unused for `idleMs`, and forgets empty ones. */

@@ -113,7 +113,7 @@ const NO_BUDGETS: Budgets = { balanceAvailable: 0n, dailyRemaining: null, keyRem
 const RESERVE_ATTEMPTS = 4;
 const HOLD_WAITS = { maxWaitMs: 10_000, perAccount: 8 };
 /** The refusals a budget gives (admission.ts): only these may wait for other holds. */
-const BUDGET_REFUSALS = new Set(['insufficient_credits', 'daily_limit_exceeded', 'permission_denied']);
+const BUDGET_REFUSALS = new Set(['insufficient_credits', 'daily_limit_exceeded', 'key_limit_exceeded']);
 
 export class Wallet {
   readonly accounts: AccountCache;
@@ -370,6 +370,10 @@ function admissionInput(request: ReserveRequest, budgets: Budgets, free: boolean
     balanceAvailable: budgets.balanceAvailable,
     dailyRemaining: budgets.dailyRemaining,
     keyRemaining: budgets.keyRemaining,
+    keyLimit:
+      request.key.spendLimitNano === null
+        ? undefined
+        : { limitNano: request.key.spendLimitNano, reset: request.key.limitReset },
     free,
   };
 }

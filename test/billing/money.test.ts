@@ -115,7 +115,9 @@ describe('admission', () => {
     expect(() => admit({ ...base, dailyRemaining: 0n })).toThrow(
       expect.objectContaining({ code: 'daily_limit_exceeded' }),
     );
-    expect(() => admit({ ...base, keyRemaining: 10n })).toThrow(expect.objectContaining({ code: 'permission_denied' }));
+    expect(() => admit({ ...base, keyRemaining: 10n })).toThrow(
+      expect.objectContaining({ code: 'key_limit_exceeded' }),
+    );
     expect(admit({ ...base, dailyRemaining: 200_000n }).maxTokens).toBe(50);
   });
 

@@ -153,7 +153,7 @@ describeEach(CONFIGURATIONS)('on $name', ({ dialect, env }) => {
         messages: [{ role: 'user', content: 'Hi' }],
       });
       expect(res.status).toBe(403);
-      expect(((await res.json()) as any).error.code).toBe('permission_denied');
+      expect(((await res.json()) as any).error.code).toBe('key_limit_exceeded');
       expect(mock.requests.length).toBe(before);
       expect(await ledgerDebits(account.id)).toBeLessThanOrEqual(toNano(0.001));
     });

@@ -18,7 +18,7 @@ const SHEET = new PriceRules({ prompt: 0.01, completion: 0.03 }).at(0);
 const PROJECT_LIMIT_NANO = 400_000_000n;
 /** The `free` plan's daily limit (5 USD). */
 const FREE_DAILY_LIMIT_NANO = 5_000_000_000n;
-const REFUSALS = new Set(['insufficient_credits', 'daily_limit_exceeded', 'permission_denied']);
+const REFUSALS = new Set(['insufficient_credits', 'daily_limit_exceeded', 'key_limit_exceeded']);
 
 const acct = fc.integer({ min: 0, max: 2 });
 const op = fc.oneof(
