@@ -66,16 +66,28 @@ export interface ApiKey {
   name: string;
   hint: string;
   environment: 'live' | 'test';
-  permissions: 'full' | 'read_only' | 'project';
+  permissions: 'full' | 'read_only' | 'project' | 'management';
   models: string[];
   spend_limit: number | null;
   spent: number;
+  /** USD per `limit_reset` period; null: none. */
+  limit: number | null;
+  limit_reset: 'daily' | 'weekly' | 'monthly' | null;
+  limit_remaining: number | null;
+  /** Spent in the current period. */
+  usage: number;
+  limit_resets_at: string | null;
+  expires_at: string | null;
+  requests_per_minute: number | null;
+  tokens_per_minute: number | null;
+  allowed_ips: string[];
+  owner: { id: string; email: string | null } | null;
   created: number;
   last_used: number | null;
   revoked: boolean;
   key?: string;
   /** The key's requests and credits today and this month (UTC); in the list only. */
-  usage?: { daily: UsageTotals; monthly: UsageTotals };
+  activity?: { daily: UsageTotals; monthly: UsageTotals };
 }
 
 export interface UsageTotals {

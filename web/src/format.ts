@@ -42,4 +42,5 @@ export const PERMISSION_LABELS: Record<string, string> = {
   full: 'Full access',
   read_only: 'Read-only',
   project: 'Project',
+  management: 'Management (keys only)',
 };

@@ -1,9 +1,15 @@
-/** API Keys: the list, Create New Key, the new key shown once, and Revoke with confirmation. */
+/**
+ * API Keys: the list with each key's limit, expiry, rate limits, allowed addresses and owner; Create New Key; the new
+ * key shown once; Edit (a dialog with the governance fields) and Revoke with confirmation.
+ */
 import { html, render } from 'lit-html';
+import { keyed } from 'lit-html/directives/keyed.js';
 import { ApiError, api, type ApiKey, type List, type Model, type UsageTotals } from '../api.js';
 import type { Page } from '../app.js';
-import { PERMISSION_LABELS, date, dateTime, usd } from '../format.js';
+import { PERMISSION_LABELS, count, date, dateTime, isoDate, usd } from '../format.js';
 import { textField } from '../forms.js';
+
+const RESETS = { daily: 'daily', weekly: 'weekly', monthly: 'monthly' } as const;
 
 export const keysPage: Page = (container, app) => {
   let keys: ApiKey[] | undefined;
@@ -15,10 +21,18 @@ export const keysPage: Page = (container, app) => {
   let created: { key: ApiKey; first: boolean } | undefined;
   let copied = false;
   let revoking: ApiKey | undefined;
+  let editing: ApiKey | undefined;
+  /** Each opening of the edit dialog draws a fresh form, filled from the key as listed. */
+  let editOpenings = 0;
+  let editError = '';
   let notice = '';
   let noticeFailed = false;
   const first = app.takeFirstKey();
   if (first) created = { key: first, first: true };
+  // Owners and admins make any key; members only project and read-only ones (the server holds the same rule).
+  const capabilities = (app.session as { capabilities?: string[] }).capabilities;
+  const everyKey = capabilities === undefined || capabilities.includes('keys');
+  const permissions = everyKey ? ['full', 'read_only', 'project', 'management'] : ['project', 'read_only'];
 
   async function load() {
     try {
@@ -32,7 +46,7 @@ export const keysPage: Page = (container, app) => {
 
   async function openForm() {
     creating = true;
-    permission = 'full';
+    permission = permissions[0]!;
     formError = '';
     draw();
     container.querySelector<HTMLInputElement>('#key-name')?.focus();
@@ -49,12 +63,9 @@ export const keysPage: Page = (container, app) => {
       name: textField(form, 'name'),
       environment: form.get('environment'),
       permissions: form.get('permissions'),
+      ...governance(form, false),
     };
-    if (body.permissions === 'project') {
-      body.models = form.getAll('models').map(String);
-      const limit = textField(form, 'spend_limit').trim();
-      if (limit) body.spend_limit = Number(limit);
-    }
+    if (body.permissions === 'project') body.models = form.getAll('models').map(String);
     try {
       const key = await api<ApiKey>('POST', '/keys', body);
       created = { key, first: false };
@@ -102,6 +113,35 @@ export const keysPage: Page = (container, app) => {
     await load();
   }
 
+  function openEdit(key: ApiKey) {
+    editing = key;
+    editOpenings++;
+    editError = '';
+    draw();
+    container.querySelector<HTMLDialogElement>('#edit-dialog')?.showModal();
+    container.querySelector<HTMLInputElement>('#edit-name')?.focus();
+  }
+
+  async function saveEdit(event: SubmitEvent) {
+    event.preventDefault();
+    const key = editing!;
+    const form = new FormData(event.target as HTMLFormElement);
+    try {
+      await api('PATCH', `/keys/${encodeURIComponent(key.id)}`, {
+        name: textField(form, 'name'),
+        ...governance(form, true),
+      });
+      container.querySelector<HTMLDialogElement>('#edit-dialog')?.close();
+      editing = undefined;
+      notice = `Key “${textField(form, 'name')}” saved.`;
+      noticeFailed = false;
+      await load();
+    } catch (error) {
+      editError = error instanceof ApiError ? error.message : 'The key could not be saved.';
+      draw();
+    }
+  }
+
   const newKeyPanel = (entry: { key: ApiKey; first: boolean }) => html`
     <section class="card new-key" aria-labelledby="new-key-heading">
       <h2 id="new-key-heading" tabindex="-1">${entry.first ? 'Your first API key' : 'Your new API key'}</h2>
@@ -135,7 +175,7 @@ export const keysPage: Page = (container, app) => {
       <h2 id="create-heading">Create New Key</h2>
       <form @submit=${create} class="grid-form">
         <label for="key-name">Name</label>
-        <input id="key-name" name="name" maxlength="100" placeholder="e.g. production backend" />
+        <input id="key-name" name="name" maxlength="200" placeholder="e.g. production backend" />
         <fieldset>
           <legend>Environment</legend>
           <label class="inline"><input type="radio" name="environment" value="live" checked /> Live (billed)</label>
@@ -147,23 +187,19 @@ export const keysPage: Page = (container, app) => {
           name="permissions"
           @change=${(e: Event) => ((permission = (e.target as HTMLSelectElement).value), draw())}
         >
-          <option value="full">Full access</option>
-          <option value="read_only">Read-only (models and balance)</option>
-          <option value="project">Project (chosen models, own spend limit)</option>
+          ${permissions.map((p) => html`<option value=${p} ?selected=${p === permission}>${PERMISSION_DESCRIPTIONS[p]}</option>`)}
         </select>
         ${
           permission === 'project'
             ? html`<fieldset>
-                  <legend>Allowed models <span class="muted">(none selected = all)</span></legend>
-                  <div class="checklist">
-                    ${models.map((m) => html`<label class="inline"><input type="checkbox" name="models" value=${m.id} /> ${m.id}</label>`)}
-                  </div>
-                </fieldset>
-                <label for="key-spend-limit">Spend limit (USD, optional)</label>
-                <input id="key-spend-limit" name="spend_limit" type="number" min="0" step="0.01" inputmode="decimal" />`
+                <legend>Allowed models <span class="muted">(none selected = all)</span></legend>
+                <div class="checklist">
+                  ${models.map((m) => html`<label class="inline"><input type="checkbox" name="models" value=${m.id} /> ${m.id}</label>`)}
+                </div>
+              </fieldset>`
             : null
         }
-        ${formError ? html`<p class="error" role="alert">${formError}</p>` : null}
+        ${governanceFields('new')} ${formError ? html`<p class="error" role="alert">${formError}</p>` : null}
         <div class="actions">
           <button type="submit">Create key</button>
           <button type="button" class="secondary" @click=${() => ((creating = false), draw())}>Cancel</button>
@@ -182,24 +218,65 @@ export const keysPage: Page = (container, app) => {
           ${PERMISSION_LABELS[key.permissions]}
           ${
             key.permissions === 'project'
-              ? html`<div class="muted small">
-                  ${key.models.length ? key.models.join(', ') : 'all models'}${key.spend_limit !== null ? html` · limit ${usd(key.spend_limit)}` : null}
-                </div>`
+              ? html`<div class="muted small">${key.models.length ? key.models.join(', ') : 'all models'}</div>`
               : null
           }
         </div>
       </td>
+      <td data-label="Limit" class="key-limit">${limitCell(key)}</td>
+      <td data-label="Restrictions" class="key-restrictions">${restrictionsCell(key)}</td>
+      <td data-label="Owner">
+        ${key.owner ? (key.owner.email ?? key.owner.id) : html`<span class="muted">operator</span>`}
+      </td>
       <td data-label="Created">${date(key.created)}</td>
       <td data-label="Last used">${dateTime(key.last_used)}</td>
-      <td data-label="Today">${usageCell(key.usage?.daily)}</td>
-      <td data-label="This month">${usageCell(key.usage?.monthly)}</td>
-      <td data-label="Status">
-        <span class="badge ${key.revoked ? 'off' : 'on'}">${key.revoked ? 'Revoked' : 'Active'}</span>
-      </td>
+      <td data-label="Today">${usageCell(key.activity?.daily)}</td>
+      <td data-label="This month">${usageCell(key.activity?.monthly)}</td>
+      <td data-label="Status">${statusBadge(key)}</td>
       <td data-label="">
-        ${key.revoked ? null : html`<button type="button" class="danger small" @click=${() => askRevoke(key)}>Revoke<span class="visually-hidden"> ${key.name}</span></button>`}
+        ${
+          key.revoked
+            ? null
+            : html`<div class="actions tight">
+                <button type="button" class="secondary small" @click=${() => openEdit(key)}>
+                  Edit<span class="visually-hidden"> ${key.name}</span>
+                </button>
+                <button type="button" class="danger small" @click=${() => askRevoke(key)}>
+                  Revoke<span class="visually-hidden"> ${key.name}</span>
+                </button>
+              </div>`
+        }
       </td>
     </tr>
+  `;
+
+  const editDialog = () => html`
+    <dialog id="edit-dialog" aria-labelledby="edit-title" @close=${() => (editing = undefined)}>
+      ${
+        editing
+          ? keyed(
+              editOpenings,
+              html`<h2 id="edit-title">Edit key “${editing.name}”</h2>
+                <form @submit=${saveEdit} class="grid-form">
+                  <label for="edit-name">Name</label>
+                  <input id="edit-name" name="name" maxlength="200" required .value=${editing.name} />
+                  ${governanceFields('edit', editing)}
+                  ${editError ? html`<p class="error" role="alert">${editError}</p>` : null}
+                  <div class="actions">
+                    <button type="submit">Save</button>
+                    <button
+                      type="button"
+                      class="secondary"
+                      @click=${() => container.querySelector<HTMLDialogElement>('#edit-dialog')?.close()}
+                    >
+                      Cancel
+                    </button>
+                  </div>
+                </form>`,
+            )
+          : null
+      }
+    </dialog>
   `;
 
   function draw() {
@@ -228,6 +305,9 @@ export const keysPage: Page = (container, app) => {
                         <th>Key</th>
                         <th>Environment</th>
                         <th>Permissions</th>
+                        <th>Limit</th>
+                        <th>Restrictions</th>
+                        <th>Owner</th>
                         <th>Created</th>
                         <th>Last used</th>
                         <th>Today</th>
@@ -242,6 +322,7 @@ export const keysPage: Page = (container, app) => {
                   </table>
                 </div>`
         }
+        ${editDialog()}
         <dialog id="revoke-dialog" aria-labelledby="revoke-title" @close=${() => (revoking = undefined)}>
           <h2 id="revoke-title">Revoke key “${revoking?.name}”?</h2>
           <p>Requests with <code>${revoking?.hint}</code> will be refused immediately. This cannot be undone.</p>
@@ -264,6 +345,126 @@ export const keysPage: Page = (container, app) => {
   draw();
   void load();
 };
+
+const PERMISSION_DESCRIPTIONS: Record<string, string> = {
+  full: 'Full access',
+  read_only: 'Read-only (models and balance)',
+  project: 'Project (chosen models)',
+  management: 'Management (creates and manages other keys; never calls models)',
+};
+
+/** The governance inputs of the create form (`new`) and the edit dialog (`edit`, filled with the key's values). */
+function governanceFields(prefix: string, key?: ApiKey) {
+  const id = (name: string) => `${prefix}-${name}`;
+  return html`
+    <label for=${id('limit')}>Spend limit (USD, optional)</label>
+    <input
+      id=${id('limit')}
+      name="limit"
+      type="number"
+      min="0"
+      step="any"
+      inputmode="decimal"
+      .value=${key?.limit == null ? '' : String(key.limit)}
+    />
+    <label for=${id('limit-reset')}>Limit resets</label>
+    <select id=${id('limit-reset')} name="limit_reset">
+      <option value="" ?selected=${!key?.limit_reset}>Never</option>
+      ${Object.keys(RESETS).map(
+        (reset) =>
+          html`<option value=${reset} ?selected=${key?.limit_reset === reset}>
+            ${reset[0]!.toUpperCase() + reset.slice(1)} (UTC)
+          </option>`,
+      )}
+    </select>
+    <label for=${id('expires')}>Expires (UTC, optional)</label>
+    <input
+      id=${id('expires')}
+      name="expires_at"
+      type="datetime-local"
+      .value=${key?.expires_at ? key.expires_at.slice(0, 16) : ''}
+    />
+    <label for=${id('rpm')}>Requests per minute (optional, at most the account's)</label>
+    <input
+      id=${id('rpm')}
+      name="requests_per_minute"
+      type="number"
+      min="1"
+      step="1"
+      .value=${key?.requests_per_minute == null ? '' : String(key.requests_per_minute)}
+    />
+    <label for=${id('tpm')}>Tokens per minute (optional, at most the account's)</label>
+    <input
+      id=${id('tpm')}
+      name="tokens_per_minute"
+      type="number"
+      min="1"
+      step="1"
+      .value=${key?.tokens_per_minute == null ? '' : String(key.tokens_per_minute)}
+    />
+    <label for=${id('ips')}>Allowed IP addresses (optional; CIDRs or addresses, one per line)</label>
+    <textarea
+      id=${id('ips')}
+      name="allowed_ips"
+      rows="3"
+      placeholder="203.0.113.0/24&#10;2001:db8::/32"
+      .value=${key?.allowed_ips.join('\n') ?? ''}
+    ></textarea>
+  `;
+}
+
+/**
+ * The governance fields of a submitted form. An empty field means none: left out on creation, cleared (null or an
+ * empty list) on edit. The expiry is read as UTC, as the form says.
+ */
+function governance(form: FormData, editing: boolean): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  const set = (name: string, value: unknown, empty: unknown) => {
+    if (value !== undefined) body[name] = value;
+    else if (editing) body[name] = empty;
+  };
+  const text = (name: string) => textField(form, name).trim() || undefined;
+  const number = (name: string) => (text(name) === undefined ? undefined : Number(text(name)));
+  set('limit', number('limit'), null);
+  set('limit_reset', text('limit_reset'), null);
+  const expires = text('expires_at');
+  set('expires_at', expires === undefined ? undefined : `${expires.length === 16 ? `${expires}:00` : expires}Z`, null);
+  set('requests_per_minute', number('requests_per_minute'), null);
+  set('tokens_per_minute', number('tokens_per_minute'), null);
+  const ips = text('allowed_ips')
+    ?.split(/[\s,]+/)
+    .filter(Boolean);
+  set('allowed_ips', ips, []);
+  return body;
+}
+
+function limitCell(key: ApiKey) {
+  if (key.limit === null)
+    return html`<span class="muted">No limit</span>
+      <div class="muted small">${usd(key.usage)} spent</div>`;
+  const period = key.limit_reset ? RESETS[key.limit_reset] : 'in total';
+  return html`${usd(key.usage)} of ${usd(key.limit)} ${period}
+    <div class="muted small">
+      ${usd(key.limit_remaining ?? 0)} left${key.limit_resets_at ? ` · resets ${isoDate(key.limit_resets_at)}` : ''}
+    </div>`;
+}
+
+function restrictionsCell(key: ApiKey) {
+  const lines = [
+    key.expires_at ? `Expires ${isoDate(key.expires_at)}` : undefined,
+    key.requests_per_minute === null ? undefined : `${count(key.requests_per_minute)} requests/min`,
+    key.tokens_per_minute === null ? undefined : `${count(key.tokens_per_minute)} tokens/min`,
+    key.allowed_ips.length ? `IPs: ${key.allowed_ips.join(', ')}` : undefined,
+  ].filter((line): line is string => line !== undefined);
+  if (!lines.length) return html`<span class="muted">None</span>`;
+  return html`${lines.map((line) => html`<div class="small">${line}</div>`)}`;
+}
+
+function statusBadge(key: ApiKey) {
+  if (key.revoked) return html`<span class="badge off">Revoked</span>`;
+  if (key.expires_at && Date.parse(key.expires_at) <= Date.now()) return html`<span class="badge off">Expired</span>`;
+  return html`<span class="badge on">Active</span>`;
+}
 
 /** A key's requests and the credits they used (a test key's cost nothing). */
 function usageCell(totals: UsageTotals | undefined) {
