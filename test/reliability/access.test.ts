@@ -10,13 +10,13 @@ import { createLogger } from '../../src/observability/index.js';
 import { ADMIN_TOKEN, startGateway, type TestGateway } from '../support/gateway.js';
 import { apiCall } from '../support/admin-call.js';
 
-type Who = 'full' | 'readOnly' | 'project' | 'test' | 'none' | 'revoked' | 'admin';
-const WHO: Who[] = ['full', 'readOnly', 'project', 'test', 'none', 'revoked', 'admin'];
+type Who = 'full' | 'readOnly' | 'project' | 'test' | 'management' | 'none' | 'revoked' | 'admin';
+const WHO: Who[] = ['full', 'readOnly', 'project', 'test', 'management', 'none', 'revoked', 'admin'];
 
-/** Expected status per credential; `key` = full, readOnly, project and test alike. */
+/** Expected status per credential; `key` = full, readOnly, project, test and management alike. */
 type Expect = Partial<Record<Who | 'key' | 'all', number>>;
 const status = (e: Expect, who: Who): number => {
-  const isKey = who === 'full' || who === 'readOnly' || who === 'project' || who === 'test';
+  const isKey = who === 'full' || who === 'readOnly' || who === 'project' || who === 'test' || who === 'management';
   return (
     e[who] ??
     (isKey ? e.key : undefined) ??
@@ -31,14 +31,27 @@ const hook = {
   secret: 'a-very-secret-webhook-secret-of-40-chars!',
   events: [{ type: 'llm.completion' }],
 };
-const MANAGE = { full: 200, test: 200, readOnly: 403, project: 403 };
-const MISSING = { full: 404, test: 404, readOnly: 403, project: 403 };
+const MANAGE = { full: 200, test: 200, readOnly: 403, project: 403, management: 403 };
+const MISSING = { full: 404, test: 404, readOnly: 403, project: 403, management: 403 };
+/** /v1/keys: management and full keys. */
+const KEYS = { full: 200, test: 200, management: 200, readOnly: 403, project: 403 };
+const KEYS_MISSING = { full: 404, test: 404, management: 404, readOnly: 403, project: 403 };
 const ADMIN_ONLY = { key: 401 };
 
 /** [method, path, body, expected]. `:acct` is the account's id. */
 const ROUTES: Array<[string, string, unknown, Expect]> = [
-  ['POST', '/v1/chat/completions', chat('sandbox/echo'), { full: 200, project: 200, test: 200, readOnly: 403 }],
-  ['POST', '/v1/chat/completions', chat('sandbox/lorem'), { full: 200, project: 403, test: 200, readOnly: 403 }],
+  [
+    'POST',
+    '/v1/chat/completions',
+    chat('sandbox/echo'),
+    { full: 200, project: 200, test: 200, readOnly: 403, management: 403 },
+  ],
+  [
+    'POST',
+    '/v1/chat/completions',
+    chat('sandbox/lorem'),
+    { full: 200, project: 403, test: 200, readOnly: 403, management: 403 },
+  ],
   ['GET', '/v1/models', undefined, { key: 200 }],
   ['GET', '/v1/models/sandbox/echo', undefined, { key: 200 }],
   ['GET', '/v1/credits', undefined, { key: 200 }],
@@ -48,12 +61,17 @@ const ROUTES: Array<[string, string, unknown, Expect]> = [
   ['GET', '/v1/usage?format=csv&group_by=model', undefined, { key: 200 }],
   ['GET', '/v1/generation?id=req_nope', undefined, { key: 404 }],
   // Purchasing is off on this gateway (no Stripe key): a full key hears so (400), the others are refused first.
-  ['POST', '/v1/credits/purchases', { amount: 20 }, { full: 400, test: 400, readOnly: 403, project: 403 }],
+  [
+    'POST',
+    '/v1/credits/purchases',
+    { amount: 20 },
+    { full: 400, test: 400, readOnly: 403, project: 403, management: 403 },
+  ],
   ['GET', '/v1/credits/purchases', undefined, MANAGE],
   ['GET', '/v1/credits/purchases/cp_nope', undefined, MISSING],
   // Stripe's deliveries carry a signature, not a key: refused (400) whatever credential comes with them.
   ['POST', '/webhooks/stripe', {}, { all: 400 }],
-  ['POST', '/v1/webhooks', hook, { full: 201, test: 201, readOnly: 403, project: 403 }],
+  ['POST', '/v1/webhooks', hook, { full: 201, test: 201, readOnly: 403, project: 403, management: 403 }],
   ['GET', '/v1/webhooks', undefined, MANAGE],
   ['GET', '/v1/webhooks/dead-letters', undefined, MANAGE],
   ['POST', '/v1/webhooks/dead-letters/dlq_nope/replay', undefined, MISSING],
@@ -62,6 +80,14 @@ const ROUTES: Array<[string, string, unknown, Expect]> = [
   ['DELETE', '/v1/webhooks/whk_nope', undefined, MISSING],
   ['GET', '/v1/webhooks/whk_nope/deliveries', undefined, MISSING],
   ['POST', '/v1/webhooks/whk_nope/test', undefined, MISSING],
+  // A key's keys: never a management key over /v1/keys; other accounts' (and unknown) ids are 404.
+  ['POST', '/v1/keys', { name: 'x', permissions: 'read_only' }, { ...KEYS, full: 201, test: 201, management: 201 }],
+  ['POST', '/v1/keys', { permissions: 'management' }, { ...KEYS, full: 403, test: 403, management: 403 }],
+  ['GET', '/v1/keys', undefined, KEYS],
+  ['GET', '/v1/keys/key_nope', undefined, KEYS_MISSING],
+  ['PATCH', '/v1/keys/key_nope', { name: 'x' }, KEYS_MISSING],
+  ['DELETE', '/v1/keys/key_nope', undefined, KEYS_MISSING],
+  ['PATCH', '/admin/keys/key_nope', { name: 'x' }, { ...ADMIN_ONLY, admin: 404 }],
   ['GET', '/admin/accounts', undefined, { ...ADMIN_ONLY, admin: 200 }],
   ['POST', '/admin/accounts', { email: 'new-@example.com' }, { ...ADMIN_ONLY, admin: 201 }],
   ['GET', '/admin/accounts/:acct', undefined, { ...ADMIN_ONLY, admin: 200 }],
@@ -111,12 +137,13 @@ describe('keys and access', () => {
     keys.readOnly = (await gateway.key(id, { permissions: 'read_only' })).key;
     keys.project = (await gateway.key(id, { permissions: 'project', models: ['sandbox/echo'], spend_limit: 1 })).key;
     keys.test = (await gateway.key(id, { environment: 'test' })).key;
+    keys.management = (await gateway.key(id, { permissions: 'management' })).key;
     const revoked = await gateway.key(id, {});
     await gateway.admin('DELETE', `/admin/keys/${revoked.id}`);
     keys.revoked = revoked.key;
     keys.admin = ADMIN_TOKEN;
     keys.none = undefined;
-    fullKeys.push(gateway.firstKey, keys.full, keys.readOnly, keys.project, keys.test, keys.revoked);
+    fullKeys.push(gateway.firstKey, keys.full, keys.readOnly, keys.project, keys.test, keys.management, keys.revoked);
   });
   afterAll(async () => {
     await gateway?.close();
