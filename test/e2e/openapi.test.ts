@@ -327,6 +327,52 @@ describe('GET /v1/openapi.json', () => {
     expect(answerSchema('DELETE', '/v1/webhooks/{id}', 200)({ ...deleted, deleted: false })).toBe(false);
   });
 
+  it('matches real /v1/keys answers and the admin key PATCH, every governance field documented', async () => {
+    const management = await gateway.key(accountId, { permissions: 'management' });
+    const as = (method: string, path: string, body?: unknown) => call(method, path, body, management.key);
+    const created = expectAnswer(
+      'POST',
+      '/v1/keys',
+      201,
+      await as('POST', '/v1/keys', {
+        name: 'documented',
+        permissions: 'project',
+        models: ['sandbox/echo'],
+        limit: 1.5,
+        limit_reset: 'weekly',
+        expires_at: new Date(Date.now() + 86_400_000).toISOString(),
+        requests_per_minute: 10,
+        tokens_per_minute: 1000,
+        allowed_ips: ['10.0.0.0/8', '2001:db8::/32'],
+      }),
+    );
+    expectMatches('CreatedApiKey', created);
+    const list = expectAnswer('GET', '/v1/keys', 200, await as('GET', '/v1/keys'));
+    for (const item of list.data) expectMatches('ApiKey', item);
+    expectAnswer('GET', '/v1/keys/{id}', 200, await as('GET', `/v1/keys/${created.id}`));
+    const patched = expectAnswer(
+      'PATCH',
+      '/v1/keys/{id}',
+      200,
+      await as('PATCH', `/v1/keys/${created.id}`, { limit: null, allowed_ips: [] }),
+    );
+    expect(patched).toMatchObject({ limit: null, limit_remaining: null, allowed_ips: [] });
+    const byOperator = expectAnswer(
+      'PATCH',
+      '/admin/keys/{id}',
+      200,
+      await gateway.admin('PATCH', `/admin/keys/${created.id}`, { name: 'renamed', expires_at: null }),
+    );
+    expect(byOperator).toMatchObject({ name: 'renamed', expires_at: null });
+    expectAnswer('DELETE', '/v1/keys/{id}', 200, await as('DELETE', `/v1/keys/${created.id}`));
+    expectAnswer('GET', '/v1/keys/{id}', 404, await as('GET', '/v1/keys/key_nope'));
+    expectAnswer('POST', '/v1/keys', 403, await as('POST', '/v1/keys', { permissions: 'management' }));
+    expectAnswer('POST', '/v1/keys', 400, await as('POST', '/v1/keys', { allowed_ips: ['x'] }));
+    // The schemas say what an answer must hold.
+    expect(answerSchema('GET', '/v1/keys/{id}', 200)({ ...patched, allowed_ips: 'any' })).toBe(false);
+    expect(answerSchema('POST', '/v1/keys', 201)({ ...created, limit_reset: 'hourly' })).toBe(false);
+  });
+
   it('matches real admin answers by their operations: accounts, keys, credits, the ledger, purchases and refunds', async () => {
     const created = expectAnswer(
       'POST',
