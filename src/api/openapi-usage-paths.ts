@@ -68,7 +68,7 @@ export function usagePaths(): Json {
     '/v1/key': {
       get: operation(
         'usage',
-        'The calling key: name, permissions, model allow-list, spend limit and spent, the rate limits, its usage today and this month',
+        "The calling key: name, permissions, model allow-list, its governance (limit and what it leaves in the period, when it resets, expiry, its own rate limits, allowed addresses, owner), the account's rate limits, its usage today and this month",
         { ok: json(CallingKeySchema), errors: [401, 429] },
       ),
     },

@@ -183,12 +183,18 @@ export const CallingKeySchema = Type.Object(
       { requests_per_minute: Type.Integer(), tokens_per_minute: Type.Integer() },
       { description: "The account's rate limits, shared by all its keys" },
     ),
-    usage: Type.Object(
-      { daily: UsagePeriodSchema, monthly: UsagePeriodSchema },
-      { description: "The key's requests, live or test: today and this month (UTC)" },
-    ),
+    usage_daily: Type.Object(UsagePeriodSchema.properties, {
+      description: "The key's requests, live or test, today (UTC)",
+    }),
+    usage_monthly: Type.Object(UsagePeriodSchema.properties, {
+      description: "The key's requests, live or test, this month to date (UTC)",
+    }),
   },
-  { $id: 'CallingKey', description: 'The key that made the request' },
+  {
+    $id: 'CallingKey',
+    description:
+      'The key that made the request, with its governance (`limit`, `limit_reset`, `limit_remaining`, `usage` in the current period, `expires_at`, its own rate limits, `allowed_ips`, `owner`) and its usage today and this month',
+  },
 );
 
 export const USAGE_SCHEMAS = [

@@ -290,18 +290,18 @@ describeEach(CONFIGURATIONS)('every charge explained on $name', ({ dialect, env 
     const { status, body } = await get(test.key, '/key');
     expect(status).toBe(200);
     expect(body).toMatchObject({ id: test.id, name: 'ci', environment: 'test', permissions: 'full' });
-    expect(body.usage.daily).toMatchObject({ requests: 2, credits_used: 0 });
-    expect(body.usage.monthly.requests).toBe(2);
+    expect(body.usage_daily).toMatchObject({ requests: 2, credits_used: 0 });
+    expect(body.usage_monthly.requests).toBe(2);
 
     const live = (await get(owner.key, '/key')).body;
     const spent = (await debits(owner.id)).filter((e) => e.keyId === live.id).reduce((s, e) => s - e.amountNano, 0n);
-    expect(nano(live.usage.daily.credits_used)).toBe(spent);
+    expect(nano(live.usage_daily.credits_used)).toBe(spent);
     expect(nano(live.spent)).toBe(spent);
 
     const readOnly = await gw.key(owner.id, { permissions: 'read_only' });
     expect((await get(readOnly.key, '/key')).body).toMatchObject({
       permissions: 'read_only',
-      usage: { daily: { requests: 0 } },
+      usage_daily: { requests: 0 },
     });
   });
 

@@ -1,6 +1,6 @@
 /**
  * Every charge explained, for the key's own account: `GET /v1/generation` (one request), `GET /v1/usage` (an export,
- * streamed) and `GET /v1/key` (the calling key and its usage). Any key may read them; a project key sees only its
+ * streamed) and `GET /v1/key` (the calling key, its governance and its usage). Any key may read them; a project key sees only its
  * own requests.
  */
 import { Readable } from 'node:stream';
@@ -46,11 +46,14 @@ export function usageRoutes(server: FastifyInstance, deps: HttpDeps): void {
     if (!key || !account) throw new GatewayError('invalid_api_key');
     const { daily, monthly } = await keyUsageOf(deps.storage.usage, key.id);
     const limits = deps.limitsFor(account);
+    // Its governance as the Key shape has it (`usage`: spent in the limit's current period), then the account's
+    // rate limits and the key's usage today and this month.
     const { account_id: _account, revoked: _revoked, revoked_at: _revokedAt, ...shown } = renderKey(key);
     return {
       ...shown,
       rate_limit: { requests_per_minute: limits.requestsPerMinute, tokens_per_minute: limits.tokensPerMinute },
-      usage: { daily: renderUsage(daily), monthly: renderUsage(monthly) },
+      usage_daily: renderUsage(daily),
+      usage_monthly: renderUsage(monthly),
     };
   });
 }
