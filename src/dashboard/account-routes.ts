@@ -1,26 +1,14 @@
-/** The signed-in user's own account: keys, credits and usage, settings, ledger and the model catalog. */
+/** The signed-in user's own account: credits, usage, settings, ledger and the model catalog (keys: key-routes.ts). */
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { CAPABILITY_ALIASES, renderModel } from '../catalog/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
-import { renderKey, renderLedgerEntry, renderUsage } from '../http/render.js';
-import { keyUsageOf } from '../reports/index.js';
-import { IdParams, QueryValue, single, typed } from '../http/routes/typed.js';
+import { renderLedgerEntry } from '../http/render.js';
+import { QueryValue, single, typed } from '../http/routes/typed.js';
 import type { Environment } from '../storage/index.js';
 import { overview, usageHistory } from './overview.js';
 import type { Sessions } from './session.js';
-
-const NewKey = Type.Object(
-  {
-    name: Type.Optional(Type.String({ maxLength: 100 })),
-    environment: Type.Optional(Type.Union([Type.Literal('live'), Type.Literal('test')])),
-    permissions: Type.Optional(Type.Union([Type.Literal('full'), Type.Literal('read_only'), Type.Literal('project')])),
-    models: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 100 })),
-    spend_limit: Type.Optional(Type.Union([Type.Number({ minimum: 0 }), Type.Null()])),
-  },
-  { additionalProperties: false },
-);
 
 const SettingsPatch = Type.Object(
   {
@@ -57,36 +45,6 @@ export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
     if (!account) throw new GatewayError('not_signed_in');
     return account;
   }
-
-  scope.get('/api/keys', async (request) => {
-    const account = await signedInAccount(request);
-    const keys = (await deps.storage.keys.listByAccount(account.id)).reverse();
-    // Each key's requests and credits today and this month, as GET /v1/key tells the key itself.
-    const data = await Promise.all(
-      keys.map(async (key) => {
-        const { daily, monthly } = await keyUsageOf(deps.storage.usage, key.id);
-        return { ...renderKey(key), usage: { daily: renderUsage(daily), monthly: renderUsage(monthly) } };
-      }),
-    );
-    return { object: 'list', data };
-  });
-
-  scope.post('/api/keys', { schema: { body: NewKey } }, async (request, reply) => {
-    const account = await signedInAccount(request);
-    const created = await deps.admin.createKey(account.id, request.body);
-    reply.code(201);
-    return { ...renderKey(created.record), key: created.key };
-  });
-
-  scope.post('/api/keys/:id/revoke', { schema: { params: IdParams } }, async (request) => {
-    const account = await signedInAccount(request);
-    const { id } = request.params;
-    const key = await deps.storage.keys.get(id);
-    // Another account's key is unknown, like a key that does not exist.
-    if (!key || key.accountId !== account.id)
-      throw new GatewayError('not_found', { message: `No key ${id}`, param: 'id' });
-    return renderKey(await deps.admin.revokeKey(id));
-  });
 
   scope.get('/api/overview', { schema: { querystring: EnvironmentQuery } }, async (request) => {
     const account = await signedInAccount(request);

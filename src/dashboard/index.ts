@@ -8,6 +8,7 @@ import type { HttpDeps } from '../http/index.js';
 import { accountRoutes } from './account-routes.js';
 import { assetRoutes, loadBundle } from './assets.js';
 import { authRoutes } from './auth-routes.js';
+import { keyRoutes } from './key-routes.js';
 import { purchaseRoutes } from './purchase-routes.js';
 import { reportRoutes } from './report-routes.js';
 import { Sessions } from './session.js';
@@ -38,6 +39,7 @@ export function registerDashboard(server: FastifyInstance, deps: HttpDeps): void
       authRoutes(scope, deps, sessions);
       signupRoutes(scope, deps, sessions);
       accountRoutes(scope, deps, sessions);
+      keyRoutes(scope, deps, sessions);
       webhookRoutes(scope, deps, sessions);
       purchaseRoutes(scope, deps, sessions);
       reportRoutes(scope, deps, sessions);

@@ -54,7 +54,8 @@ describeEach(DIALECTS)('dashboard account API on %s', (dialect) => {
     for (const [body, param] of [
       [{ permissions: 'owner' }, 'permissions'],
       [{ permissions: 'project', models: ['no/such-model'] }, 'models'],
-      [{ permissions: 'full', spend_limit: 1 }, 'spend_limit'],
+      [{ permissions: 'full', spend_limit: -1 }, 'spend_limit'],
+      [{ permissions: 'read_only', models: ['sandbox/echo'] }, 'models'],
       [{ environment: 'staging' }, 'environment'],
     ] as const) {
       const response = await client.request('POST', '/keys', body);

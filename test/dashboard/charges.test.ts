@@ -127,15 +127,15 @@ describeEach(DIALECTS)('dashboard charges on %s', (dialect) => {
     expect(status).toBe(200);
     const keys = body.data as Array<{
       id: string;
-      usage: Record<'daily' | 'monthly', { requests: number; credits_used: number }>;
+      activity: Record<'daily' | 'monthly', { requests: number; credits_used: number }>;
     }>;
     expect(keys).toHaveLength(2);
     for (const key of keys) {
       const own = debits.filter((d) => d.keyId === key.id);
       expect(own.length).toBeGreaterThan(0);
       for (const period of ['daily', 'monthly'] as const) {
-        expect(key.usage[period].requests).toBe(own.length);
-        expect(BigInt(Math.round(key.usage[period].credits_used * 1e9))).toBe(
+        expect(key.activity[period].requests).toBe(own.length);
+        expect(BigInt(Math.round(key.activity[period].credits_used * 1e9))).toBe(
           own.reduce((s, d) => s - d.amountNano, 0n),
         );
       }
