@@ -185,7 +185,9 @@ test('sign up, spend through a new key, watch usage, revoke it', { timeout: 60_0
   expect(projectKey).toMatch(/^tg-test-[A-Za-z0-9]{32}$/);
   await page.getByRole('button', { name: 'I have stored the key' }).click();
   const projectRow = page.getByRole('row', { name: /ci project/ });
-  expect(await projectRow.textContent()).toMatch(/test[\s\S]*Project[\s\S]*sandbox\/echo · limit \$0\.50/);
+  expect(await projectRow.textContent()).toMatch(
+    /test[\s\S]*Project[\s\S]*sandbox\/echo[\s\S]*\$0\.00 of \$0\.50 in total/,
+  );
   const project = new OpenAI({ apiKey: projectKey, baseURL: gateway.baseURL, maxRetries: 0 });
   const other = await project.chat.completions
     .create({ model: 'sandbox/lorem', messages: [{ role: 'user', content: 'hi' }] })

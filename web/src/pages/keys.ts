@@ -210,9 +210,16 @@ export const keysPage: Page = (container, app) => {
 
   const keyRow = (key: ApiKey) => html`
     <tr class=${key.revoked ? 'revoked' : ''}>
-      <td data-label="Name">${key.name}</td>
-      <td data-label="Key"><code>${key.hint}</code></td>
-      <td data-label="Environment"><span class="badge ${key.environment}">${key.environment}</span></td>
+      <td data-label="Name">
+        ${key.name}
+        <div class="muted small key-owner">
+          ${key.owner ? `by ${key.owner.email ?? key.owner.id}` : 'by the operator'}
+        </div>
+      </td>
+      <td data-label="Key">
+        <code>${key.hint}</code>
+        <div><span class="badge ${key.environment}">${key.environment}</span></div>
+      </td>
       <td data-label="Permissions">
         <div>
           ${PERMISSION_LABELS[key.permissions]}
@@ -225,11 +232,10 @@ export const keysPage: Page = (container, app) => {
       </td>
       <td data-label="Limit" class="key-limit">${limitCell(key)}</td>
       <td data-label="Restrictions" class="key-restrictions">${restrictionsCell(key)}</td>
-      <td data-label="Owner">
-        ${key.owner ? (key.owner.email ?? key.owner.id) : html`<span class="muted">operator</span>`}
+      <td data-label="Last used">
+        ${dateTime(key.last_used)}
+        <div class="muted small">created ${date(key.created)}</div>
       </td>
-      <td data-label="Created">${date(key.created)}</td>
-      <td data-label="Last used">${dateTime(key.last_used)}</td>
       <td data-label="Today">${usageCell(key.activity?.daily)}</td>
       <td data-label="This month">${usageCell(key.activity?.monthly)}</td>
       <td data-label="Status">${statusBadge(key)}</td>
@@ -303,12 +309,9 @@ export const keysPage: Page = (container, app) => {
                       <tr>
                         <th>Name</th>
                         <th>Key</th>
-                        <th>Environment</th>
                         <th>Permissions</th>
                         <th>Limit</th>
                         <th>Restrictions</th>
-                        <th>Owner</th>
-                        <th>Created</th>
                         <th>Last used</th>
                         <th>Today</th>
                         <th>This month</th>
