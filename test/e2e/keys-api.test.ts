@@ -5,10 +5,11 @@
  * log with before and after. On SQLite, and on PostgreSQL with Redis.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { describeEach } from '../support/backends.js';
+import { describeEach, needsPostgresAndRedis } from '../support/backends.js';
 import { apiCall } from '../support/admin-call.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { REDIS_TEST_URL } from '../support/redis.js';
+import { startReplicas, type Replicas } from '../support/replicas.js';
 
 const CONFIGURATIONS: Array<{ name: string; dialect: 'sqlite' | 'postgres'; env: Record<string, string> }> = [
   { name: 'SQLite', dialect: 'sqlite', env: {} },
@@ -217,5 +218,40 @@ describeEach(CONFIGURATIONS)('/v1/keys on $name', ({ dialect, env }) => {
     const full = await call(account.key, 'POST', '/keys', {});
     expect(full.status).toBe(201);
     expect(full.body).toMatchObject({ environment: 'live', permissions: 'full', name: 'live key' });
+  });
+});
+
+needsPostgresAndRedis('/v1/keys across two replicas on PostgreSQL and Redis', () => {
+  let replicas: Replicas;
+  beforeAll(async () => {
+    replicas = await startReplicas(2);
+  }, 90_000);
+  afterAll(async () => replicas?.stop());
+
+  it('a key made, changed and revoked on one replica is used, refused and forgotten on the other at once', async () => {
+    const on = (i: number) => (key: string, method: string, path: string, body?: unknown) =>
+      apiCall(`${replicas.urls[i]}/v1`, key, method, path, body);
+    const [one, two] = [on(0), on(1)];
+    const account = await replicas.admin('POST', '/admin/accounts', { email: `replicas-${Date.now()}@example.com` });
+    const management = await replicas.admin('POST', `/admin/accounts/${account.body.id}/keys`, {
+      permissions: 'management',
+    });
+    const made = await one(management.body.key, 'POST', '/keys', { name: 'shared', permissions: 'read_only' });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    expect((await two(made.body.key, 'GET', '/models')).status).toBe(200);
+
+    // Outside its addresses now (the test client is 127.0.0.1): the other replica refuses it at once.
+    const patched = await one(management.body.key, 'PATCH', `/keys/${made.body.id}`, { allowed_ips: ['10.0.0.0/8'] });
+    expect(patched.status).toBe(200);
+    const refused = await two(made.body.key, 'GET', '/models');
+    expect([refused.status, refused.body.error?.code]).toEqual([403, 'ip_not_allowed']);
+
+    const revoked = await two(management.body.key, 'DELETE', `/keys/${made.body.id}`);
+    expect(revoked.body.revoked).toBe(true);
+    const changeRevoked = await one(management.body.key, 'PATCH', `/keys/${made.body.id}`, { allowed_ips: [] });
+    expect([changeRevoked.status, changeRevoked.body.error.param]).toEqual([400, 'id']);
+    expect((await one(made.body.key, 'GET', '/models')).status).toBe(401);
+    const listed = await one(management.body.key, 'GET', '/keys');
+    expect(listed.body.data.find((k: { id: string }) => k.id === made.body.id)).toMatchObject({ revoked: true });
   });
 });
