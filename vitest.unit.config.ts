@@ -7,6 +7,7 @@ import { defineConfig } from 'vitest/config';
  * (`npm test`, vitest.config.ts), these files included. A new test file that needs none of those belongs here.
  */
 export const UNIT = [
+  'test/admin/key-fields.test.ts',
   'test/architecture/imports.test.ts',
   'test/architecture/providers-face.test.ts',
   'test/auth/authenticator.test.ts',

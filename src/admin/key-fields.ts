@@ -70,10 +70,17 @@ function limitOf(fields: KeyPatch): bigint | null | undefined {
 function expiryOf(value: string | null, context: KeyFieldContext): number | null {
   if (value === null) return null;
   const at = typeof value === 'string' && ISO_8601.test(value.trim()) ? Date.parse(value.trim()) : NaN;
-  if (!Number.isFinite(at))
+  if (!Number.isFinite(at) || !realDay(value.trim()))
     throw invalidRequest('expires_at must be an ISO 8601 date and time (2027-01-31T00:00:00Z) or null', 'expires_at');
   if (context.creating && at <= context.now) throw invalidRequest('expires_at must be in the future', 'expires_at');
   return at;
+}
+
+/** Whether the text's date is a day of the calendar (Date.parse reads 2027-02-30 as March 2nd). */
+function realDay(text: string): boolean {
+  const [year, month, day] = text.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
 }
 
 function rateOf(value: number | null, param: string, accountLimit: number): number | null {

@@ -215,6 +215,12 @@ describeEach(CONFIGURATIONS)('/v1/keys on $name', ({ dialect, env }) => {
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     expect(made.body).toMatchObject({ environment: 'test', permissions: 'read_only', owner: null });
     expect(made.body.key).toMatch(/^tg-test-/);
+    const live = await call(test.key, 'POST', '/keys', { environment: 'live' });
+    expect([live.status, live.body.error.code, live.body.error.param]).toEqual([
+      403,
+      'permission_denied',
+      'environment',
+    ]);
     const full = await call(account.key, 'POST', '/keys', {});
     expect(full.status).toBe(201);
     expect(full.body).toMatchObject({ environment: 'live', permissions: 'full', name: 'live key' });

@@ -56,11 +56,14 @@ export function keyRoutes(app: FastifyInstance, deps: HttpDeps): void {
         message: 'A management key cannot be made over /v1/keys (only in the dashboard or by the operator)',
         param: 'permissions',
       });
-    const created = await deps.admin.createKey(
-      owner.accountId,
-      { ...body, environment: body.environment ?? owner.environment },
-      authorOf(owner, request.ip),
-    );
+    const environment = body.environment ?? owner.environment;
+    // A test key stays in the sandbox: it cannot mint a key that spends the live balance.
+    if (owner.environment === 'test' && environment === 'live')
+      throw new GatewayError('permission_denied', {
+        message: 'A test key makes only test keys',
+        param: 'environment',
+      });
+    const created = await deps.admin.createKey(owner.accountId, { ...body, environment }, authorOf(owner, request.ip));
     // The only time the key is shown.
     return reply.code(201).send({ ...renderKey(created.record), key: created.key });
   });
