@@ -9,8 +9,8 @@ const seconds = (ms: number | null) => (ms === null ? null : Math.floor(ms / 100
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** A key as every path shows it (never the key itself): what it is, its governance, and where it stands now. */
-export function renderKey(key: KeyRecord, at = Date.now()): Record<string, unknown> {
-  const status = keyLimitStatus(key, at);
+export function renderKey(key: KeyRecord): Record<string, unknown> {
+  const status = keyLimitStatus(key, Date.now());
   return {
     id: key.id,
     object: 'api_key',

@@ -91,6 +91,11 @@ describeEach(CONFIGURATIONS)('/v1/keys on $name', ({ dialect, env }) => {
     expect(list.body.data.at(-1).id).toBe(made.id);
     expect(list.body.data.map((k: any) => k.id)).toEqual(expect.arrayContaining([management.id, made.id]));
     expect(JSON.stringify(list.body)).not.toContain(made.key);
+    // The operator's view of the account renders the same key the same way.
+    const operatorView = (await gateway.admin('GET', `/admin/accounts/${account.id}`)).body.keys;
+    const fields = ['limit', 'limit_reset', 'limit_resets_at', 'expires_at', 'allowed_ips', 'owner'] as const;
+    const pick = (key: Record<string, unknown>) => Object.fromEntries(fields.map((field) => [field, key[field]]));
+    expect(pick(operatorView.find((k: { id: string }) => k.id === made.id))).toEqual(pick(made));
     const one = await manage('GET', `/keys/${made.id}`);
     expect(one.status).toBe(200);
     expect(one.body.key).toBeUndefined();
