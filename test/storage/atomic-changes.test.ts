@@ -7,13 +7,14 @@ import { openStorage, type Storage } from '../../src/storage/index.js';
 import { DIALECTS, createTestDatabase, type TestDatabase } from '../support/databases.js';
 import { describeEach } from '../support/backends.js';
 
-const CONFIGURATIONS = DIALECTS.flatMap((dialect) =>
-  dialect === 'sqlite'
-    ? ([
-        [dialect, false],
-        [dialect, true],
-      ] as const)
-    : ([[dialect, false]] as const),
+const CONFIGURATIONS = DIALECTS.flatMap(
+  (dialect) =>
+    (dialect === 'sqlite'
+      ? [
+          [dialect, false],
+          [dialect, true],
+        ]
+      : [[dialect, false]]) as Array<[typeof dialect, boolean]>,
 );
 const NANO = 1_000_000_000n;
 
