@@ -8,6 +8,7 @@ import { renderLedgerEntry } from '../http/render.js';
 import { QueryValue, single, typed } from '../http/routes/typed.js';
 import type { Environment } from '../storage/index.js';
 import { overview, usageHistory } from './overview.js';
+import type { Capability } from '../auth/index.js';
 import type { Sessions } from './session.js';
 
 const SettingsPatch = Type.Object(
@@ -39,15 +40,15 @@ type Query = Partial<Record<string, string | string[]>>;
 
 export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
   const scope = typed(app);
-  async function signedInAccount(request: Parameters<Sessions['require']>[0]) {
-    const { accountId } = await sessions.require(request);
+  async function signedInAccount(request: Parameters<Sessions['require']>[0], capability: Capability) {
+    const { accountId } = await sessions.require(request, capability);
     const account = await deps.storage.accounts.get(accountId);
     if (!account) throw new GatewayError('not_signed_in');
     return account;
   }
 
   scope.get('/api/overview', { schema: { querystring: EnvironmentQuery } }, async (request) => {
-    const account = await signedInAccount(request);
+    const account = await signedInAccount(request, 'usage');
     return overview(
       deps.storage,
       deps.config,
@@ -59,19 +60,25 @@ export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
   });
 
   scope.get('/api/usage', { schema: { querystring: EnvironmentQuery } }, async (request) => {
-    const account = await signedInAccount(request);
+    const account = await signedInAccount(request, 'usage');
     return usageHistory(deps.storage, account.id, environmentParam(request.query), 30);
   });
 
   scope.patch('/api/settings', { schema: { body: SettingsPatch } }, async (request) => {
-    const account = await signedInAccount(request);
+    // Auto-recharge spends money (billing); thresholds and limits are settings. A patch of both needs both.
+    const { auto_recharge: autoRecharge, ...rest } = request.body;
+    if (autoRecharge !== undefined) await sessions.require(request, 'billing');
+    const account = await signedInAccount(
+      request,
+      autoRecharge === undefined || Object.keys(rest).length > 0 ? 'settings' : 'billing',
+    );
     await deps.admin.updateOwnSettings(account.id, request.body);
     const updated = (await deps.storage.accounts.get(account.id))!;
     return overview(deps.storage, deps.config, deps.processors, updated, deps.limitsFor(updated), 'live');
   });
 
   scope.get('/api/ledger', { schema: { querystring: LedgerQuery } }, async (request) => {
-    const account = await signedInAccount(request);
+    const account = await signedInAccount(request, 'usage');
     const { query } = request;
     const limitText = stringParam(query, 'limit') ?? '20';
     const limit = Number(limitText);
@@ -90,7 +97,7 @@ export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
 
   // The catalog GET /v1/models shows, with the same filters.
   scope.get('/api/models', { schema: { querystring: ModelsQuery } }, async (request) => {
-    await sessions.require(request);
+    await sessions.require(request, 'usage');
     const { query } = request;
     const provider = stringParam(query, 'provider');
     const capabilityName = stringParam(query, 'capability');

@@ -37,7 +37,7 @@ export function purchaseRoutes(app: FastifyInstance, deps: HttpDeps, sessions: S
   const { purchases } = deps.payments;
 
   async function buyer(request: FastifyRequest) {
-    const { accountId } = await sessions.require(request);
+    const { accountId } = await sessions.require(request, 'billing');
     const account = await deps.storage.accounts.get(accountId);
     if (!account) throw new GatewayError('not_signed_in');
     return { id: account.id, email: account.email };
@@ -45,7 +45,7 @@ export function purchaseRoutes(app: FastifyInstance, deps: HttpDeps, sessions: S
 
   /** Whether this gateway sells credit, and the bounds of one purchase. */
   scope.get('/api/purchasing', async (request) => {
-    await sessions.require(request);
+    await sessions.require(request, 'billing');
     const reason =
       purchases.unavailableReason ??
       (publicBase(deps.config.server, request) ? null : publicBaseMissing('Buying credit', request));

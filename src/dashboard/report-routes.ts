@@ -18,7 +18,7 @@ export function reportRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
   const scope = typed(app);
 
   scope.get('/api/usage/export', { schema: { querystring: ExportQuery } }, async (request, reply) => {
-    const { accountId } = await sessions.require(request);
+    const { accountId } = await sessions.require(request, 'usage');
     const raw = request.query;
     const query = parseUsageQuery({
       from: single(raw.from, 'from'),
@@ -35,7 +35,7 @@ export function reportRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
   });
 
   scope.get('/api/generation', { schema: { querystring: GenerationQuery } }, async (request) => {
-    const { accountId } = await sessions.require(request);
+    const { accountId } = await sessions.require(request, 'usage');
     // Another account's request is unknown, like one that does not exist.
     return explainCharge(deps.storage, { accountId }, single(request.query.id, 'id'));
   });

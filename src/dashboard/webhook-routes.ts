@@ -23,7 +23,7 @@ function summary(delivery: DeliveryRecord): Record<string, unknown> {
 export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
   const scope = typed(app);
   async function owner(request: FastifyRequest) {
-    const { accountId } = await sessions.require(request);
+    const { accountId } = await sessions.require(request, 'webhooks');
     if (!deps.webhooks) throw new GatewayError('not_found', { message: 'Webhooks are not enabled on this gateway' });
     return { accountId, webhooks: deps.webhooks };
   }
