@@ -2,9 +2,11 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { normalizeEmail } from '../admin/index.js';
+import { capabilitiesOf } from '../auth/index.js';
 import { GatewayError } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
 import { typed } from '../http/routes/typed.js';
+import type { Membership } from '../storage/members.js';
 import { PASSWORD_MAX, verifyNothing, verifyPassword } from './passwords.js';
 import type { Sessions } from './session.js';
 
@@ -56,6 +58,11 @@ export function authRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessi
         account_id: account.id,
         csrf_token: signedIn.csrfToken,
         signup_enabled: settings.signup,
+        user: { id: signedIn.userId, email: (await deps.storage.users.emailOf(signedIn.userId)) ?? account.email },
+        account: { id: account.id, email: account.email },
+        role: signedIn.role,
+        capabilities: capabilitiesOf(signedIn.role),
+        accounts: renderMemberships(await deps.storage.members.accountsOf(signedIn.userId)),
       };
     }
     return {
@@ -85,10 +92,31 @@ export function authRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessi
     return { signed_in: true, email: account.email, account_id: account.id, csrf_token: csrfToken };
   });
 
+  /** The accounts the signed-in user belongs to, for the account switcher. */
+  scope.get('/api/accounts', async (request) => {
+    const { userId } = await sessions.require(request);
+    return { object: 'list', data: renderMemberships(await deps.storage.members.accountsOf(userId)) };
+  });
+
+  scope.post('/api/session/account', { schema: { body: SwitchAccount } }, async (request) => {
+    await sessions.switchAccount(request, request.body.account_id);
+    const { accountId, role } = await sessions.require(request);
+    return { object: 'session', account_id: accountId, role, capabilities: capabilitiesOf(role) };
+  });
+
   scope.post('/api/signout', async (request, reply) => {
     await sessions.end(request, reply);
     return reply.code(204).send();
   });
+}
+
+const SwitchAccount = Type.Object(
+  { account_id: Type.String({ minLength: 1, maxLength: 100 }) },
+  { additionalProperties: false },
+);
+
+function renderMemberships(memberships: Membership[]): Array<Record<string, unknown>> {
+  return memberships.map((m) => ({ account_id: m.accountId, email: m.email, role: m.role }));
 }
 
 /** Sign-in answers a malformed email like an unknown one. */

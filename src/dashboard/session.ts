@@ -108,6 +108,15 @@ export class Sessions {
     return csrfToken;
   }
 
+  /** Points the signed-in user's session at another of its accounts (403 when not a member of it). */
+  async switchAccount(request: FastifyRequest, accountId: string): Promise<void> {
+    const signedIn = await this.require(request);
+    const role = await this.storage.members.role(accountId, signedIn.userId);
+    if (!role) throw refused('You are not a member of that account');
+    await this.storage.users.switchSessionAccount(signedIn.tokenHash, accountId);
+    this.seen.set(request, { ...signedIn, accountId, role });
+  }
+
   async end(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const signedIn = await this.current(request);
     if (signedIn) await this.storage.users.deleteSession(signedIn.tokenHash);

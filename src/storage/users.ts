@@ -219,6 +219,21 @@ export class UserStore {
     );
   }
 
+  /** The person's email (one user per email). */
+  async emailOf(userId: string): Promise<string | undefined> {
+    const row = await this.db.selectFrom('users').select('email').where('id', '=', userId).executeTakeFirst();
+    return row?.email;
+  }
+
+  /** Points the session at another account (the caller checked the user is a member of it). */
+  async switchSessionAccount(tokenHash: string, accountId: string): Promise<void> {
+    await this.db
+      .updateTable('dashboard_sessions')
+      .set({ account_id: accountId })
+      .where('token_hash', '=', tokenHash)
+      .execute();
+  }
+
   async deleteSession(tokenHash: string): Promise<void> {
     await this.db.deleteFrom('dashboard_sessions').where('token_hash', '=', tokenHash).execute();
   }

@@ -23,6 +23,8 @@ const KEYS: readonly Role[] = ['owner', 'admin', 'member'];
 /** `METHOD /api/path` -> who may use it, and the body sent (chosen to reach the guard, not the validation). */
 const ROUTES: Record<string, { access: Access; body?: unknown }> = {
   'GET /api/session': { access: 'public' },
+  'GET /api/accounts': { access: ALL },
+  'POST /api/session/account': { access: ALL, body: { account_id: 'acct_nothing_here' } },
   'POST /api/signin': { access: 'public' },
   'POST /api/signup': { access: 'public' },
   'POST /api/signout': { access: 'public' },
