@@ -17,6 +17,46 @@ export class MemberStore {
     return row?.role;
   }
 
+  /** The account's members with their emails, oldest first. */
+  async list(accountId: string): Promise<MemberRow[]> {
+    const rows = await this.db
+      .selectFrom('members')
+      .innerJoin('users', 'users.id', 'members.user_id')
+      .select(['members.user_id', 'users.email', 'members.role', 'members.created_at'])
+      .where('members.account_id', '=', accountId)
+      .orderBy('members.created_at')
+      .orderBy('members.user_id')
+      .execute();
+    return rows.map((r) => ({ userId: r.user_id, email: r.email, role: r.role, joinedAt: Number(r.created_at) }));
+  }
+
+  /**
+   * The account's owners. `lock` (PostgreSQL) holds their rows until the transaction ends, so two changes that
+   * each leave one owner cannot both pass the last-owner check; SQLite runs one writer at a time already.
+   */
+  async owners(accountId: string, lock: boolean): Promise<string[]> {
+    let query = this.db
+      .selectFrom('members')
+      .select('user_id')
+      .where('account_id', '=', accountId)
+      .where('role', '=', 'owner');
+    if (lock) query = query.forUpdate();
+    return (await query.execute()).map((r) => r.user_id);
+  }
+
+  async setRole(accountId: string, userId: string, role: Role): Promise<void> {
+    await this.db
+      .updateTable('members')
+      .set({ role })
+      .where('account_id', '=', accountId)
+      .where('user_id', '=', userId)
+      .execute();
+  }
+
+  async remove(accountId: string, userId: string): Promise<void> {
+    await this.db.deleteFrom('members').where('account_id', '=', accountId).where('user_id', '=', userId).execute();
+  }
+
   /** The accounts the user belongs to, the ones it owns first, then oldest membership first. */
   async accountsOf(userId: string): Promise<Membership[]> {
     const rows = await this.db
@@ -37,4 +77,11 @@ export interface Membership {
   /** The account's email (its owner's at sign-up). */
   email: string;
   role: Role;
+}
+
+export interface MemberRow {
+  userId: string;
+  email: string;
+  role: Role;
+  joinedAt: number;
 }

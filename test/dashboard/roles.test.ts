@@ -14,7 +14,8 @@ import { startGateway, type TestGateway } from '../support/gateway.js';
 import { DashboardClient, uniqueEmail } from './client.js';
 import { addMember, sessionAs } from './team.js';
 
-type Access = 'public' | readonly Role[];
+/** `self`: any member, about itself (leaving), tested in members.test.ts: it would end the session's membership. */
+type Access = 'public' | 'self' | readonly Role[];
 const ALL: readonly Role[] = ['owner', 'admin', 'member', 'billing'];
 const MANAGERS: readonly Role[] = ['owner', 'admin'];
 const BILLING: readonly Role[] = ['owner', 'billing'];
@@ -40,6 +41,10 @@ const ROUTES: Record<string, { access: Access; body?: unknown }> = {
   'PATCH /api/keys/:id': { access: KEYS, body: { name: 'renamed' } },
   'POST /api/keys/:id/revoke': { access: KEYS },
   'PATCH /api/settings': { access: MANAGERS, body: { low_balance_thresholds: [] } },
+  'GET /api/members': { access: MANAGERS },
+  'PATCH /api/members/:user_id': { access: MANAGERS, body: { role: 'member' } },
+  'DELETE /api/members/:user_id': { access: MANAGERS },
+  'POST /api/members/leave': { access: 'self' },
   'GET /api/purchasing': { access: BILLING },
   'GET /api/purchases': { access: BILLING },
   'POST /api/purchases': { access: BILLING, body: {} },
@@ -100,9 +105,9 @@ describeEach(DIALECTS)('dashboard routes per role on %s', (dialect) => {
       const outcome: Record<string, 'allowed' | 'refused'> = {};
       const expected: Record<string, 'allowed' | 'refused'> = {};
       for (const [route, { access, body }] of Object.entries(ROUTES)) {
-        if (access === 'public') continue;
+        if (access === 'public' || access === 'self') continue;
         const [method, path] = route.split(' ') as [string, string];
-        const url = path.replace(/^\/api/, '').replaceAll(':id', 'nothing_here');
+        const url = path.replace(/^\/api/, '').replace(/:\w+/g, 'nothing_here');
         const response = await clients.get(role)!.request(method, url, body);
         expect(response.status, `${role} ${route}`).not.toBe(500);
         outcome[route] = roleRefusal(response) ? 'refused' : 'allowed';
