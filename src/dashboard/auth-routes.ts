@@ -7,6 +7,7 @@ import { GatewayError } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
 import { typed } from '../http/routes/typed.js';
 import type { Membership } from '../storage/members.js';
+import { userIdOf } from '../storage/index.js';
 import { PASSWORD_MAX, verifyNothing, verifyPassword } from './passwords.js';
 import type { Sessions } from './session.js';
 
@@ -88,8 +89,15 @@ export function authRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessi
         message: 'Confirm your email first: follow the link we sent you (sign up again for a new one)',
       });
     }
-    const csrfToken = await sessions.start(request, reply, account.id);
-    return { signed_in: true, email: account.email, account_id: account.id, csrf_token: csrfToken };
+    // The session looks at the user's first account: one it owns, else the oldest membership.
+    const userId = userIdOf(account.id);
+    const [first] = await deps.storage.members.accountsOf(userId);
+    if (!first)
+      throw new GatewayError('permission_denied', {
+        message: 'You are no longer a member of any account: ask an owner or admin to invite you again',
+      });
+    const csrfToken = await sessions.start(request, reply, first.accountId, userId);
+    return { signed_in: true, email: account.email, account_id: first.accountId, csrf_token: csrfToken };
   });
 
   /** The accounts the signed-in user belongs to, for the account switcher. */

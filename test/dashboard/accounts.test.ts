@@ -70,4 +70,25 @@ describeEach(DIALECTS)('account switcher on %s', (dialect) => {
     expect([missing.status, missing.body.error.param]).toEqual([400, 'account_id']);
     expect((await client.request('GET', '/session')).body.account.id).toBe(person.accountId);
   });
+
+  test('a user who left its own account signs in to the team; with no account left, sign-in is refused', async () => {
+    const email = uniqueEmail('wanderer');
+    const own = new DashboardClient(gateway.url);
+    const ownAccount = (await own.signUp(email, person.password)).body.account_id;
+    const userId = ownAccount.replace(/^acct_/, 'usr_');
+    await addMember(gateway, ownAccount, team.accountId.replace(/^acct_/, 'usr_'), 'owner');
+    await addMember(gateway, team.accountId, userId, 'member');
+    expect((await own.request('POST', '/members/leave')).status).toBe(200);
+    const signedIn = await new DashboardClient(gateway.url).signIn(email, person.password);
+    expect([signedIn.status, signedIn.body.account_id]).toEqual([200, team.accountId]);
+    // The team removes it (as the team's owner would): no account left.
+    const owner = new DashboardClient(gateway.url);
+    await owner.signIn(team.email, 'correct horse battery');
+    expect((await owner.request('DELETE', `/members/${userId}`)).status).toBe(200);
+    const refused = await new DashboardClient(gateway.url).signIn(email, person.password);
+    expect([refused.status, refused.body.error.message]).toEqual([
+      403,
+      'You are no longer a member of any account: ask an owner or admin to invite you again',
+    ]);
+  });
 });
