@@ -59,6 +59,10 @@ export interface SessionInfo {
   signup_credit?: number;
   /** Sign-up sends an email link that must be followed before the account can be used (SMTP configured). */
   verification_required?: boolean;
+  /** Signed in: what the user's role in the current account may use, and the accounts it belongs to. */
+  role?: string;
+  capabilities?: string[];
+  accounts?: Array<{ account_id: string; email: string; role: string }>;
 }
 
 export interface ApiKey {

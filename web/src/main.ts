@@ -26,12 +26,21 @@ const PAGES: Record<string, Route> = {
   '/models': { title: 'Models', page: modelsPage },
   '/webhooks': { title: 'Webhooks', page: webhooksPage },
 };
+/** Each entry with the capability it needs (src/auth/roles.ts); the nav shows what the role may use. */
 const NAV = [
-  ['/keys', 'API Keys'],
-  ['/credits', 'Credits & usage'],
-  ['/models', 'Models'],
-  ['/webhooks', 'Webhooks'],
+  ['/keys', 'API Keys', 'own_keys'],
+  ['/credits', 'Credits & usage', 'usage'],
+  ['/models', 'Models', 'usage'],
+  ['/webhooks', 'Webhooks', 'webhooks'],
 ] as const;
+const allowed = (capability: string) => app.session.capabilities?.includes(capability) ?? true;
+
+/** Points the session at another of the user's accounts and redraws the page with its data. */
+async function switchAccount(accountId: string): Promise<void> {
+  await api('POST', '/session/account', { account_id: accountId });
+  await refreshSession();
+  show();
+}
 
 const root = document.getElementById('app')!;
 let leave: (() => void) | void;
@@ -47,7 +56,8 @@ const app: App = {
     app.session = session;
     setCsrfToken(session.csrf_token);
     firstKey = key;
-    app.navigate('/keys');
+    // The full session (role, capabilities, accounts) before the shell is drawn.
+    void refreshSession().finally(() => app.navigate('/keys'));
   },
   takeFirstKey() {
     const key = firstKey;
@@ -110,8 +120,25 @@ function shell(path: string) {
       <a class="brand" href=${BASE + '/keys'}>tollgate</a>
       ${
         app.session.signed_in
-          ? html`<nav aria-label="Main">${NAV.map(([to, label]) => link(to, label))}</nav>
+          ? html`<nav aria-label="Main">
+                ${NAV.filter(([, , need]) => allowed(need)).map(([to, label]) => link(to, label))}
+              </nav>
               <div class="user">
+                ${
+                  (app.session.accounts?.length ?? 0) > 1
+                    ? html`<select
+                        aria-label="Account"
+                        @change=${(e: Event) => void switchAccount((e.target as HTMLSelectElement).value)}
+                      >
+                        ${app.session.accounts!.map(
+                          (a) =>
+                            html`<option value=${a.account_id} ?selected=${a.account_id === app.session.account_id}>
+                              ${a.email} (${a.role})
+                            </option>`,
+                        )}
+                      </select>`
+                    : null
+                }
                 <span class="email" title=${app.session.email ?? ''}>${app.session.email}</span>
                 <button type="button" class="secondary small" @click=${signOut}>Sign out</button>
               </div>`
