@@ -185,6 +185,11 @@ export class AdminService {
     return updated;
   }
 
+  /** Keys revoked in another change (a removed member's, in the removal's transaction): drop cached copies. */
+  async keysRevoked(accountId: string, keyIds: string[]): Promise<void> {
+    for (const keyId of keyIds) await this.hooks.onChange?.({ keyId, accountId });
+  }
+
   async revokeKey(keyId: string, author: KeyAuthor = operator()): Promise<KeyRecord> {
     const now = Date.now();
     const record = await this.storage.atomically(async (tx) => {

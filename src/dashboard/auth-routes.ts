@@ -7,7 +7,6 @@ import { GatewayError } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
 import { typed } from '../http/routes/typed.js';
 import type { Membership } from '../storage/members.js';
-import { userIdOf } from '../storage/index.js';
 import { PASSWORD_MAX, verifyNothing, verifyPassword } from './passwords.js';
 import type { Sessions } from './session.js';
 
@@ -80,24 +79,24 @@ export function authRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessi
     const { email, password } = request.body;
     const normalized = normalizedOrUndefined(email);
     await throttle(request, normalized ?? email);
-    const account = normalized === undefined ? undefined : await deps.storage.accounts.getByEmail(normalized);
-    const user = account && (await deps.storage.users.user(account.id));
-    const valid = account && user ? await verifyPassword(password, user.passwordHash) : await verifyNothing(password);
-    if (!account || !user || !valid) throw new GatewayError('invalid_credentials');
+    // A person signs in, not an account: invited members have no account of their own.
+    const user = normalized === undefined ? undefined : await deps.storage.users.byEmail(normalized);
+    const valid = user ? await verifyPassword(password, user.passwordHash) : await verifyNothing(password);
+    if (!user || !valid) throw new GatewayError('invalid_credentials');
     if (user.emailStatus === 'pending') {
       throw new GatewayError('permission_denied', {
         message: 'Confirm your email first: follow the link we sent you (sign up again for a new one)',
       });
     }
     // The session looks at the user's first account: one it owns, else the oldest membership.
-    const userId = userIdOf(account.id);
+    const userId = user.id;
     const [first] = await deps.storage.members.accountsOf(userId);
     if (!first)
       throw new GatewayError('permission_denied', {
         message: 'You are no longer a member of any account: ask an owner or admin to invite you again',
       });
     const csrfToken = await sessions.start(request, reply, first.accountId, userId);
-    return { signed_in: true, email: account.email, account_id: first.accountId, csrf_token: csrfToken };
+    return { signed_in: true, email: first.email, account_id: first.accountId, csrf_token: csrfToken };
   });
 
   /** The accounts the signed-in user belongs to, for the account switcher. */

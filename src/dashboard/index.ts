@@ -9,6 +9,7 @@ import { accountRoutes } from './account-routes.js';
 import { assetRoutes, loadBundle } from './assets.js';
 import { authRoutes } from './auth-routes.js';
 import { keyRoutes } from './key-routes.js';
+import { invitationRoutes } from './invitation-routes.js';
 import { memberRoutes } from './member-routes.js';
 import { purchaseRoutes } from './purchase-routes.js';
 import { reportRoutes } from './report-routes.js';
@@ -43,6 +44,7 @@ export function registerDashboard(server: FastifyInstance, deps: HttpDeps): void
       keyRoutes(scope, deps, sessions);
       webhookRoutes(scope, deps, sessions);
       memberRoutes(scope, deps, sessions);
+      invitationRoutes(scope, deps, sessions);
       purchaseRoutes(scope, deps, sessions);
       reportRoutes(scope, deps, sessions);
       assetRoutes(scope, bundle);

@@ -54,3 +54,20 @@ export function alreadyRegisteredMail(to: string, signInLink: string): Mail {
     ].join('\n'),
   };
 }
+
+export function invitationMail(to: string, link: string, accountEmail: string, role: string): Mail {
+  return {
+    to,
+    subject: 'You are invited to a tollgate account',
+    text: [
+      `You are invited to join the tollgate account of ${accountEmail} as ${role}.`,
+      '',
+      'Open this link to accept:',
+      '',
+      link,
+      '',
+      'The link works once, for 7 days. If you do not expect this, ignore this email.',
+      '',
+    ].join('\n'),
+  };
+}

@@ -44,10 +44,12 @@ export function memberRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
   /** Removes the member and revokes the keys it owns in this account. */
   async function removeMember(changes: Changes, request: FastifyRequest, user: SignedIn, userId: string) {
     const now = Date.now();
+    const revoked: string[] = [];
     await changes.members.remove(user.accountId, userId);
     for (const key of await changes.keys.listByAccount(user.accountId)) {
       if (key.ownerUserId !== userId || key.revokedAt !== null) continue;
       const after = (await changes.keys.revoke(key.id, now))!;
+      revoked.push(key.id);
       await changes.audit.record({
         accountId: user.accountId,
         actor: actor(request, user),
@@ -58,6 +60,7 @@ export function memberRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
         at: now,
       });
     }
+    return revoked;
   }
 
   scope.get('/api/members', async (request) => {
@@ -102,12 +105,12 @@ export function memberRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
   scope.delete('/api/members/:user_id', { schema: { params: UserParams } }, async (request) => {
     const user = await sessions.require(request, 'members');
     const { user_id: userId } = request.params;
-    await deps.storage.atomically(async (changes) => {
+    const revoked = await deps.storage.atomically(async (changes) => {
       const member = await memberOf(changes, user.accountId, userId);
       if (member.role === 'owner' && user.role !== 'owner')
         throw new GatewayError('permission_denied', { message: 'Only an owner may remove an owner' });
       if (member.role === 'owner') await keepAnOwner(changes, user.accountId, userId);
-      await removeMember(changes, request, user, userId);
+      const keyIds = await removeMember(changes, request, user, userId);
       await changes.audit.record({
         accountId: user.accountId,
         actor: actor(request, user),
@@ -116,17 +119,19 @@ export function memberRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
         before: { email: member.email, role: member.role },
         after: null,
       });
+      return keyIds;
     });
+    await deps.admin.keysRevoked(user.accountId, revoked);
     return { object: 'member', user_id: userId, deleted: true };
   });
 
   /** Any member may leave (the last owner excepted); its keys in the account are revoked. */
-  scope.post('/api/members/leave', async (request) => {
+  scope.post('/api/members/leave', async (request, reply) => {
     const user = await sessions.require(request);
-    await deps.storage.atomically(async (changes) => {
+    const revoked = await deps.storage.atomically(async (changes) => {
       const member = await memberOf(changes, user.accountId, user.userId);
       if (member.role === 'owner') await keepAnOwner(changes, user.accountId, user.userId);
-      await removeMember(changes, request, user, user.userId);
+      const keyIds = await removeMember(changes, request, user, user.userId);
       await changes.audit.record({
         accountId: user.accountId,
         actor: actor(request, user),
@@ -135,7 +140,13 @@ export function memberRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
         before: { email: member.email, role: member.role },
         after: null,
       });
+      return keyIds;
     });
-    return { object: 'member', user_id: user.userId, deleted: true };
+    await deps.admin.keysRevoked(user.accountId, revoked);
+    // The session moves to another account of the user, or ends.
+    const [next] = await deps.storage.members.accountsOf(user.userId);
+    if (next) await sessions.switchAccount(request, next.accountId);
+    else await sessions.end(request, reply);
+    return { object: 'member', user_id: user.userId, deleted: true, account_id: next?.accountId ?? null };
   });
 }

@@ -13,6 +13,7 @@ import { IdempotencyStore } from './idempotency.js';
 import { KeyStore } from './keys.js';
 import { LedgerStore } from './ledger.js';
 import { PgWriter } from './pg-writer.js';
+import { InvitationStore } from './invitations.js';
 import { MemberStore } from './members.js';
 import { MetaStore } from './meta.js';
 import { SqliteCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './sqlite-checkpointer.js';
@@ -77,6 +78,7 @@ export { encodeSettings } from './accounts.js';
 export { newId, storedJson } from './values.js';
 export { userIdOf } from './users.js';
 export type { MemberStore } from './members.js';
+export type { Invitation, InvitationStore } from './invitations.js';
 export { isStorageUnavailable } from './unavailable.js';
 export { JournalInUseError } from './sqlite-journal.js';
 
@@ -92,6 +94,7 @@ export interface Changes {
   readonly keys: KeyStore;
   readonly users: UserStore;
   readonly members: MemberStore;
+  readonly invitations: InvitationStore;
   readonly webhooks: WebhookStore;
   readonly audit: AuditStore;
 }
@@ -109,6 +112,8 @@ export interface Storage {
   readonly users: UserStore;
   /** Who belongs to which account, with which role. */
   readonly members: MemberStore;
+  /** Invitations to join an account. */
+  readonly invitations: InvitationStore;
   /** Webhook registrations and the delivery outbox. */
   readonly webhooks: WebhookStore;
   /** Idempotency keys of chat requests and their first answers. */
@@ -208,6 +213,7 @@ export async function openStorage(options: OpenOptions): Promise<Storage> {
     meta: new MetaStore(db),
     users: new UserStore(db),
     members: new MemberStore(db),
+    invitations: new InvitationStore(db),
     webhooks: new WebhookStore(db, dialect),
     idempotency: new IdempotencyStore(db),
     purchases: new PurchaseStore(db),
@@ -257,6 +263,7 @@ function changesOver(db: Kysely<Database>, dialect: Dialect): Changes {
     keys: new KeyStore(db),
     users: new UserStore(db),
     members: new MemberStore(db),
+    invitations: new InvitationStore(db),
     webhooks: new WebhookStore(db, dialect),
     audit: new AuditStore(db),
   };

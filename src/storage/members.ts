@@ -53,6 +53,16 @@ export class MemberStore {
       .execute();
   }
 
+  /** Adds the user to the account with `role`; false (nothing changes) when it already is a member. */
+  async add(accountId: string, userId: string, role: Role, at: number): Promise<boolean> {
+    const result = await this.db
+      .insertInto('members')
+      .values({ account_id: accountId, user_id: userId, role, created_at: at })
+      .onConflict((oc) => oc.columns(['account_id', 'user_id']).doNothing())
+      .executeTakeFirst();
+    return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  }
+
   async remove(accountId: string, userId: string): Promise<void> {
     await this.db.deleteFrom('members').where('account_id', '=', accountId).where('user_id', '=', userId).execute();
   }

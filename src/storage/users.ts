@@ -11,6 +11,14 @@ export interface DashboardUser {
   emailStatus: EmailStatus;
 }
 
+/** A `users` row: one person, who may belong to several accounts. */
+export interface Person {
+  id: string;
+  email: string;
+  passwordHash: string;
+  emailStatus: EmailStatus;
+}
+
 export interface EmailVerification {
   tokenHash: string;
   accountId: string;
@@ -217,6 +225,30 @@ export class UserStore {
         expiresAt: num(row.expires_at),
       }
     );
+  }
+
+  /** The person with this (normalised) email, for sign-in and invitations. */
+  async byEmail(email: string): Promise<Person | undefined> {
+    const row = await this.db
+      .selectFrom('users')
+      .select(['id', 'email', 'password_hash', 'email_status'])
+      .where('email', '=', email)
+      .executeTakeFirst();
+    return row && { id: row.id, email: row.email, passwordHash: row.password_hash, emailStatus: row.email_status };
+  }
+
+  /** A person who joins by invitation (no account of their own). */
+  async insertPerson(person: Person, at: number): Promise<void> {
+    await this.db
+      .insertInto('users')
+      .values({
+        id: person.id,
+        email: person.email,
+        password_hash: person.passwordHash,
+        email_status: person.emailStatus,
+        created_at: at,
+      })
+      .execute();
   }
 
   /** The person's email (one user per email). */

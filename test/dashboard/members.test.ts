@@ -110,11 +110,13 @@ describeEach(DIALECTS)('dashboard members on %s', (dialect) => {
     expect((await audit('key.revoke')).map((e) => e.target)).toContain(made.body.id);
   });
 
-  test('a member leaves; its session in the account ends', async () => {
+  test('a member leaves; its session moves to its own account', async () => {
     await join('leaver', 'billing');
     const left = await as('leaver').request('POST', '/members/leave');
     expect([left.status, left.body.deleted]).toEqual([200, true]);
-    expect((await as('leaver').request('GET', '/overview')).status).toBe(401);
+    const session = await as('leaver').request('GET', '/session');
+    expect(session.body.account_id).not.toBe(accountId);
+    expect(session.body.accounts.map((a: { account_id: string }) => a.account_id)).not.toContain(accountId);
     expect(await audit('member.leave')).toContainEqual(
       expect.objectContaining({ actor: id('leaver'), target: id('leaver'), after: null }),
     );
