@@ -115,6 +115,14 @@ export function signupRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
     if (weakness) throw invalidRequest(weakness, 'password');
     await limitPerAddress(request);
     const passwordHash = await hashPassword(body.password);
+    // A person who joined by invitation signs in with that email; they have no account of their own to open here.
+    const invited = !(await deps.storage.accounts.getByEmail(email)) && (await users.byEmail(email));
+    if (invited && !mailer) throw invalidRequest(`${email} is already registered: sign in instead`, 'email');
+    if (invited && mailer) {
+      sendLater(request, mailer, alreadyRegisteredMail(email, `${base}/dashboard/signin`));
+      reply.code(202);
+      return CHECK_YOUR_EMAIL;
+    }
 
     if (!mailer) {
       const account = await deps.admin.openAccount({ email }, { grant: false });

@@ -51,6 +51,9 @@ describeEach(DIALECTS)('dashboard invitations on %s', (dialect) => {
     expect(members.body.data).toContainEqual(expect.objectContaining({ email, role: 'member' }));
     expect((await owner.request('GET', '/members/invitations')).body.data).toEqual([]);
 
+    const signUp = await new DashboardClient(gateway.url).signUp(email, 'another long secret');
+    expect([signUp.status, signUp.body.error.param]).toEqual([400, 'email']);
+
     const later = new DashboardClient(gateway.url);
     const signedIn = await later.signIn(email, 'a long enough secret');
     expect([signedIn.status, signedIn.body.account_id]).toEqual([200, accountId]);
