@@ -63,6 +63,8 @@ export interface SessionInfo {
   role?: string;
   capabilities?: string[];
   accounts?: Array<{ account_id: string; email: string; role: string }>;
+  /** Signed in: the person (an account may have several). */
+  user?: { id: string; email: string };
 }
 
 export interface ApiKey {

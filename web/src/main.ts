@@ -3,7 +3,9 @@ import { api, setCsrfToken, whenSignedOut, type ApiKey, type SessionInfo } from 
 import type { App, Page } from './app.js';
 import { authPage } from './pages/auth.js';
 import { creditsPage } from './pages/credits.js';
+import { invitePage } from './pages/invite.js';
 import { keysPage } from './pages/keys.js';
+import { membersPage } from './pages/members.js';
 import { modelsPage } from './pages/models.js';
 import { requestPage } from './pages/request.js';
 import { verifyPage } from './pages/verify.js';
@@ -14,6 +16,8 @@ interface Route {
   title: string;
   page: Page;
   public?: boolean;
+  /** Open signed in or out (an invitation link). */
+  any?: boolean;
   /** The main navigation's entry this page belongs under, when not its own path. */
   nav?: string;
 }
@@ -25,6 +29,8 @@ const PAGES: Record<string, Route> = {
   '/credits': { title: 'Credits & usage', page: creditsPage },
   '/models': { title: 'Models', page: modelsPage },
   '/webhooks': { title: 'Webhooks', page: webhooksPage },
+  '/members': { title: 'Members', page: membersPage },
+  '/invite': { title: 'Join an account', page: invitePage, any: true },
 };
 /** Each entry with the capability it needs (src/auth/roles.ts); the nav shows what the role may use. */
 const NAV = [
@@ -32,8 +38,11 @@ const NAV = [
   ['/credits', 'Credits & usage', 'usage'],
   ['/models', 'Models', 'usage'],
   ['/webhooks', 'Webhooks', 'webhooks'],
+  ['/members', 'Members', 'members'],
 ] as const;
 const allowed = (capability: string) => app.session.capabilities?.includes(capability) ?? true;
+/** The first page the role may use (a billing member has no keys page). */
+const home = () => NAV.find(([, , need]) => allowed(need))?.[0] ?? '/members';
 
 /** Points the session at another of the user's accounts and redraws the page with its data. */
 async function switchAccount(accountId: string): Promise<void> {
@@ -57,7 +66,7 @@ const app: App = {
     setCsrfToken(session.csrf_token);
     firstKey = key;
     // The full session (role, capabilities, accounts) before the shell is drawn.
-    void refreshSession().finally(() => app.navigate('/keys'));
+    void refreshSession().finally(() => app.navigate(home()));
   },
   takeFirstKey() {
     const key = firstKey;
@@ -79,7 +88,7 @@ async function refreshSession(): Promise<void> {
 
 function currentPath(): string {
   const path = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length).replace(/\/$/, '') : '';
-  return path || '/keys';
+  return path || home();
 }
 
 /** A fixed page, or one request's detail (`/requests/<id>`, the id URL-encoded). */
@@ -97,11 +106,11 @@ function show(): void {
   let path = currentPath();
   let route = routeOf(path);
   if (!route) {
-    path = '/keys';
+    path = home();
     route = PAGES[path]!;
   }
-  if (!route.public && !app.session.signed_in) return app.navigate('/signin');
-  if (route.public && app.session.signed_in) return app.navigate('/keys');
+  if (!route.any && !route.public && !app.session.signed_in) return app.navigate('/signin');
+  if (!route.any && route.public && app.session.signed_in) return app.navigate(home());
   leave?.();
   document.title = `${route.title} · tollgate`;
   render(shell(route.nav ?? path), root);
