@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeEach } from '../support/backends.js';
 import { DIALECTS } from '../support/databases.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
+import { startMailbox, type Mailbox } from '../support/smtp.js';
 import { DashboardClient, uniqueEmail } from './client.js';
 
 describeEach(DIALECTS)('dashboard invitations on %s', (dialect) => {
@@ -122,5 +123,56 @@ describeEach(DIALECTS)('dashboard invitations on %s', (dialect) => {
     const ownerByAdmin = await admin.request('POST', '/members/invitations', { email, role: 'owner' });
     expect([ownerByAdmin.status, ownerByAdmin.body.error.message]).toEqual([403, 'Only an owner may invite an owner']);
     expect((await admin.request('POST', '/members/invitations', { email, role: 'member' })).status).toBe(201);
+  });
+});
+
+describeEach(DIALECTS)('dashboard invitations with SMTP on %s', (dialect) => {
+  let gateway: TestGateway;
+  let mailbox: Mailbox;
+  const linkIn = (text: string, page: string) => {
+    const match = new RegExp(`/dashboard/${page}#([A-Za-z0-9_-]{43})`).exec(text);
+    if (!match) throw new Error(`no ${page} link in:\n${text}`);
+    return match[1]!;
+  };
+
+  beforeAll(async () => {
+    mailbox = await startMailbox();
+    gateway = await startGateway({
+      dialect,
+      env: { SMTP_URL: mailbox.url, SMTP_FROM: 'tollgate <noreply@x.example>' },
+    });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await mailbox?.close();
+  });
+
+  test('the link is emailed, not shown; the new person joins with a verified email', async () => {
+    const ownerEmail = uniqueEmail('smtp-owner');
+    const owner = new DashboardClient(gateway.url);
+    expect((await owner.signUp(ownerEmail)).status).toBe(202);
+    await owner.request('GET', '/session');
+    const verified = await owner.request('POST', '/verify', {
+      token: linkIn((await mailbox.next(ownerEmail)).text, 'verify'),
+    });
+    expect(verified.body.signed_in).toBe(true);
+
+    const email = uniqueEmail('smtp-guest');
+    const invited = await owner.request('POST', '/members/invitations', { email, role: 'billing' });
+    expect(invited.status, JSON.stringify(invited.body)).toBe(201);
+    expect(invited.body.link).toBeUndefined();
+    const mail = await mailbox.next(email);
+    expect(mail.text).toContain(`join the tollgate account of ${ownerEmail} as billing`);
+
+    const guest = new DashboardClient(gateway.url);
+    await guest.request('GET', '/session');
+    const accepted = await guest.request('POST', '/invitations/accept', {
+      token: linkIn(mail.text, 'invite'),
+      password: 'a long enough secret',
+    });
+    expect([accepted.status, accepted.body.role]).toEqual([200, 'billing']);
+    expect((await gateway.app.storage.users.byEmail(email))?.emailStatus).toBe('verified');
+    const again = await new DashboardClient(gateway.url).signIn(email, 'a long enough secret');
+    expect([again.status, again.body.account_id]).toEqual([200, verified.body.account_id]);
   });
 });
