@@ -122,14 +122,6 @@ export interface InvoicesTable {
   created_at: Big;
 }
 
-export interface DashboardUsersTable {
-  account_id: string;
-  password_hash: string;
-  created_at: Big;
-  /** Defaults to 'unverified' (migration 005). */
-  email_status: ColumnType<EmailStatus, EmailStatus | undefined, EmailStatus>;
-}
-
 export interface EmailVerificationsTable {
   token_hash: string;
   account_id: string;
@@ -248,7 +240,6 @@ export interface Database {
   usage_daily: UsageDailyTable;
   usage_daily_keys: UsageDailyKeysTable;
   invoices: InvoicesTable;
-  dashboard_users: DashboardUsersTable;
   users: UsersTable;
   members: MembersTable;
   invitations: InvitationsTable;

@@ -35,20 +35,20 @@ export interface DashboardSession {
   expiresAt: number;
 }
 
-/** Dashboard sign-in: one password per account, and sessions keyed by the hash of their cookie token. */
+/**
+ * The people who sign in to the dashboard (`users`), their email verification, and sessions keyed by the hash of
+ * their cookie token. A person who signed up has the user made for its own account (`userIdOf`).
+ */
 export class UserStore {
   constructor(private readonly db: Kysely<Database>) {}
 
+  /** The person signing up for `accountId` (its email), owner of that account. */
   async insert(
     accountId: string,
     passwordHash: string,
     at: number,
     emailStatus: EmailStatus = 'unverified',
   ): Promise<void> {
-    await this.db
-      .insertInto('dashboard_users')
-      .values({ account_id: accountId, password_hash: passwordHash, created_at: at, email_status: emailStatus })
-      .execute();
     const { email } = await this.db
       .selectFrom('accounts')
       .select('email')
@@ -69,11 +69,12 @@ export class UserStore {
     return (await this.user(accountId))?.passwordHash;
   }
 
+  /** The person made for `accountId` at its sign-up, if any. */
   async user(accountId: string): Promise<DashboardUser | undefined> {
     const row = await this.db
-      .selectFrom('dashboard_users')
+      .selectFrom('users')
       .select(['password_hash', 'email_status'])
-      .where('account_id', '=', accountId)
+      .where('id', '=', userIdOf(accountId))
       .executeTakeFirst();
     return row && { passwordHash: row.password_hash, emailStatus: row.email_status };
   }
@@ -122,17 +123,12 @@ export class UserStore {
    */
   async markVerified(accountId: string, passwordHash: string, now: number): Promise<boolean> {
     const result = await this.db
-      .updateTable('dashboard_users')
-      .set({ email_status: 'verified', password_hash: passwordHash })
-      .where('account_id', '=', accountId)
-      .where('email_status', '!=', 'verified')
-      .executeTakeFirst();
-    if (result.numUpdatedRows === 0n) return false;
-    await this.db
       .updateTable('users')
       .set({ email_status: 'verified', password_hash: passwordHash })
       .where('id', '=', userIdOf(accountId))
-      .execute();
+      .where('email_status', '!=', 'verified')
+      .executeTakeFirst();
+    if (result.numUpdatedRows === 0n) return false;
     await this.db.deleteFrom('dashboard_sessions').where('account_id', '=', accountId).execute();
     await this.db
       .updateTable('email_verifications')

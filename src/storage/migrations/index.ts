@@ -15,6 +15,7 @@ import { signupGrantMailboxes } from './013_signup_grant_mailboxes.js';
 import { paymentReversalsByPayment } from './014_payment_reversals_by_payment.js';
 import { requestDetail } from './015_request_detail.js';
 import { teams } from './016_teams.js';
+import { peopleOnly } from './017_people_only.js';
 
 /** Every migration by name, compiled in so `dist/` needs no migration folder at run time. */
 export const MIGRATIONS: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '014_payment_reversals_by_payment': paymentReversalsByPayment,
   '015_request_detail': requestDetail,
   '016_teams': teams,
+  '017_people_only': peopleOnly,
 };
