@@ -7,6 +7,7 @@
 import { VERSION } from '../config/index.js';
 import { ChatRequestSchema, CompletionRequestSchema, EmbeddingRequestSchema } from '../wire/index.js';
 import { adminPaths } from './openapi-admin-paths.js';
+import { auditPaths } from './openapi-audit-paths.js';
 import { plain, type Json } from './openapi-builder.js';
 import { keyPaths } from './openapi-key-paths.js';
 import { chatPaths, creditPaths, operationsPaths } from './openapi-paths.js';
@@ -43,6 +44,7 @@ export function openApiDocument(): Json {
       { name: 'usage', description: 'What each request cost: one request explained, usage exports, the calling key' },
       { name: 'webhooks' },
       { name: 'keys', description: "The account's keys, managed by its `management` and `full` keys" },
+      { name: 'audit', description: 'Who changed what in the account: the audit log' },
       { name: 'operations' },
       { name: 'admin' },
     ],
@@ -52,6 +54,7 @@ export function openApiDocument(): Json {
       ...usagePaths(),
       ...webhookPaths(),
       ...keyPaths(),
+      ...auditPaths(),
       ...operationsPaths(),
       ...adminPaths(),
     },

@@ -9,6 +9,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { CapabilitiesSchema, PricingSchema } from '../config/index.js';
 import { ADMIN_SCHEMAS } from './admin-schemas.js';
+import { AUDIT_SCHEMAS } from './audit-schemas.js';
 import { USAGE_SCHEMAS, UsagePeriodSchema } from './usage-schemas.js';
 import {
   AnthropicErrorSchema,
@@ -33,6 +34,7 @@ import {
 export { ChatCompletionChunkSchema, ChatCompletionSchema, UsageSchema };
 export * from './admin-schemas.js';
 export * from './usage-schemas.js';
+export * from './audit-schemas.js';
 
 export const ErrorSchema = Type.Object(
   {
@@ -292,5 +294,6 @@ export const RESPONSE_SCHEMAS = [
   ReadinessSchema,
   OpenApiDocumentSchema,
   ...USAGE_SCHEMAS,
+  ...AUDIT_SCHEMAS,
   ...ADMIN_SCHEMAS,
 ];

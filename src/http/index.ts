@@ -6,6 +6,7 @@ import { keyOfRequest } from './key-of-request.js';
 import { keyRoutes } from './routes/keys.js';
 import { adminRoutes } from './routes/admin.js';
 import { usageRoutes } from './routes/usage.js';
+import { auditRoutes } from './routes/audit.js';
 import { creditRoutes } from './routes/credits.js';
 import { generationRoutes } from './routes/generation.js';
 import { messagesRoutes } from './routes/messages.js';
@@ -40,6 +41,7 @@ export function buildHttpServer(options: ServerOptions, deps: HttpDeps): Fastify
   messagesRoutes(server, deps);
   creditRoutes(server, deps);
   usageRoutes(server, deps);
+  auditRoutes(server, deps);
   purchaseRoutes(server, deps, deps.payments);
   adminRoutes(server, deps, adminGuard);
   keyRoutes(server, deps);

@@ -373,6 +373,19 @@ describe('GET /v1/openapi.json', () => {
     expect(answerSchema('POST', '/v1/keys', 201)({ ...created, limit_reset: 'hourly' })).toBe(false);
   });
 
+  it('matches real /v1/audit answers: a page of entries, a refused limit', async () => {
+    const management = await gateway.key(accountId, { permissions: 'management' });
+    const as = (path: string) => call('GET', path, undefined, management.key);
+    for (const name of ['audited', 'audited too'])
+      await call('POST', '/v1/keys', { name, permissions: 'read_only' }, management.key);
+    const page = expectAnswer('GET', '/v1/audit', 200, await as('/v1/audit?limit=1'));
+    expect(page.data).toHaveLength(1);
+    expect(page.has_more).toBe(true);
+    expectMatches('AuditEntry', page.data[0]);
+    expectAnswer('GET', '/v1/audit', 400, await as('/v1/audit?limit=0'));
+    expect(answerSchema('GET', '/v1/audit', 200)({ ...page, has_more: 'yes' })).toBe(false);
+  });
+
   it('matches real admin answers by their operations: accounts, keys, credits, the ledger, purchases and refunds', async () => {
     const created = expectAnswer(
       'POST',

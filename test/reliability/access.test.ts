@@ -84,6 +84,9 @@ const ROUTES: Array<[string, string, unknown, Expect]> = [
   ['POST', '/v1/keys', { name: 'x', permissions: 'read_only' }, { ...KEYS, full: 201, test: 201, management: 201 }],
   ['POST', '/v1/keys', { permissions: 'management' }, { ...KEYS, full: 403, test: 403, management: 403 }],
   ['GET', '/v1/keys', undefined, KEYS],
+  // The audit log: full and management keys; a bad page size is a 400 only to those who may read it.
+  ['GET', '/v1/audit', undefined, { full: 200, test: 200, management: 200, readOnly: 403, project: 403 }],
+  ['GET', '/v1/audit?limit=101', undefined, { full: 400, test: 400, management: 400, readOnly: 403, project: 403 }],
   ['GET', '/v1/keys/key_nope', undefined, KEYS_MISSING],
   ['PATCH', '/v1/keys/key_nope', { name: 'x' }, KEYS_MISSING],
   ['DELETE', '/v1/keys/key_nope', undefined, KEYS_MISSING],
