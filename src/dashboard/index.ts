@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { HttpDeps } from '../http/index.js';
 import { accountRoutes } from './account-routes.js';
 import { assetRoutes, loadBundle } from './assets.js';
+import { auditRoutes } from './audit-routes.js';
 import { authRoutes } from './auth-routes.js';
 import { keyRoutes } from './key-routes.js';
 import { invitationRoutes } from './invitation-routes.js';
@@ -47,6 +48,7 @@ export function registerDashboard(server: FastifyInstance, deps: HttpDeps): void
       invitationRoutes(scope, deps, sessions);
       purchaseRoutes(scope, deps, sessions);
       reportRoutes(scope, deps, sessions);
+      auditRoutes(scope, deps, sessions);
       assetRoutes(scope, bundle);
     },
     { prefix: '/dashboard' },

@@ -36,6 +36,7 @@ const ROUTES: Record<string, { access: Access; body?: unknown }> = {
   'GET /api/ledger': { access: ALL },
   'GET /api/models': { access: ALL },
   'GET /api/generation': { access: ALL },
+  'GET /api/audit': { access: MANAGERS },
   'GET /api/keys': { access: KEYS },
   'POST /api/keys': { access: KEYS, body: { name: 'matrix', permissions: 'read_only' } },
   'PATCH /api/keys/:id': { access: KEYS, body: { name: 'renamed' } },
