@@ -1,6 +1,6 @@
 /** Who makes or changes a key, and the key as its audit entries show it: governance only, never the key or its hash. */
 import { usdString } from '../money/index.js';
-import type { Actor, KeyRecord, Permission } from '../storage/index.js';
+import type { AccountRecord, Actor, KeyRecord, Permission } from '../storage/index.js';
 
 export interface KeyAuthor {
   actor: Actor;
@@ -32,5 +32,23 @@ export function keyAuditView(key: KeyRecord): Record<string, unknown> {
     allowed_ips: key.allowedIps,
     owner_user_id: key.ownerUserId,
     revoked_at: iso(key.revokedAt),
+  };
+}
+
+/**
+ * An account change as the audit log keeps it: only the plan and the settings that changed, as they were and are
+ * (amounts in nano-USD, as decimal strings).
+ */
+export function accountChanges(
+  before: AccountRecord,
+  after: AccountRecord,
+): { before: Record<string, unknown>; after: Record<string, unknown> } {
+  const was: Record<string, unknown> = { plan: before.plan, ...before.settings };
+  const now: Record<string, unknown> = { plan: after.plan, ...after.settings };
+  const text = (value: unknown) => JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+  const changed = [...new Set([...Object.keys(was), ...Object.keys(now)])].filter((k) => text(was[k]) !== text(now[k]));
+  return {
+    before: Object.fromEntries(changed.map((k) => [k, was[k] ?? null])),
+    after: Object.fromEntries(changed.map((k) => [k, now[k] ?? null])),
   };
 }

@@ -28,7 +28,7 @@ import {
 } from '../storage/index.js';
 import { applyAutoRecharge, applyBilling, checkOwnAutoRecharge } from './recharge-settings.js';
 import type { AccountPatch, KeyPatch, NewKeyRequest } from './schemas.js';
-import { keyAuditView, operator, type KeyAuthor } from './key-audit.js';
+import { accountChanges, keyAuditView, operator, type KeyAuthor } from './key-audit.js';
 import { keyChangesOf } from './key-fields.js';
 import { MAX_BALANCE_NANO, usd } from './usd.js';
 
@@ -251,7 +251,13 @@ export class AdminService {
   }
 
   /** `selfServe`: the account's own user, with a saved payment method, turns auto-recharge on (charged by that processor). */
-  async updateAccount(accountId: string, patch: AccountPatch, selfServe?: string): Promise<AccountRecord> {
+  async updateAccount(
+    accountId: string,
+    patch: AccountPatch,
+    selfServe?: string,
+    author: KeyAuthor = operator(),
+    action = 'account.update',
+  ): Promise<AccountRecord> {
     const account = await this.requireAccount(accountId);
     if (patch.plan !== undefined) this.requirePlan(patch.plan);
     const settings: AccountSettings = { ...account.settings, autoRecharge: { ...account.settings.autoRecharge } };
@@ -273,16 +279,28 @@ export class AdminService {
       else
         settings.lowBalanceThresholdsNano = patch.low_balance_thresholds.map((t) => usd(t, 'low_balance_thresholds'));
     }
-    const updated = await this.storage.accounts.update(accountId, {
-      ...(patch.plan !== undefined ? { plan: patch.plan } : {}),
-      settings,
+    const updated = await this.storage.atomically(async (tx) => {
+      const after = (await tx.accounts.update(accountId, {
+        ...(patch.plan !== undefined ? { plan: patch.plan } : {}),
+        settings,
+      }))!;
+      const { before, after: changed } = accountChanges(account, after);
+      await tx.audit.record({
+        accountId,
+        actor: author.actor,
+        action,
+        target: { type: 'account', id: accountId },
+        before,
+        after: changed,
+      });
+      return after;
     });
     await this.hooks.onChange?.({ accountId });
-    return updated!;
+    return updated;
   }
 
   /** The account's own user's change: the operator's rules, and auto-recharge only where they may turn it on. */
-  async updateOwnSettings(accountId: string, patch: OwnSettingsPatch): Promise<AccountRecord> {
+  async updateOwnSettings(accountId: string, patch: OwnSettingsPatch, author: KeyAuthor): Promise<AccountRecord> {
     const account = await this.requireAccount(accountId);
     const saved = await hasSavedPaymentMethod(this.storage, accountId);
     checkOwnAutoRecharge(account.settings, patch.auto_recharge, this.processors, saved);
@@ -295,6 +313,8 @@ export class AdminService {
         ...(low_balance_thresholds !== undefined ? { low_balance_thresholds } : {}),
       },
       selfServe,
+      author,
+      'settings.update',
     );
   }
 

@@ -72,7 +72,9 @@ export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
       request,
       autoRecharge === undefined || Object.keys(rest).length > 0 ? 'settings' : 'billing',
     );
-    await deps.admin.updateOwnSettings(account.id, request.body);
+    const { userId } = await sessions.require(request);
+    const actor = { type: 'user' as const, id: userId, ip: request.ip };
+    await deps.admin.updateOwnSettings(account.id, request.body, { actor, ownerUserId: userId });
     const updated = (await deps.storage.accounts.get(account.id))!;
     return overview(deps.storage, deps.config, deps.processors, updated, deps.limitsFor(updated), 'live');
   });

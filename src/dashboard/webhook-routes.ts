@@ -23,9 +23,9 @@ function summary(delivery: DeliveryRecord): Record<string, unknown> {
 export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
   const scope = typed(app);
   async function owner(request: FastifyRequest) {
-    const { accountId } = await sessions.require(request, 'webhooks');
+    const { accountId, userId } = await sessions.require(request, 'webhooks');
     if (!deps.webhooks) throw new GatewayError('not_found', { message: 'Webhooks are not enabled on this gateway' });
-    return { accountId, webhooks: deps.webhooks };
+    return { accountId, webhooks: deps.webhooks, actor: { type: 'user' as const, id: userId, ip: request.ip } };
   }
   const params = { params: IdParams };
 
@@ -35,15 +35,15 @@ export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
   });
 
   scope.post('/api/webhooks', async (request, reply) => {
-    const { accountId, webhooks } = await owner(request);
-    const webhook = await webhooks.create(accountId, request.body);
+    const { accountId, webhooks, actor } = await owner(request);
+    const webhook = await webhooks.create(accountId, request.body, actor);
     // The only time the secret is shown, like POST /v1/webhooks.
     return reply.code(201).send({ ...renderWebhook(webhook), secret: webhook.secret });
   });
 
   scope.delete('/api/webhooks/:id', { schema: params }, async (request) => {
-    const { accountId, webhooks } = await owner(request);
-    await webhooks.delete(accountId, request.params.id);
+    const { accountId, webhooks, actor } = await owner(request);
+    await webhooks.delete(accountId, request.params.id, actor);
     return { id: request.params.id, object: 'webhook', deleted: true };
   });
 

@@ -171,10 +171,13 @@ export class WebhookStore {
 
   /** Removes the registration and its deliveries (pending ones are not sent). */
   async delete(id: string): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      await trx.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute();
-      await trx.deleteFrom('webhooks').where('id', '=', id).execute();
-    });
+    await this.db.transaction().execute(async (trx) => new WebhookStore(trx, this.dialect).deleteWithin(id));
+  }
+
+  /** `delete` without a transaction of its own: for a store of `Storage.atomically`, already in one. */
+  async deleteWithin(id: string): Promise<void> {
+    await this.db.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute();
+    await this.db.deleteFrom('webhooks').where('id', '=', id).execute();
   }
 
   async insertDeliveries(deliveries: readonly NewDelivery[]): Promise<void> {

@@ -4,6 +4,8 @@ import { plainJson } from '../money/index.js';
 import {
   newId,
   storedJson,
+  type Actor,
+  type Changes,
   type DeliveryRecord,
   type DeliveryStatus,
   type Storage,
@@ -60,7 +62,7 @@ export class WebhookService {
     return this.options.storage.webhooks;
   }
 
-  async create(accountId: string, body: unknown): Promise<WebhookRecord> {
+  async create(accountId: string, body: unknown, actor: Actor): Promise<WebhookRecord> {
     const input = parseCreate(body);
     await this.checkUrl(input.url);
     const now = Date.now();
@@ -77,7 +79,10 @@ export class WebhookService {
       createdAt: now,
       updatedAt: now,
     };
-    await this.store.create(record);
+    await this.options.storage.atomically(async (changes) => {
+      await changes.webhooks.create(record);
+      await audit(changes, actor, 'webhook.create', record.accountId, record.id, null, audited(record));
+    });
     await this.options.onChange();
     return record;
   }
@@ -93,19 +98,27 @@ export class WebhookService {
     return webhook;
   }
 
-  async update(accountId: string, id: string, body: unknown): Promise<WebhookRecord> {
+  async update(accountId: string, id: string, body: unknown, actor: Actor): Promise<WebhookRecord> {
     const current = await this.get(accountId, id);
     const input = parsePatch(body, current.retry);
     if (input.url) await this.checkUrl(input.url);
     const { url, ...rest } = input;
-    const updated = await this.store.update(id, { ...rest, ...(url ? { url: url.toString() } : {}) }, Date.now());
+    const changed = { ...rest, ...(url ? { url: url.toString() } : {}) };
+    const updated = await this.options.storage.atomically(async (changes) => {
+      const after = await changes.webhooks.update(id, changed, Date.now());
+      await audit(changes, actor, 'webhook.update', accountId, id, audited(current), after && audited(after));
+      return after;
+    });
     await this.options.onChange();
     return updated ?? current;
   }
 
-  async delete(accountId: string, id: string): Promise<void> {
-    await this.get(accountId, id);
-    await this.store.delete(id);
+  async delete(accountId: string, id: string, actor: Actor): Promise<void> {
+    const current = await this.get(accountId, id);
+    await this.options.storage.atomically(async (changes) => {
+      await changes.webhooks.deleteWithin(id);
+      await audit(changes, actor, 'webhook.delete', accountId, id, audited(current), null);
+    });
     await this.options.onChange();
   }
 
@@ -187,4 +200,28 @@ export class WebhookService {
       throw invalidRequest(`The webhook URL's host cannot be resolved: ${messageOf(error)}`, 'url');
     }
   }
+}
+
+/** A registration as the audit log keeps it: never the signing secret, and only the names of its extra headers. */
+function audited(webhook: WebhookRecord) {
+  return {
+    url: webhook.url,
+    events: webhook.events,
+    header_names: Object.keys(webhook.headers),
+    timeout: webhook.timeoutMs,
+    retry: webhook.retry,
+    description: webhook.description,
+  };
+}
+
+async function audit(
+  changes: Changes,
+  actor: Actor,
+  action: string,
+  accountId: string,
+  id: string,
+  before: unknown,
+  after: unknown,
+): Promise<void> {
+  await changes.audit.record({ accountId, actor, action, target: { type: 'webhook', id }, before, after });
 }

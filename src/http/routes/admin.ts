@@ -80,7 +80,7 @@ export function adminRoutes(server: FastifyInstance, deps: HttpDeps, guard: Admi
     });
 
     admin.patch('/admin/accounts/:id', { schema: { params: IdParams, body: PatchAccountSchema } }, async (request) => {
-      const account = await deps.admin.updateAccount(request.params.id, request.body);
+      const account = await deps.admin.updateAccount(request.params.id, request.body, undefined, operator(request.ip));
       return renderAccount(account, deps);
     });
 

@@ -53,10 +53,16 @@ export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, webhooks: We
   const server = typed(app);
   const account = async (request: FastifyRequest, reply: FastifyReply) =>
     (await admitRead(deps, request, reply, 'manage')).accountId;
+  /** The calling key's account and the key as the audit log's actor. */
+  const caller = async (request: FastifyRequest, reply: FastifyReply) => {
+    const key = await admitRead(deps, request, reply, 'manage');
+    return { accountId: key.accountId, actor: { type: 'key' as const, id: key.id, ip: request.ip } };
+  };
   const params = { params: IdParams };
 
   server.post('/v1/webhooks', async (request, reply) => {
-    const webhook = await webhooks.create(await account(request, reply), request.body);
+    const { accountId, actor } = await caller(request, reply);
+    const webhook = await webhooks.create(accountId, request.body, actor);
     // The only time the secret is shown.
     return reply.code(201).send({ ...renderWebhook(webhook), secret: webhook.secret });
   });
@@ -81,12 +87,14 @@ export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, webhooks: We
     renderWebhook(await webhooks.get(await account(request, reply), request.params.id)),
   );
 
-  server.patch('/v1/webhooks/:id', { schema: params }, async (request, reply) =>
-    renderWebhook(await webhooks.update(await account(request, reply), request.params.id, request.body)),
-  );
+  server.patch('/v1/webhooks/:id', { schema: params }, async (request, reply) => {
+    const { accountId, actor } = await caller(request, reply);
+    return renderWebhook(await webhooks.update(accountId, request.params.id, request.body, actor));
+  });
 
   server.delete('/v1/webhooks/:id', { schema: params }, async (request, reply) => {
-    await webhooks.delete(await account(request, reply), request.params.id);
+    const { accountId, actor } = await caller(request, reply);
+    await webhooks.delete(accountId, request.params.id, actor);
     return { id: request.params.id, object: 'webhook', deleted: true };
   });
 
