@@ -1,6 +1,7 @@
 import { html, render } from 'lit-html';
 import { api, setCsrfToken, whenSignedOut, type ApiKey, type SessionInfo } from './api.js';
 import type { App, Page } from './app.js';
+import { auditPage } from './pages/audit.js';
 import { authPage } from './pages/auth.js';
 import { creditsPage } from './pages/credits.js';
 import { invitePage } from './pages/invite.js';
@@ -30,6 +31,7 @@ const PAGES: Record<string, Route> = {
   '/models': { title: 'Models', page: modelsPage },
   '/webhooks': { title: 'Webhooks', page: webhooksPage },
   '/members': { title: 'Members', page: membersPage },
+  '/audit': { title: 'Audit log', page: auditPage },
   '/invite': { title: 'Join an account', page: invitePage, any: true },
 };
 /** Each entry with the capability it needs (src/auth/roles.ts); the nav shows what the role may use. */
@@ -39,6 +41,7 @@ const NAV = [
   ['/models', 'Models', 'usage'],
   ['/webhooks', 'Webhooks', 'webhooks'],
   ['/members', 'Members', 'members'],
+  ['/audit', 'Audit log', 'audit'],
 ] as const;
 const allowed = (capability: string) => app.session.capabilities?.includes(capability) ?? true;
 /** The first page the role may use (a billing member has no keys page). */
