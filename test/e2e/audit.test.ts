@@ -122,6 +122,15 @@ describeEach(CONFIGURATIONS)('the audit log on $name', ({ dialect, env }) => {
       after: { lowBalanceThresholdsNano: ['5000000000'] },
     });
     expect(entry.actor.email).toMatch(/^audit-owner/);
+    const byOperator = await gateway.admin('PATCH', `/admin/accounts/${accountId}`, { requests_per_minute: 77 });
+    expect(byOperator.status, JSON.stringify(byOperator.body)).toBe(200);
+    const [operatorEntry] = (await audit(full.key, '?action=account.update')).data;
+    expect(operatorEntry).toMatchObject({
+      actor: { type: 'operator', id: null, email: null },
+      ip: '127.0.0.1',
+      before: { requestsPerMinute: null },
+      after: { requestsPerMinute: 77 },
+    });
     const viaDashboard = await owner.request('GET', '/audit?action=settings.');
     expect(viaDashboard.status).toBe(200);
     expect(viaDashboard.body.data[0]).toEqual(entry);
