@@ -26,7 +26,7 @@ const STAGES: Array<{ name: string; needs: Array<'postgres' | 'redis'>; start: (
     needs: [],
     start: async () => {
       const gateway = await startGateway();
-      return { urls: [gateway.url], admin: gateway.admin, stop: () => gateway.close() };
+      return { urls: [gateway.url], admin: (m, p, b) => gateway.admin(m, p, b), stop: () => gateway.close() };
     },
   },
   {
@@ -52,7 +52,8 @@ const CASES = STAGES.map((s) => ({
 
 describeEach(CASES)('a team of four on $name', ({ start }) => {
   let stage: Stage;
-  const people = {} as Record<Role, { email: string; browser: DashboardClient; url: string }>;
+  const people: Partial<Record<Role, { email: string; browser: DashboardClient; url: string }>> = {};
+  const person = (role: Role) => people[role]!;
   let accountId = '';
   let ownerKey = '';
 
@@ -86,12 +87,12 @@ describeEach(CASES)('a team of four on $name', ({ start }) => {
   afterAll(() => stage?.stop());
 
   it('lists four members with their roles, one balance for all', async () => {
-    const listed = await people.admin.browser.request('GET', '/members');
+    const listed = await person('admin').browser.request('GET', '/members');
     expect(listed.status).toBe(200);
     const roles = Object.fromEntries(listed.body.data.map((m: { email: string; role: Role }) => [m.email, m.role]));
-    expect(roles).toEqual(Object.fromEntries(ROLES.map((role) => [people[role].email, role])));
+    expect(roles).toEqual(Object.fromEntries(ROLES.map((role) => [person(role).email, role])));
     for (const role of ROLES) {
-      const session = await people[role].browser.request('GET', '/session');
+      const session = await person(role).browser.request('GET', '/session');
       expect([role, session.body.account_id, session.body.role]).toEqual([role, accountId, role]);
     }
   });
@@ -110,7 +111,7 @@ describeEach(CASES)('a team of four on $name', ({ start }) => {
     ];
     for (const [method, path, body, allowed] of rules) {
       for (const role of ROLES) {
-        const answer = await people[role].browser.request(method, path, body);
+        const answer = await person(role).browser.request(method, path, body);
         const expected = allowed.includes(role) ? (method === 'POST' ? 201 : 200) : 403;
         expect([method, path, role, answer.status]).toEqual([method, path, role, expected]);
       }
@@ -118,51 +119,52 @@ describeEach(CASES)('a team of four on $name', ({ start }) => {
   });
 
   it('shares one balance: the member and the owner spend it, the billing person sees both debits', async () => {
-    const made = await people.member.browser.request('POST', '/keys', { name: 'mia app', permissions: 'project' });
+    const made = await person('member').browser.request('POST', '/keys', { name: 'mia app', permissions: 'project' });
     expect(made.status).toBe(201);
-    const before = (await people.billing.browser.request('GET', '/overview')).body;
+    const before = (await person('billing').browser.request('GET', '/overview')).body;
     const spend = async (key: string, url: string) => {
       const client = new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0 });
       const answer = await client.chat.completions.create(ask);
       return BigInt(Math.round((answer.usage as unknown as { cost: number }).cost * 1e9));
     };
-    const spent = (await spend(made.body.key, people.billing.url)) + (await spend(ownerKey, people.member.url));
+    const spent = (await spend(made.body.key, person('billing').url)) + (await spend(ownerKey, person('member').url));
     expect(spent).toBeGreaterThan(0n);
     // The charge is written moments after the answer.
     let after = before;
     for (let i = 0; i < 50 && after.balance.credits === before.balance.credits; i++) {
       await new Promise((resolve) => setTimeout(resolve, 100));
-      after = (await people.billing.browser.request('GET', '/overview')).body;
+      after = (await person('billing').browser.request('GET', '/overview')).body;
     }
     const nano = (usd: number) => BigInt(Math.round(usd * 1e9));
     expect(nano(before.balance.credits) - nano(after.balance.credits)).toBe(spent);
     // The member sees only its own keys; the admin sees them all.
-    const own = (await people.member.browser.request('GET', '/keys')).body.data;
-    expect(own.every((key: { owner: { email: string } | null }) => key.owner?.email === people.member.email)).toBe(
+    const own = (await person('member').browser.request('GET', '/keys')).body.data;
+    expect(own.every((key: { owner: { email: string } | null }) => key.owner?.email === person('member').email)).toBe(
       true,
     );
-    const all = (await people.admin.browser.request('GET', '/keys')).body.data;
+    const all = (await person('admin').browser.request('GET', '/keys')).body.data;
     expect(all.length).toBeGreaterThan(own.length);
   });
 
   it('keeps the last owner, and takes a demoted member its keys at once', async () => {
-    expect((await people.owner.browser.request('POST', '/members/leave')).status).toBe(400);
-    const members = (await people.owner.browser.request('GET', '/members')).body.data;
-    const id = (role: Role) => members.find((m: { email: string }) => m.email === people[role].email).user_id;
-    expect((await people.admin.browser.request('PATCH', `/members/${id('owner')}`, { role: 'member' })).status).toBe(
+    expect((await person('owner').browser.request('POST', '/members/leave')).status).toBe(400);
+    const members = (await person('owner').browser.request('GET', '/members')).body.data;
+    const id = (role: Role) => members.find((m: { email: string }) => m.email === person(role).email).user_id;
+    expect((await person('admin').browser.request('PATCH', `/members/${id('owner')}`, { role: 'member' })).status).toBe(
       403,
     );
-    expect((await people.owner.browser.request('PATCH', `/members/${id('owner')}`, { role: 'admin' })).status).toBe(
+    expect((await person('owner').browser.request('PATCH', `/members/${id('owner')}`, { role: 'admin' })).status).toBe(
       400,
     );
 
-    const key = (await people.member.browser.request('POST', '/keys', { name: 'short lived', permissions: 'project' }))
-      .body.key;
-    const client = new OpenAI({ apiKey: key, baseURL: `${people.owner.url}/v1`, maxRetries: 0 });
+    const key = (
+      await person('member').browser.request('POST', '/keys', { name: 'short lived', permissions: 'project' })
+    ).body.key;
+    const client = new OpenAI({ apiKey: key, baseURL: `${person('owner').url}/v1`, maxRetries: 0 });
     await client.chat.completions.create(ask);
-    expect((await people.owner.browser.request('PATCH', `/members/${id('member')}`, { role: 'billing' })).status).toBe(
-      200,
-    );
+    expect(
+      (await person('owner').browser.request('PATCH', `/members/${id('member')}`, { role: 'billing' })).status,
+    ).toBe(200);
     let refused: unknown;
     for (let i = 0; i < 40 && !refused; i++) {
       refused = await client.chat.completions.create(ask).then(
@@ -172,13 +174,13 @@ describeEach(CASES)('a team of four on $name', ({ start }) => {
       if (!refused) await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(refused).toBeInstanceOf(OpenAI.PermissionDeniedError);
-    expect((await people.owner.browser.request('DELETE', `/members/${id('billing')}`)).status).toBe(200);
+    expect((await person('owner').browser.request('DELETE', `/members/${id('billing')}`)).status).toBe(200);
     // Removed from its only account, its session opens nothing any more.
-    expect((await people.billing.browser.request('GET', '/overview')).status).toBe(401);
+    expect((await person('billing').browser.request('GET', '/overview')).status).toBe(401);
   });
 
   it('traces every change in the audit log: who, what, from where', async () => {
-    const answer = await apiCall(`${people.owner.url}/v1`, ownerKey, 'GET', '/audit?limit=100');
+    const answer = await apiCall(`${person('owner').url}/v1`, ownerKey, 'GET', '/audit?limit=100');
     expect(answer.status, answer.text).toBe(200);
     const entries: Array<{ action: string; actor: { type: string; email: string | null }; ip: string | null }> =
       answer.body.data;
@@ -189,11 +191,11 @@ describeEach(CASES)('a team of four on $name', ({ start }) => {
     expect(count('member.remove')).toBe(1);
     expect(count('settings.update')).toBe(2);
     expect(count('key.create')).toBeGreaterThanOrEqual(6);
-    const byMember = entries.find((e) => e.action === 'key.create' && e.actor.email === people.member.email);
+    const byMember = entries.find((e) => e.action === 'key.create' && e.actor.email === person('member').email);
     expect(byMember).toMatchObject({ actor: { type: 'user' } });
     for (const entry of entries.filter((e) => e.actor.type === 'user')) expect(entry.ip).toMatch(/127\.0\.0\.1/);
     // A project key cannot read it.
-    const made = await people.owner.browser.request('POST', '/keys', { name: 'reader', permissions: 'project' });
-    expect((await apiCall(`${people.owner.url}/v1`, made.body.key, 'GET', '/audit')).status).toBe(403);
+    const made = await person('owner').browser.request('POST', '/keys', { name: 'reader', permissions: 'project' });
+    expect((await apiCall(`${person('owner').url}/v1`, made.body.key, 'GET', '/audit')).status).toBe(403);
   });
 });
