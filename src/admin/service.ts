@@ -25,6 +25,7 @@ import {
   type KeyRecord,
   type Permission,
   type Storage,
+  type Actor,
 } from '../storage/index.js';
 import { applyAutoRecharge, applyBilling, checkOwnAutoRecharge } from './recharge-settings.js';
 import type { AccountPatch, KeyPatch, NewKeyRequest } from './schemas.js';
@@ -222,10 +223,12 @@ export class AdminService {
   }
 
   /** A top-up (positive) or a correction (negative, never taking the balance below zero). */
+  /** `actor`: the operator over the admin API (with the client's address) or the CLI; recorded as `credits.add`. */
   async addCredits(
     accountId: string,
     amountUsd: number | string,
     note?: string,
+    actor: Actor = operator().actor,
   ): Promise<{ appliedNano: Nano; balanceNano: Nano }> {
     const amount = usd(amountUsd, 'amount', true);
     if (amount === 0n) throw invalidRequest('amount must not be zero', 'amount');
@@ -236,9 +239,17 @@ export class AdminService {
         'amount',
       );
     }
+    const kind = amount > 0n ? 'topup' : 'correction';
     const result = await this.storage.ledger.commit({
-      entries: [
-        { accountId, kind: amount > 0n ? 'topup' : 'correction', amountNano: amount, ...(note ? { note } : {}) },
+      entries: [{ accountId, kind, amountNano: amount, ...(note ? { note } : {}) }],
+      audit: [
+        {
+          accountId,
+          actor,
+          action: 'credits.add',
+          target: { type: 'account', id: accountId },
+          after: { kind, amount: usdString(amount), ...(note ? { note } : {}) },
+        },
       ],
     });
     await this.hooks.onChange?.({ accountId });

@@ -1,4 +1,5 @@
 /** What `tollgate credits …` does (the commands and their options are in program.ts). */
+import { operator } from '../admin/index.js';
 import { renderLedgerEntry } from '../http/render.js';
 import { usdNumber } from '../money/index.js';
 import type { LedgerRecord } from '../storage/index.js';
@@ -13,7 +14,12 @@ export interface AddCreditsOptions extends JsonOption {
 
 export function addCredits(options: AddCreditsOptions): Promise<void> {
   return withContext(async (ctx) => {
-    const { appliedNano, balanceNano } = await ctx.admin.addCredits(options.account, options.amount, options.note);
+    const { appliedNano, balanceNano } = await ctx.admin.addCredits(
+      options.account,
+      options.amount,
+      options.note,
+      operator(null, 'cli').actor,
+    );
     if (options.json) {
       return printJson({
         object: 'credit_adjustment',

@@ -8,7 +8,7 @@
  */
 import Stripe from 'stripe';
 import type { Logger } from 'pino';
-import { RechargeFailure, creditRecharge, recordRechargeFailure } from '../billing/index.js';
+import { RechargeFailure, creditRecharge, recordRechargeFailure, usdString } from '../billing/index.js';
 import type { EventSink } from '../events/index.js';
 import { invalidRequest } from '../errors/index.js';
 import type { PurchaseRecord, Storage } from '../storage/index.js';
@@ -92,6 +92,15 @@ export class StripeEvents {
           kind: 'topup',
           amountNano: purchase.amountNano,
           note: `Stripe payment ${paymentIntentId ?? session.id} (purchase ${purchase.id})`,
+        },
+      ],
+      audit: [
+        {
+          accountId: purchase.accountId,
+          actor: { type: 'processor', id: STRIPE },
+          action: 'payment.purchase',
+          target: { type: 'purchase', id: purchase.id },
+          after: { amount: usdString(purchase.amountNano), payment: paymentIntentId ?? session.id, event: event.id },
         },
       ],
       purchasePaid: {

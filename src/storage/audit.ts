@@ -2,9 +2,9 @@
  * The audit log: who changed what in an account, before and after, when and from which address. Written with the
  * change, in its transaction (`Storage.atomically`), and read newest first.
  */
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import type { ActorType } from './records.js';
-import type { Database } from './schema.js';
+import type { AuditLogTable, Database } from './schema.js';
 import { newId, num } from './values.js';
 
 /** Who made a change: a dashboard user, an API key, the operator (admin API, CLI), a payment processor, tollgate. */
@@ -49,26 +49,48 @@ export interface AuditPage {
   action?: string | undefined;
 }
 
+/** The `audit_log` row of an entry; `at` when the entry has no time of its own. */
+export function auditRowOf(entry: AuditEntry, at = Date.now()): Insertable<AuditLogTable> {
+  return {
+    id: newId('aud'),
+    account_id: entry.accountId,
+    actor_type: entry.actor.type,
+    actor_id: entry.actor.id,
+    action: entry.action,
+    target_type: entry.target.type,
+    target_id: entry.target.id,
+    before: entry.before === undefined || entry.before === null ? null : JSON.stringify(entry.before, plain),
+    after: entry.after === undefined || entry.after === null ? null : JSON.stringify(entry.after, plain),
+    ip: entry.actor.ip ?? null,
+    created_at: entry.at ?? at,
+  };
+}
+
+/** The columns of `audit_log` in the order the money writers insert them (`auditValues`). */
+export const AUDIT_COLUMNS =
+  'id, account_id, actor_type, actor_id, action, target_type, target_id, before, after, ip, created_at';
+
+export function auditValues(row: Insertable<AuditLogTable>): Array<string | number | bigint | null> {
+  return [
+    row.id,
+    row.account_id,
+    row.actor_type,
+    row.actor_id ?? null,
+    row.action,
+    row.target_type,
+    row.target_id ?? null,
+    row.before ?? null,
+    row.after ?? null,
+    row.ip ?? null,
+    row.created_at,
+  ];
+}
+
 export class AuditStore {
   constructor(private readonly db: Kysely<Database>) {}
 
   async record(entry: AuditEntry): Promise<void> {
-    await this.db
-      .insertInto('audit_log')
-      .values({
-        id: newId('aud'),
-        account_id: entry.accountId,
-        actor_type: entry.actor.type,
-        actor_id: entry.actor.id,
-        action: entry.action,
-        target_type: entry.target.type,
-        target_id: entry.target.id,
-        before: entry.before === undefined || entry.before === null ? null : JSON.stringify(entry.before, plain),
-        after: entry.after === undefined || entry.after === null ? null : JSON.stringify(entry.after, plain),
-        ip: entry.actor.ip ?? null,
-        created_at: entry.at ?? Date.now(),
-      })
-      .execute();
+    await this.db.insertInto('audit_log').values(auditRowOf(entry)).execute();
   }
 
   /** Newest first; ties in time in id order. */

@@ -3,6 +3,9 @@
  * entry really moves (debits clamped at the balance), the rows to write and the balances after.
  * Both the PostgreSQL and the SQLite writers apply the same plan.
  */
+import type { Insertable } from 'kysely';
+import { auditRowOf, type AuditEntry } from './audit.js';
+import type { AuditLogTable } from './schema.js';
 import type { LedgerKind, UsageTotals } from './records.js';
 import { newId } from './values.js';
 import type { NewDelivery } from './webhooks.js';
@@ -97,6 +100,8 @@ export interface WriteBatch {
    * recharges; the others find the balance back up and write nothing.
    */
   whileBelow?: { accountId: string; thresholdNano: bigint };
+  /** Audit entries of the change the batch makes (a payment, a top-up): written only when its entries are. */
+  audit?: AuditEntry[];
 }
 
 /**
@@ -256,6 +261,7 @@ export interface BatchPlan {
   invoices: InvoiceRow[];
   /** The batch's own outbox rows and those its entries' events built. */
   deliveries: NewDelivery[];
+  audit: Array<Insertable<AuditLogTable>>;
 }
 
 /** Whether an entry's events need the balance after it (`EntryEvents.needsBalance`). */
@@ -382,6 +388,7 @@ export function planBatch(
     keysUsed,
     invoices,
     deliveries,
+    audit: (batch.audit ?? []).map((entry) => auditRowOf(entry, now)),
   };
 }
 

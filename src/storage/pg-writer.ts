@@ -37,6 +37,7 @@ import {
   type WriteBatch,
 } from './batch.js';
 import { NOW_MICROSECONDS_SQL, ledgerIdSuffix, nextBatchTag, pgLedgerId } from './pg-ledger-ids.js';
+import { AUDIT_COLUMNS, auditValues } from './audit.js';
 import { COMMIT_IN_ONE_TRIP, byUsageRow, planOneTrip } from './pg-one-trip-batch.js';
 import { errorCode } from './unavailable.js';
 import { big } from './values.js';
@@ -98,6 +99,7 @@ export class PgWriter {
       batch.rechargePaid ||
       batch.paymentReversed ||
       batch.whileBelow ||
+      batch.audit?.length ||
       needsBalances(batch)
     )
       return undefined;
@@ -314,6 +316,10 @@ function writesOf(plan: BatchPlan, lit: Lit): string[] {
     writes.push(
       `INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS}) VALUES ${rows.join(', ')} ON CONFLICT (id) DO NOTHING`,
     );
+  }
+  if (plan.audit.length) {
+    const rows = plan.audit.map((row) => `(${list(auditValues(row))})`);
+    writes.push(`INSERT INTO audit_log (${AUDIT_COLUMNS}) VALUES ${rows.join(', ')}`);
   }
   return writes;
 }

@@ -6,6 +6,7 @@
  * All multi-statement writes at run time on SQLite go through here: a synchronous transaction must never run
  * while a Kysely transaction is open on the same connection (better-sqlite3 would nest it in a savepoint).
  */
+import { AUDIT_COLUMNS, auditValues } from './audit.js';
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
 import {
@@ -45,6 +46,7 @@ export class SqliteWriter {
   private readonly touchKey: Statement<[number, string]>;
   private readonly insertInvoice: Statement<unknown[]>;
   private readonly insertDelivery: Statement<unknown[]>;
+  private readonly insertAudit: Statement<unknown[]>;
   private readonly insertPaymentEvent: Statement<[string, string, string, number]>;
   private readonly markPurchasePaid: Statement<[number, string | null, string]>;
   private readonly markRechargePaid: Statement<[number, string, string]>;
@@ -98,6 +100,9 @@ export class SqliteWriter {
     );
     this.insertDelivery = sqlite.prepare(
       `INSERT OR IGNORE INTO webhook_deliveries (${DELIVERY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.insertAudit = sqlite.prepare(
+      `INSERT INTO audit_log (${AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.insertPaymentEvent = sqlite.prepare(
       'INSERT OR IGNORE INTO payment_events (id, processor, type, received_at) VALUES (?, ?, ?, ?)',
@@ -283,6 +288,7 @@ export class SqliteWriter {
         i.created_at,
       );
     for (const d of plan.deliveries) this.insertDelivery.run(...deliveryValues(d));
+    for (const row of plan.audit) this.insertAudit.run(...auditValues(row));
   }
 
   private writeTotals(

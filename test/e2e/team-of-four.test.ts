@@ -189,6 +189,7 @@ describeEach(CASES)('a team of four on $name', ({ start }) => {
     expect(count('member.join')).toBe(3);
     expect(count('member.role')).toBe(1);
     expect(count('member.remove')).toBe(1);
+    expect(count('credits.add')).toBe(1);
     expect(count('settings.update')).toBe(2);
     expect(count('key.create')).toBeGreaterThanOrEqual(6);
     const byMember = entries.find((e) => e.action === 'key.create' && e.actor.email === person('member').email);

@@ -99,7 +99,7 @@ export function adminRoutes(server: FastifyInstance, deps: HttpDeps, guard: Admi
       async (request) => {
         const { amount, note } = request.body;
         const { id } = request.params;
-        const result = await deps.admin.addCredits(id, amount, note);
+        const result = await deps.admin.addCredits(id, amount, note, operator(request.ip).actor);
         return {
           object: 'credit_adjustment',
           account_id: id,
