@@ -1,31 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryCreditState, capCharge, type AccountState, type Hold } from '../../src/billing/index.js';
-import type { KeyRecord } from '../../src/storage/index.js';
+import { fakeKey } from '../gateway/fakes.js';
 
-const key: KeyRecord = {
-  id: 'key_1',
-  accountId: 'acct_1',
-  name: 'key',
-  hint: 'tg-live-…',
-  environment: 'live',
-  permissions: 'full',
-  models: [],
-  spendLimitNano: null,
-  spentNano: 0n,
-  createdAt: 0,
-  lastUsedAt: null,
-  revokedAt: null,
-  limitReset: null,
-  periodSpentNano: 0n,
-  period: '',
-  expiresAt: null,
-  requestsPerMinute: null,
-  tokensPerMinute: null,
-  allowedIps: [],
-  ownerUserId: null,
-  ownerRole: null,
-  ownerEmail: null,
-};
+const key = fakeKey({ name: 'key', hint: 'tg-live-…' });
 const limits = { requestsPerMinute: 1, tokensPerMinute: 1, dailyLimitNano: null };
 
 function account(balanceNano: bigint): AccountState {

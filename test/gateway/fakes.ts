@@ -24,30 +24,36 @@ import type { StreamEvent } from '../../src/wire/index.js';
 export const API_KEY = 'Bearer tg_good';
 export const MODEL = 'gpt-6-luna';
 
-export const key: KeyRecord = {
-  id: 'key_1',
-  accountId: 'acct_1',
-  name: 'k',
-  hint: 'tg_…good',
-  environment: 'live',
-  permissions: 'full',
-  models: [],
-  spendLimitNano: null,
-  spentNano: 0n,
-  createdAt: 0,
-  lastUsedAt: null,
-  revokedAt: null,
-  limitReset: null,
-  periodSpentNano: 0n,
-  period: '',
-  expiresAt: null,
-  requestsPerMinute: null,
-  tokensPerMinute: null,
-  allowedIps: [],
-  ownerUserId: null,
-  ownerRole: null,
-  ownerEmail: null,
-};
+/** A live, full-permission key of `acct_1` with no limits and no owner; `overrides` set the fields a test is about. */
+export function fakeKey(overrides: Partial<KeyRecord> = {}): KeyRecord {
+  return {
+    id: 'key_1',
+    accountId: 'acct_1',
+    name: 'k',
+    hint: 'tg_…good',
+    environment: 'live',
+    permissions: 'full',
+    models: [],
+    spendLimitNano: null,
+    spentNano: 0n,
+    createdAt: 0,
+    lastUsedAt: null,
+    revokedAt: null,
+    limitReset: null,
+    periodSpentNano: 0n,
+    period: '',
+    expiresAt: null,
+    requestsPerMinute: null,
+    tokensPerMinute: null,
+    allowedIps: [],
+    ownerUserId: null,
+    ownerRole: null,
+    ownerEmail: null,
+    ...overrides,
+  };
+}
+
+export const key = fakeKey();
 
 export const account = { id: 'acct_1', plan: 'free', settings: {} };
 

@@ -8,19 +8,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AccountState, PlanLimits } from '../../src/billing/index.js';
 import { admitBoth, giveBackBoth, keySubject, peekBoth } from '../../src/gateway/key-rate.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from '../../src/limits/index.js';
-import type { KeyRecord } from '../../src/storage/index.js';
 import { needsRedis } from '../support/backends.js';
 import { deleteRedisKeys, REDIS_TEST_URL } from '../support/redis.js';
-import { key } from './fakes.js';
+import { fakeKey } from './fakes.js';
 
 const account = { id: 'acct_1' } as unknown as AccountState;
 const accountLimits: PlanLimits = { requestsPerMinute: 3, tokensPerMinute: 1_000, dailyLimitNano: null };
-const keyOf = (requestsPerMinute: number | null, tokensPerMinute: number | null): KeyRecord => ({
-  ...key,
-  id: `key_${randomUUID()}`,
-  requestsPerMinute,
-  tokensPerMinute,
-});
+const keyOf = (requestsPerMinute: number | null, tokensPerMinute: number | null) =>
+  fakeKey({ id: `key_${randomUUID()}`, requestsPerMinute, tokensPerMinute });
 
 const opened: RedisRateLimiter[] = [];
 const prefixes: string[] = [];

@@ -7,11 +7,11 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IDEMPOTENCY_TTL_MS, Idempotency } from '../../src/gateway/index.js';
-import type { KeyRecord } from '../../src/storage/index.js';
 import { DIALECTS } from '../support/databases.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { startMockOpenAI, type MockOpenAI } from '../support/mock-openai.js';
 import { describeEach } from '../support/backends.js';
+import { fakeKey } from '../gateway/fakes.js';
 
 /** The SDK's own retries reuse one generated key per call (`stainless-node-retry-<uuid>`) once this is set. */
 class IdempotentOpenAI extends OpenAI {
@@ -208,30 +208,7 @@ describe('idempotency keys over time (store on SQLite, clock controlled)', () =>
     const { id } = await gateway.account();
     let now = Date.now();
     const idempotency = new Idempotency({ store: gateway.app.storage.idempotency, leaseMs: 120_000, now: () => now });
-    const key: KeyRecord = {
-      id: 'key_idempotency',
-      accountId: id,
-      name: 'idempotency',
-      hint: 'tg-live-…',
-      environment: 'live',
-      permissions: 'full',
-      models: [],
-      spendLimitNano: null,
-      spentNano: 0n,
-      createdAt: now,
-      lastUsedAt: null,
-      revokedAt: null,
-      limitReset: null,
-      periodSpentNano: 0n,
-      period: '',
-      expiresAt: null,
-      requestsPerMinute: null,
-      tokensPerMinute: null,
-      allowedIps: [],
-      ownerUserId: null,
-      ownerRole: null,
-      ownerEmail: null,
-    };
+    const key = fakeKey({ id: 'key_idempotency', accountId: id, name: 'idempotency', createdAt: now });
     let runs = 0;
     type Body = { id: string };
     const answer = (): Promise<{ kind: 'json'; headers: Record<string, string>; body: Body }> =>
