@@ -32,6 +32,7 @@ import type { AccountPatch, KeyPatch, NewKeyRequest } from './schemas.js';
 import { accountChanges, keyAuditView, operator, type KeyAuthor } from './key-audit.js';
 import { keyChangesOf } from './key-fields.js';
 import { MAX_BALANCE_NANO, usd } from './usd.js';
+import { closeAccount, type ClosedAccount } from './account-closing.js';
 
 export type { AccountPatch, KeyPatch, NewKeyRequest };
 
@@ -105,6 +106,7 @@ export class AdminService {
    */
   async createKey(accountId: string, request: NewKeyRequest, author: KeyAuthor = operator()): Promise<CreatedKey> {
     const account = await this.requireAccount(accountId);
+    if (account.closedAt !== null) throw closed(accountId);
     const environment = request.environment ?? 'live';
     if (environment !== 'live' && environment !== 'test')
       throw invalidRequest('environment must be live or test', 'environment');
@@ -129,6 +131,7 @@ export class AdminService {
     const changes = keyChangesOf(request, { accountLimits: this.limitsFor(account), now, creating: true });
     const key = generateKey(this.config.key_prefix, environment);
     const record = await this.storage.atomically(async (tx) => {
+      if (await tx.accounts.isClosed(accountId, this.storage.dialect === 'postgres')) throw closed(accountId);
       const inserted = await tx.keys.insert({
         id: newId('key'),
         accountId,
@@ -184,6 +187,14 @@ export class AdminService {
     });
     await this.hooks.onChange?.({ keyId, accountId: updated.accountId });
     return updated;
+  }
+
+  /** The owner closes the account (see account-closing.ts); every replica drops its keys and cached account. */
+  async closeAccount(accountId: string, actor: Actor): Promise<ClosedAccount> {
+    const closing = await closeAccount(this.storage, accountId, actor);
+    await this.hooks.onChange?.({ accountId });
+    await this.keysRevoked(accountId, closing.revokedKeyIds);
+    return closing;
   }
 
   /** Keys revoked in another change (a removed member's, in the removal's transaction): drop cached copies. */
@@ -365,3 +376,6 @@ function setOverride(
   if (value === null) delete settings[field];
   else settings[field] = value;
 }
+
+const closed = (accountId: string) =>
+  invalidRequest(`Account ${accountId} is closed: it can have no new keys`, 'account_id');

@@ -8,6 +8,8 @@ import {
   RefundPurchaseSchema,
 } from '../admin/index.js';
 import { json, operation, path, query, type Json } from './openapi-builder.js';
+import { AuditListSchema } from './audit-schemas.js';
+import { auditQuery } from './openapi-audit-paths.js';
 import {
   AccountSchema,
   AccountWithKeysSchema,
@@ -82,6 +84,17 @@ export function adminPaths(): Json {
         ],
         ok: json(Page(LedgerEntrySchema)),
       }),
+    },
+    '/admin/accounts/{id}/audit': {
+      get: operation(
+        'admin',
+        "The account's audit log, newest first (a closed account's too), as `GET /v1/audit` pages it",
+        {
+          ...admin,
+          parameters: [...account, ...auditQuery()],
+          ok: json(AuditListSchema),
+        },
+      ),
     },
     '/admin/accounts/{id}/purchases': {
       get: operation('admin', "The account's credit purchases (Stripe Checkout), newest first", {

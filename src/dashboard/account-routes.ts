@@ -1,7 +1,8 @@
-/** The signed-in user's own account: credits, usage, settings, ledger and the model catalog (keys: key-routes.ts). */
+/** The signed-in user's own account: credits, usage, settings, closing, ledger and the model catalog (keys: key-routes.ts). */
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { CAPABILITY_ALIASES, renderModel } from '../catalog/index.js';
+import { normalizeEmail } from '../admin/index.js';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
 import { renderLedgerEntry } from '../http/render.js';
@@ -25,6 +26,11 @@ const SettingsPatch = Type.Object(
     ),
     low_balance_thresholds: Type.Optional(Type.Array(Type.Number({ minimum: 0 }), { maxItems: 10 })),
   },
+  { additionalProperties: false },
+);
+
+const CloseBody = Type.Object(
+  { confirm: Type.String({ maxLength: 320, description: "The account's email, typed to confirm" }) },
   { additionalProperties: false },
 );
 
@@ -77,6 +83,25 @@ export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
     await deps.admin.updateOwnSettings(account.id, request.body, { actor, ownerUserId: userId });
     const updated = (await deps.storage.accounts.get(account.id))!;
     return overview(deps.storage, deps.config, deps.processors, updated, deps.limitsFor(updated), 'live');
+  });
+
+  // The owner's "delete" (see admin/account-closing.ts). The session moves to another account of the owner, or ends.
+  scope.post('/api/account/close', { schema: { body: CloseBody } }, async (request, reply) => {
+    const account = await signedInAccount(request, 'delete');
+    if (normalizeEmail(request.body.confirm) !== account.email)
+      throw invalidRequest(`Type the account's email, ${account.email}, to confirm closing it`, 'confirm');
+    const { userId } = await sessions.require(request);
+    const closing = await deps.admin.closeAccount(account.id, { type: 'user', id: userId, ip: request.ip });
+    const [next] = await deps.storage.members.accountsOf(userId);
+    if (next) await sessions.switchAccount(request, next.accountId);
+    else await sessions.end(request, reply);
+    return {
+      object: 'account',
+      id: account.id,
+      closed: true,
+      closed_at: Math.floor(closing.closedAt / 1000),
+      account_id: next?.accountId ?? null,
+    };
   });
 
   scope.get('/api/ledger', { schema: { querystring: LedgerQuery } }, async (request) => {

@@ -81,6 +81,7 @@ export function toAccount(row: Selectable<AccountsTable>): AccountRecord {
     version: big(row.version),
     settings: decodeSettings(row.settings),
     createdAt: num(row.created_at),
+    closedAt: row.closed_at === null ? null : num(row.closed_at),
   };
 }
 
@@ -125,5 +126,27 @@ export class AccountStore {
       .where('id', '=', id)
       .execute();
     return this.get(id);
+  }
+
+  /**
+   * Marks the account closed; false when it already was. On PostgreSQL the update holds the account's row until the
+   * change commits, so a key made at the same moment (`isClosed` with `lock`) waits for it and sees it closed.
+   */
+  async close(id: string, at: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('accounts')
+      .set((eb) => ({ closed_at: at, version: eb('version', '+', 1n) }))
+      .where('id', '=', id)
+      .where('closed_at', 'is', null)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /** Whether the account is closed; with `lock` (PostgreSQL), waits for a closing in progress. */
+  async isClosed(id: string, lock: boolean): Promise<boolean> {
+    let query = this.db.selectFrom('accounts').select('closed_at').where('id', '=', id);
+    if (lock) query = query.forShare();
+    const row = await query.executeTakeFirst();
+    return row !== undefined && row.closed_at !== null;
   }
 }

@@ -41,6 +41,8 @@ export interface AccountRecord {
   version: bigint;
   settings: AccountSettings;
   createdAt: number;
+  /** When an owner closed it; null while open. */
+  closedAt: number | null;
 }
 
 export interface KeyRecord {

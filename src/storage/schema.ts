@@ -41,6 +41,8 @@ export interface AccountsTable {
   /** JSON: limit overrides, auto-recharge and low-balance settings. */
   settings: string;
   created_at: Big;
+  /** Set when an owner closed the account: no keys, members or webhooks are left, and none can be added. */
+  closed_at: NullableBig;
 }
 
 export interface ApiKeysTable {

@@ -42,6 +42,8 @@ const ROUTES: Record<string, { access: Access; body?: unknown }> = {
   'PATCH /api/keys/:id': { access: KEYS, body: { name: 'renamed' } },
   'POST /api/keys/:id/revoke': { access: KEYS },
   'PATCH /api/settings': { access: MANAGERS, body: { low_balance_thresholds: [] } },
+  // A wrong confirmation: the owner gets past the guard (400) and the account stays open.
+  'POST /api/account/close': { access: ['owner'], body: { confirm: 'not-this-account@example.com' } },
   'GET /api/members': { access: MANAGERS },
   'PATCH /api/members/:user_id': { access: MANAGERS, body: { role: 'member' } },
   'DELETE /api/members/:user_id': { access: MANAGERS },

@@ -99,6 +99,8 @@ const ROUTES: Array<[string, string, unknown, Expect]> = [
   ['POST', '/admin/accounts/acct_nope/credits', { amount: 1 }, { ...ADMIN_ONLY, admin: 404 }],
   ['GET', '/admin/accounts/:acct/ledger', undefined, { ...ADMIN_ONLY, admin: 200 }],
   ['GET', '/admin/accounts/:acct/purchases', undefined, { ...ADMIN_ONLY, admin: 200 }],
+  ['GET', '/admin/accounts/:acct/audit', undefined, { ...ADMIN_ONLY, admin: 200 }],
+  ['GET', '/admin/accounts/acct_nope/audit', undefined, { ...ADMIN_ONLY, admin: 404 }],
   ['DELETE', '/admin/keys/key_nope', undefined, { ...ADMIN_ONLY, admin: 404 }],
   ['GET', '/metrics', undefined, { ...ADMIN_ONLY, admin: 200 }],
   ['GET', '/health', undefined, { all: 200 }],

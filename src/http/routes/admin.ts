@@ -12,6 +12,7 @@ import {
   RefundPurchaseSchema,
   usd,
 } from '../../admin/index.js';
+import { auditPage, parseAuditQuery } from '../../reports/index.js';
 import type { AdminGuard } from '../admin-guard.js';
 import type { HttpDeps } from '../deps.js';
 import { renderAccount, renderKey, renderLedgerEntry } from '../render.js';
@@ -117,6 +118,16 @@ export function adminRoutes(server: FastifyInstance, deps: HttpDeps, guard: Admi
         (id, page) => deps.storage.ledger.list(id, page),
         renderLedgerEntry,
       ),
+    );
+
+    // The account's audit log, as its owners read it: the operator's view, a closed account's included.
+    admin.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>(
+      '/admin/accounts/:id/audit',
+      { schema: { params: IdParams } },
+      async (request) => {
+        await deps.admin.requireAccount(request.params.id);
+        return auditPage(deps.storage, request.params.id, parseAuditQuery(request.query));
+      },
     );
 
     admin.get(

@@ -16,6 +16,7 @@ import { paymentReversalsByPayment } from './014_payment_reversals_by_payment.js
 import { requestDetail } from './015_request_detail.js';
 import { teams } from './016_teams.js';
 import { peopleOnly } from './017_people_only.js';
+import { accountClosing } from './018_account_closing.js';
 
 /** Every migration by name, compiled in so `dist/` needs no migration folder at run time. */
 export const MIGRATIONS: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '015_request_detail': requestDetail,
   '016_teams': teams,
   '017_people_only': peopleOnly,
+  '018_account_closing': accountClosing,
 };

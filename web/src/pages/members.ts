@@ -1,12 +1,13 @@
 /**
  * Members: who belongs to the account and with which role. Owners and admins (capability `members`) change roles,
  * remove members, invite by email (the link is shown here when the gateway sends no email) and revoke invitations;
- * everyone may leave the account (not its last owner: the server says so).
+ * everyone may leave the account (not its last owner: the server says so); an owner may close it.
  */
 import { html, render } from 'lit-html';
 import { ApiError, api } from '../api.js';
 import type { Page } from '../app.js';
 import { textField } from '../forms.js';
+import { closeAccountSection } from './close-account.js';
 
 interface Member {
   user_id: string;
@@ -28,6 +29,7 @@ const day = (seconds: number) => new Date(seconds * 1000).toISOString().slice(0,
 export const membersPage: Page = (container, app) => {
   const manages = app.session.capabilities?.includes('members') ?? false;
   const isOwner = app.session.role === 'owner';
+  const closes = app.session.capabilities?.includes('delete') ?? false;
   let members: Member[] = [];
   let invitations: Invitation[] = [];
   let link = '';
@@ -205,9 +207,12 @@ export const membersPage: Page = (container, app) => {
         <section class="card">
           <button type="button" class="secondary" id="leave" @click=${leaveAccount}>Leave this account</button>
         </section>
+        <div id="close-account"></div>
       `,
       container,
     );
+    const closing = container.querySelector<HTMLElement>('#close-account');
+    if (closes && closing && !closing.hasChildNodes()) closeAccountSection(closing, app.session.email ?? '');
   }
   void load();
 };
