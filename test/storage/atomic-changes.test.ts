@@ -2,41 +2,19 @@
  * `Storage.atomically`: a change and its audit entry are written together or not at all, and on SQLite's one
  * connection a charge committed meanwhile is never folded into (and rolled back with) the change's transaction.
  */
-import { afterEach, expect, it } from 'vitest';
-import { openStorage, type Storage } from '../../src/storage/index.js';
-import { DIALECTS, createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { expect, it } from 'vitest';
+import type { Storage } from '../../src/storage/index.js';
+import { LEDGER_CONFIGURATIONS, storageWithAccount } from '../support/databases.js';
 import { describeEach } from '../support/backends.js';
 
-const CONFIGURATIONS = DIALECTS.flatMap(
-  (dialect) =>
-    (dialect === 'sqlite'
-      ? [
-          [dialect, false],
-          [dialect, true],
-        ]
-      : [[dialect, false]]) as Array<[typeof dialect, boolean]>,
-);
 const NANO = 1_000_000_000n;
 
-describeEach(CONFIGURATIONS)('atomic changes on %s (ledger journal: %s)', (dialect, ledgerJournal) => {
-  let database: TestDatabase;
+describeEach(LEDGER_CONFIGURATIONS)('atomic changes on %s (ledger journal: %s)', (dialect, ledgerJournal) => {
+  const open = storageWithAccount(dialect, ledgerJournal, 5n * NANO);
   let storage: Storage;
 
-  afterEach(async () => {
-    await storage?.close();
-    await database?.drop();
-  });
-
   async function setup(): Promise<void> {
-    database = await createTestDatabase(dialect);
-    storage = await openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl, ledgerJournal });
-    await storage.ledger.createAccount({
-      id: 'acct_1',
-      email: 'a@example.com',
-      plan: 'free',
-      settings: '{}',
-      grantNano: 5n * NANO,
-    });
+    storage = await open();
     await storage.keys.insert({
       id: 'key_1',
       accountId: 'acct_1',

@@ -1,7 +1,7 @@
 /** Per-kind billing in storage: a debit's billing text in the ledger, and a stored response's context tokens. */
-import { afterEach, expect, it } from 'vitest';
-import { openStorage, type Storage } from '../../src/storage/index.js';
-import { DIALECTS, createTestDatabase, type TestDatabase } from '../support/databases.js';
+import { expect, it } from 'vitest';
+import type { Storage } from '../../src/storage/index.js';
+import { LEDGER_CONFIGURATIONS, storageWithAccount } from '../support/databases.js';
 import { describeEach } from '../support/backends.js';
 
 /** Billing as a caller builds it, with what JSON and PostgreSQL's array literals escape. */
@@ -11,31 +11,13 @@ const BILLING = JSON.stringify({
   note: 'it\'s "quoted", {braced} \\ ünïcödé 😀',
 });
 
-// SQLite with and without the ledger journal (which keeps batches as JSON before SQLite has them); PostgreSQL here
-// takes the one-round-trip path (pg-writer.test.ts covers both of its paths).
-const CONFIGURATIONS = DIALECTS.flatMap((dialect) =>
-  (dialect === 'sqlite' ? [false, true] : [false]).map((journal) => [dialect, journal] as const),
-);
-
-describeEach(CONFIGURATIONS)('billing storage on %s (ledger journal: %s)', (dialect, ledgerJournal) => {
-  let database: TestDatabase;
+// PostgreSQL here takes the one-round-trip path (pg-writer.test.ts covers both of its paths).
+describeEach(LEDGER_CONFIGURATIONS)('billing storage on %s (ledger journal: %s)', (dialect, ledgerJournal) => {
+  const open = storageWithAccount(dialect, ledgerJournal, 10_000n);
   let storage: Storage;
 
-  afterEach(async () => {
-    await storage?.close();
-    await database?.drop();
-  });
-
   async function setup(): Promise<void> {
-    database = await createTestDatabase(dialect);
-    storage = await openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl, ledgerJournal });
-    await storage.ledger.createAccount({
-      id: 'acct_1',
-      email: 'a@example.com',
-      plan: 'free',
-      settings: '{}',
-      grantNano: 10_000n,
-    });
+    storage = await open();
   }
 
   it('reads back a debit’s billing text as written, and null for entries without it', async () => {

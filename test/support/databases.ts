@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { afterEach } from 'vitest';
+import { openStorage, type Storage } from '../../src/storage/index.js';
 
 export const PG_ADMIN_URL = process.env.TOLLGATE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -76,3 +78,42 @@ export async function createTestDatabase(dialect: 'sqlite' | 'postgres'): Promis
 }
 
 export const DIALECTS = ['sqlite', 'postgres'] as const;
+
+/**
+ * The money writers' configurations: SQLite with and without the ledger journal (which keeps batches as JSON before
+ * SQLite has them), and PostgreSQL. Cases for `describeEach`: `(dialect, ledgerJournal)`.
+ */
+export const LEDGER_CONFIGURATIONS: ReadonlyArray<readonly [(typeof DIALECTS)[number], boolean]> = DIALECTS.flatMap(
+  (dialect) => (dialect === 'sqlite' ? [false, true] : [false]).map((journal) => [dialect, journal] as const),
+);
+
+/**
+ * For a suite over LEDGER_CONFIGURATIONS: the returned `open()` makes a fresh database and storage holding one
+ * account, `acct_1` (a@example.com, plan `free`), credited `grantNano` as its sign-up grant. Whatever a test opened
+ * is closed and dropped after it.
+ */
+export function storageWithAccount(
+  dialect: (typeof DIALECTS)[number],
+  ledgerJournal: boolean,
+  grantNano = 0n,
+): () => Promise<Storage> {
+  let database: TestDatabase | undefined;
+  let storage: Storage | undefined;
+  afterEach(async () => {
+    await storage?.close();
+    await database?.drop();
+    storage = database = undefined;
+  });
+  return async () => {
+    database = await createTestDatabase(dialect);
+    storage = await openStorage({ dataDir: database.dataDir, databaseUrl: database.databaseUrl, ledgerJournal });
+    await storage.ledger.createAccount({
+      id: 'acct_1',
+      email: 'a@example.com',
+      plan: 'free',
+      settings: '{}',
+      grantNano,
+    });
+    return storage;
+  };
+}
