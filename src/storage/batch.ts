@@ -100,7 +100,10 @@ export interface WriteBatch {
    * recharges; the others find the balance back up and write nothing.
    */
   whileBelow?: { accountId: string; thresholdNano: bigint };
-  /** Audit entries of the change the batch makes (a payment, a top-up): written only when its entries are. */
+  /**
+   * Audit entries of the change the batch makes (a payment, a top-up): written only when its entries apply (with
+   * `paymentReversed`, when the reversal changes anything).
+   */
   audit?: AuditEntry[];
 }
 
@@ -198,6 +201,16 @@ export interface NewAccount {
   plan: string;
   settings: string;
   grantNano: bigint;
+  /** The grant's audit entries (`credits.grant`), written with it; none without a grant. */
+  audit?: AuditEntry[];
+}
+
+/** The batch that credits a new account's sign-up grant (`grantNano` > 0), with its audit entries. */
+export function grantBatch(account: NewAccount): WriteBatch {
+  return {
+    entries: [{ accountId: account.id, kind: 'grant', amountNano: account.grantNano, note: 'sign-up credit' }],
+    ...(account.audit ? { audit: account.audit } : {}),
+  };
 }
 
 export interface AccountBalance {

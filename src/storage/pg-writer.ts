@@ -21,6 +21,7 @@ import type pg from 'pg';
 import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
 import {
   accountsOf,
+  grantBatch,
   needsBalances,
   byKeyUsageRow,
   planBatch,
@@ -57,12 +58,7 @@ export class PgWriter {
 
   /** The account and its sign-up grant, atomically. */
   async createAccount(account: NewAccount): Promise<void> {
-    const grant: WriteBatch = {
-      entries:
-        account.grantNano > 0n
-          ? [{ accountId: account.id, kind: 'grant', amountNano: account.grantNano, note: 'sign-up credit' }]
-          : [],
-    };
+    const grant: WriteBatch = account.grantNano > 0n ? grantBatch(account) : { entries: [] };
     await this.transaction(grant, (lit) => [
       `INSERT INTO accounts (id, email, plan, balance_nano, version, settings, created_at) VALUES (${[account.id, account.email, account.plan, 0, 0, account.settings, Date.now()].map(lit).join(', ')})`,
     ]);
@@ -169,7 +165,9 @@ export class PgWriter {
         : stillBelow(batch, current);
     const reversal = batch.paymentReversed && reversalOf(batch.paymentReversed, reversalRow || undefined, others);
     const planned = batch.paymentReversed
-      ? { entries: reversal ? [reversal.entry] : [] }
+      ? reversal
+        ? { entries: [reversal.entry], ...(batch.audit ? { audit: batch.audit } : {}) }
+        : { entries: [] }
       : held
         ? batch
         : { entries: [] };

@@ -12,6 +12,7 @@ import { DELIVERY_COLUMNS, deliveryValues } from './outbox-rows.js';
 import {
   accountsOf,
   addKeyUsage,
+  grantBatch,
   addUsage,
   planBatch,
   planReversal,
@@ -132,11 +133,7 @@ export class SqliteWriter {
     });
     this.createAccountTransaction = sqlite.transaction((account: NewAccount) => {
       this.insertAccount.run(account.id, account.email, account.plan, account.settings, Date.now());
-      if (account.grantNano > 0n) {
-        this.apply({
-          entries: [{ accountId: account.id, kind: 'grant', amountNano: account.grantNano, note: 'sign-up credit' }],
-        });
-      }
+      if (account.grantNano > 0n) this.apply(grantBatch(account));
     });
   }
 
@@ -188,7 +185,8 @@ export class SqliteWriter {
     const keysUsed = new Map<string, number>();
     for (const stamped of batches) {
       const { at } = stamped;
-      const batch = stamped.batch.paymentReversed ? this.reversalBatch(stamped.batch.paymentReversed) : stamped.batch;
+      const { paymentReversed, audit } = stamped.batch;
+      const batch = paymentReversed ? this.reversalBatch(paymentReversed, audit) : stamped.batch;
       const current = new Map<string, AccountBalance>();
       for (const accountId of accountsOf(batch)) {
         const balance = balances.get(accountId) ?? this.balance(accountId);
@@ -226,9 +224,10 @@ export class SqliteWriter {
 
   /**
    * The reversal's entry, judged on what its row and the payment's other reversals hold (in this transaction, which
-   * SQLite serializes with every other writer), and the row's new state written; no entries if nothing moves.
+   * SQLite serializes with every other writer), and the row's new state written; no entries (and no `audit`) if
+   * nothing changes.
    */
-  private reversalBatch(reversal: PaymentReversed): WriteBatch {
+  private reversalBatch(reversal: PaymentReversed, audit: WriteBatch['audit']): WriteBatch {
     const row = this.selectReversal.get(reversal.id);
     const others = this.sumOtherReversals.get(reversal.processor, reversal.paymentReference, reversal.id)!.others;
     const planned = planReversal(
@@ -248,7 +247,7 @@ export class SqliteWriter {
       final ? 1 : 0,
       reversal.at,
     );
-    return { entries: [planned.entry] };
+    return { entries: [planned.entry], ...(audit ? { audit } : {}) };
   }
 
   private rechargeBecamePaid(paid: RechargePaid): boolean {

@@ -1,6 +1,7 @@
 /**
- * A payment's or a top-up's audit entry is written by the money writer in the ledger's own transaction: with the
- * credit when it is applied, never without it, and not again when a purchase's event comes twice.
+ * A payment's, a top-up's or a grant's audit entry is written by the money writer in the ledger's own transaction:
+ * with the credit when it is applied, never without it, and not again when a purchase's event, a recharge's credit or
+ * a refund comes twice.
  */
 import { expect, it } from 'vitest';
 import type { AuditEntry, Storage } from '../../src/storage/index.js';
@@ -84,6 +85,106 @@ describeEach(LEDGER_CONFIGURATIONS)(
       expect(rows.map((r) => [r.action, r.actorType, r.actorId])).toEqual([
         ['payment.purchase', 'processor', 'stripe'],
       ]);
+    });
+
+    it('writes a reversal entry when the reversal changes something, and none for a repeated or stale one', async () => {
+      await setup();
+      await storage.ledger.commit({ entries: [{ accountId: 'acct_1', kind: 'topup', amountNano: 20n * NANO }] });
+      const refunded = (totalNano: bigint) =>
+        storage.ledger.commit({
+          entries: [],
+          audit: [
+            {
+              ...entry('payment.reversal'),
+              actor: { type: 'processor', id: 'stripe' },
+              after: { kind: 'refund', total: totalNano },
+            },
+          ],
+          paymentReversed: {
+            id: 'stripe:refund:ch_1',
+            accountId: 'acct_1',
+            processor: 'stripe',
+            kind: 'refund',
+            paymentReference: 'pi_1',
+            paymentNano: 20n * NANO,
+            totalNano,
+            final: false,
+            note: 'refund',
+            at: Date.now(),
+          },
+        });
+      expect((await refunded(5n * NANO)).reversedNano).toBe(-5n * NANO);
+      expect((await refunded(5n * NANO)).reversedNano).toBe(0n);
+      expect((await refunded(13n * NANO)).reversedNano).toBe(-8n * NANO);
+      // Stripe's earlier running total, delivered late: nothing changes.
+      expect((await refunded(5n * NANO)).reversedNano).toBe(0n);
+      expect(await storage.ledger.sum('acct_1')).toBe(7n * NANO);
+      const rows = await storage.audit.list('acct_1', { limit: 10, action: 'payment.reversal' });
+      expect(rows.map((r) => r.after)).toEqual([
+        { kind: 'refund', total: String(13n * NANO) },
+        { kind: 'refund', total: String(5n * NANO) },
+      ]);
+    });
+
+    it('writes a card recharge entry once, whether its answer or its event credits it', async () => {
+      await setup();
+      await storage.recharges.begin({
+        id: 'rch_1',
+        accountId: 'acct_1',
+        amountNano: 10n * NANO,
+        processor: 'stripe',
+        at: Date.now(),
+      });
+      const credited = () =>
+        storage.ledger.commit({
+          entries: [{ accountId: 'acct_1', kind: 'recharge', amountNano: 10n * NANO }],
+          audit: [{ ...entry('payment.recharge'), actor: { type: 'system', id: null } }],
+          rechargePaid: { rechargeId: 'rch_1', paymentIntentId: 'pi_1', at: Date.now() },
+        });
+      expect((await credited()).rechargePaid).toBe(true);
+      expect((await credited()).rechargePaid).toBe(false);
+      expect(await storage.ledger.sum('acct_1')).toBe(10n * NANO);
+      const rows = await storage.audit.list('acct_1', { limit: 10 });
+      expect(rows.map((r) => [r.action, r.actorType, r.actorId])).toEqual([['payment.recharge', 'system', null]]);
+    });
+
+    it('writes an invoiced recharge entry only from the replica that finds the balance still below', async () => {
+      await setup();
+      const recharged = () =>
+        storage.ledger.commit({
+          entries: [{ accountId: 'acct_1', kind: 'recharge', amountNano: 10n * NANO }],
+          audit: [{ ...entry('payment.recharge'), actor: { type: 'system', id: null } }],
+          whileBelow: { accountId: 'acct_1', thresholdNano: 5n * NANO },
+        });
+      await Promise.all([recharged(), recharged()]);
+      expect(await storage.ledger.sum('acct_1')).toBe(10n * NANO);
+      expect(await storage.audit.list('acct_1', { limit: 10 })).toHaveLength(1);
+    });
+
+    it("writes a new account's grant entry with the grant, and none for an account opened without one", async () => {
+      await setup();
+      const grant = (accountId: string): AuditEntry => ({
+        accountId,
+        actor: { type: 'system', id: null },
+        action: 'credits.grant',
+        target: { type: 'account', id: accountId },
+        after: { amount: '5' },
+      });
+      const opened = (id: string, grantNano: bigint) =>
+        storage.ledger.createAccount({
+          id,
+          email: `${id}@example.com`,
+          plan: 'free',
+          settings: '{}',
+          grantNano,
+          audit: [grant(id)],
+        });
+      await opened('acct_granted', 5n * NANO);
+      await opened('acct_none', 0n);
+      expect(await storage.ledger.sum('acct_granted')).toBe(5n * NANO);
+      const rows = await storage.audit.list('acct_granted', { limit: 10 });
+      expect(rows.map((r) => [r.action, r.actorType, r.after])).toEqual([['credits.grant', 'system', { amount: '5' }]]);
+      expect(await storage.audit.list('acct_none', { limit: 10 })).toEqual([]);
     });
   },
 );
