@@ -105,6 +105,7 @@ const accountFields = {
   low_balance_thresholds: Nullable(
     Type.Array(Usd('Threshold'), { description: 'null: the configured default thresholds' }),
   ),
+  closed_at: Nullable(Type.Integer({ description: 'When an owner closed the account (Unix seconds); null: open' })),
 };
 
 export const AccountSchema = Type.Object(accountFields, { $id: 'Account' });

@@ -77,6 +77,7 @@ export function renderAccount(account: AccountRecord, deps: Pick<HttpDeps, 'limi
         }
       : null,
     low_balance_thresholds: settings.lowBalanceThresholdsNano?.map(usdNumber) ?? null,
+    closed_at: seconds(account.closedAt),
   };
 }
 
