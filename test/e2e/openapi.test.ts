@@ -478,6 +478,13 @@ describe('GET /v1/openapi.json', () => {
     expect(ledger.data.map((entry: any) => entry.kind)).toEqual(
       expect.arrayContaining(['grant', 'debit', 'topup', 'correction']),
     );
+    const audit = expectAnswer(
+      'GET',
+      '/admin/accounts/{id}/audit',
+      200,
+      await gateway.admin('GET', `/admin/accounts/${id}/audit`),
+    );
+    expect(audit.data.map((entry: any) => entry.action)).toEqual(expect.arrayContaining(['credits.add']));
 
     // A purchase paid through Stripe (its event answered as documented), then refunded by the operator.
     const purchase = await call('POST', '/v1/credits/purchases', { amount: 20 }, created.api_key);
