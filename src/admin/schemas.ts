@@ -3,6 +3,7 @@
  * strict: a misspelt field (say `permission: "read_only"`) is a 400, never silently a full key.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { PERMISSIONS } from '../auth/permissions.js';
 
 export const CreateAccountSchema = Type.Object(
   {
@@ -50,14 +51,7 @@ export const CreateKeySchema = Type.Object(
   {
     ...KeyGovernanceFields,
     environment: Type.Optional(Type.Union([Type.Literal('live'), Type.Literal('test')])),
-    permissions: Type.Optional(
-      Type.Union([
-        Type.Literal('full'),
-        Type.Literal('read_only'),
-        Type.Literal('project'),
-        Type.Literal('management'),
-      ]),
-    ),
+    permissions: Type.Optional(Type.Union(PERMISSIONS.map((permission) => Type.Literal(permission)))),
     models: Type.Optional(Type.Array(Type.String(), { maxItems: 100 })),
   },
   { additionalProperties: false },

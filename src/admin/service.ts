@@ -2,7 +2,7 @@
  * Operator actions on accounts, keys and credits. The admin HTTP API, the CLI and the first-start bootstrap
  * all go through here, so each rule (sign-up grant, key format, corrections never below zero) lives once.
  */
-import { generateKey, hashKey, keyHint } from '../auth/index.js';
+import { PERMISSION_CHOICES, generateKey, hashKey, isPermission, keyHint } from '../auth/index.js';
 import {
   hasSavedPaymentMethod,
   parseUsd,
@@ -23,7 +23,6 @@ import {
   type AccountRecord,
   type AccountSettings,
   type KeyRecord,
-  type Permission,
   type Storage,
   type Actor,
 } from '../storage/index.js';
@@ -35,8 +34,6 @@ import { MAX_BALANCE_NANO, usd } from './usd.js';
 import { closeAccount, type ClosedAccount } from './account-closing.js';
 
 export type { AccountPatch, KeyPatch, NewKeyRequest };
-
-const PERMISSIONS: readonly Permission[] = ['full', 'read_only', 'project', 'management'];
 
 /** What an account's own user may change (dashboard). */
 export type OwnSettingsPatch = Pick<AccountPatch, 'auto_recharge' | 'low_balance_thresholds'>;
@@ -111,8 +108,7 @@ export class AdminService {
     if (environment !== 'live' && environment !== 'test')
       throw invalidRequest('environment must be live or test', 'environment');
     const permissions = request.permissions ?? 'full';
-    if (!PERMISSIONS.includes(permissions))
-      throw invalidRequest('permissions must be full, read_only, project or management', 'permissions');
+    if (!isPermission(permissions)) throw invalidRequest(`permissions must be ${PERMISSION_CHOICES}`, 'permissions');
     if (author.grantable && !author.grantable.includes(permissions))
       throw new GatewayError('permission_denied', {
         message: `You may not make a ${permissions} key (you may make: ${author.grantable.join(', ') || 'none'})`,

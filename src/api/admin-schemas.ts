@@ -4,6 +4,7 @@
  * the OpenAPI document, listed in `RESPONSE_SCHEMAS` of ./schemas.ts.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { PERMISSIONS } from '../auth/permissions.js';
 import { Nullable, UnixSeconds, Usd } from '../wire/index.js';
 
 const Literals = <T extends string>(values: readonly T[], description?: string) =>
@@ -26,7 +27,7 @@ export const ApiKeySchema = Type.Object(
     name: Type.String(),
     hint: Type.String({ description: 'The start and the end of the key (`tg-live-abcd...wxyz`), to recognize it' }),
     environment: Literals(['live', 'test'] as const),
-    permissions: Literals(['full', 'read_only', 'project', 'management'] as const),
+    permissions: Literals(PERMISSIONS),
     models: Type.Array(Type.String(), { description: 'The models a project key may use; empty: all' }),
     spend_limit: Nullable(Usd('Former name of `limit`')),
     spent: Usd('Spent with the key since it was made'),

@@ -1,6 +1,21 @@
 /** The contract's permission table, extended with `management` keys: what each kind of key may do. */
 import { GatewayError } from '../errors/index.js';
-import type { KeyRecord, Permission } from '../storage/index.js';
+import type { KeyRecord, Permission as StoredPermission } from '../storage/index.js';
+
+/** Every kind of key, in the order the API documents them: the request and answer schemas, the CLI and the role table. */
+export const PERMISSIONS = ['full', 'read_only', 'project', 'management'] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+
+// Storage spells the column's values too (it imports nothing above it): this stops compiling when the two differ.
+type Holds<T extends true> = T;
+type _SameAsStored = Holds<[Permission, StoredPermission] extends [StoredPermission, Permission] ? true : false>;
+
+/** `full, read_only, project or management`, for help and error messages. */
+export const PERMISSION_CHOICES = PERMISSIONS.join(', ').replace(/, (?=[^,]*$)/, ' or ');
+
+export function isPermission(value: unknown): value is Permission {
+  return typeof value === 'string' && (PERMISSIONS as readonly string[]).includes(value);
+}
 
 /**
  * `chat`: call models; `models`, `credits`: read the catalog and the balance; `manage`: webhooks and purchases;

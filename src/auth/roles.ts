@@ -3,7 +3,8 @@
  * `/v1` routes (through the key's owner) and the admin-facing docs.
  */
 import { GatewayError } from '../errors/index.js';
-import type { Permission, Role } from '../storage/index.js';
+import type { Role } from '../storage/index.js';
+import { PERMISSIONS, type Permission } from './permissions.js';
 
 /**
  * - `members`: invite, remove, change roles (owners alone touch owners).
@@ -25,8 +26,8 @@ const CAPABILITIES: Record<Role, readonly Capability[]> = {
 
 /** The permissions a key made by (or owned by) a member of `role` may have. */
 const KEY_PERMISSIONS: Record<Role, readonly Permission[]> = {
-  owner: ['full', 'read_only', 'project', 'management'],
-  admin: ['full', 'read_only', 'project', 'management'],
+  owner: PERMISSIONS,
+  admin: PERMISSIONS,
   member: ['project', 'read_only'],
   billing: [],
 };

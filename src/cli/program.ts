@@ -4,6 +4,7 @@
  */
 import { Command, Option } from 'commander';
 import { VERSION } from '../config/version.js';
+import { PERMISSION_CHOICES, isPermission } from '../auth/permissions.js';
 import { invalidRequest } from '../errors/index.js';
 // The choices only, not the reports' face: --help loads no storage code.
 import { FORMATS, GROUPINGS } from '../reports/usage-query.js';
@@ -136,7 +137,7 @@ function keysCommand(): Command {
       .description('Create an API key for an account (the full key is printed once)')
       .requiredOption('--account <id>', 'account id')
       .option('--env <env>', 'live or test', environmentOption, 'live')
-      .option('--permissions <permissions>', 'full, read_only, project or management', permissionOption, 'full')
+      .option('--permissions <permissions>', PERMISSION_CHOICES, permissionOption, 'full')
       .option('--models <ids>', 'project keys: comma-separated model ids the key may use'),
     false,
   ).action(async (options: CreateKeyOptions) => (await import('./keys.js')).createKey(options));
@@ -172,8 +173,8 @@ function environmentOption(value: string): Environment {
 }
 
 function permissionOption(value: string): Permission {
-  if (value === 'full' || value === 'read_only' || value === 'project' || value === 'management') return value;
-  throw invalidRequest('permissions must be full, read_only, project or management', 'permissions');
+  if (isPermission(value)) return value;
+  throw invalidRequest(`permissions must be ${PERMISSION_CHOICES}`, 'permissions');
 }
 
 function creditsCommand(): Command {

@@ -67,12 +67,16 @@ export interface SessionInfo {
   user?: { id: string; email: string };
 }
 
+/** The kinds of key, as the API lists them (src/auth/permissions.ts). */
+export const PERMISSIONS = ['full', 'read_only', 'project', 'management'] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+
 export interface ApiKey {
   id: string;
   name: string;
   hint: string;
   environment: 'live' | 'test';
-  permissions: 'full' | 'read_only' | 'project' | 'management';
+  permissions: Permission;
   models: string[];
   spend_limit: number | null;
   spent: number;

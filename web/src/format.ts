@@ -1,4 +1,6 @@
 /** Display formats: amounts arrive as USD numbers with at most 9 decimals; times as Unix seconds. */
+import type { Permission } from './api.js';
+
 const usdFormat = new Intl.NumberFormat('en-US', {
   style: 'currency',
   currency: 'USD',
@@ -38,7 +40,7 @@ export function nanoUsd(nano: string): string {
 }
 export const milliseconds = (ms: number): string => `${countFormat.format(ms)} ms`;
 
-export const PERMISSION_LABELS: Record<string, string> = {
+export const PERMISSION_LABELS: Record<Permission, string> = {
   full: 'Full access',
   read_only: 'Read-only',
   project: 'Project',

@@ -4,7 +4,16 @@
  */
 import { html, render } from 'lit-html';
 import { keyed } from 'lit-html/directives/keyed.js';
-import { ApiError, api, type ApiKey, type List, type Model, type UsageTotals } from '../api.js';
+import {
+  ApiError,
+  PERMISSIONS,
+  api,
+  type ApiKey,
+  type List,
+  type Model,
+  type Permission,
+  type UsageTotals,
+} from '../api.js';
 import type { Page } from '../app.js';
 import { PERMISSION_LABELS, count, date, dateTime, isoDate, usd } from '../format.js';
 import { textField } from '../forms.js';
@@ -32,7 +41,7 @@ export const keysPage: Page = (container, app) => {
   // Owners and admins make any key; members only project and read-only ones (the server holds the same rule).
   const capabilities = (app.session as { capabilities?: string[] }).capabilities;
   const everyKey = capabilities === undefined || capabilities.includes('keys');
-  const permissions = everyKey ? ['full', 'read_only', 'project', 'management'] : ['project', 'read_only'];
+  const permissions: readonly Permission[] = everyKey ? PERMISSIONS : ['project', 'read_only'];
 
   async function load() {
     try {
@@ -349,7 +358,7 @@ export const keysPage: Page = (container, app) => {
   void load();
 };
 
-const PERMISSION_DESCRIPTIONS: Record<string, string> = {
+const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   full: 'Full access',
   read_only: 'Read-only (models and balance)',
   project: 'Project (chosen models)',
