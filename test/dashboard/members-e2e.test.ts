@@ -1,7 +1,8 @@
 /**
  * Members in headless Chromium: an owner invites by email on the Members page (no SMTP: the link is shown), the
  * invited person, already signed in to an account of its own in another browser, accepts it, then switches
- * between its two accounts; the nav shows the Members entry only where the role may manage members.
+ * between its two accounts; the nav shows the Members entry only where the role may manage members. The owner then
+ * closes its account on the same page (its email typed), and the guest is left with its own account.
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -64,6 +65,10 @@ test('invite on the Members page, accept in another browser, switch accounts', {
   expect(await guest.page.locator('.user .email').textContent()).toBe(ownerEmail);
   expect(await guest.page.getByRole('navigation', { name: 'Main' }).textContent()).not.toContain('Members');
   await screenshot(guest.page, 'members-switcher');
+  // A member may leave, but only an owner is offered closing the account.
+  await guest.page.goto(`${gateway.url}/dashboard/members`);
+  await guest.page.getByRole('button', { name: 'Leave this account' }).waitFor();
+  expect(await guest.page.getByRole('heading', { name: 'Close this account' }).count()).toBe(0);
 
   const own = await switcher.locator('option', { hasText: guestEmail }).getAttribute('value');
   expect(own).toMatch(/^acct_/);
@@ -73,6 +78,22 @@ test('invite on the Members page, accept in another browser, switch accounts', {
 
   await owner.page.reload();
   await owner.page.getByRole('cell', { name: guestEmail }).waitFor();
+
+  // The owner closes its account: a mistyped email is refused on the page; the right one ends the session.
+  const confirm = owner.page.getByLabel(`Type ${ownerEmail} to confirm`);
+  await confirm.fill('someone-else@example.com');
+  await owner.page.getByRole('button', { name: 'Close this account' }).click();
+  await owner.page
+    .getByRole('alert')
+    .filter({ hasText: `Type the account's email, ${ownerEmail}` })
+    .waitFor();
+  await confirm.fill(ownerEmail);
+  await owner.page.getByRole('button', { name: 'Close this account' }).click();
+  await owner.page.getByRole('button', { name: 'Sign in' }).waitFor();
+  // The guest belongs to its own account only now: no account switcher.
+  await guest.page.reload();
+  await guest.page.locator('.user .email', { hasText: guestEmail }).waitFor();
+  expect(await guest.page.getByLabel('Account', { exact: true }).count()).toBe(0);
   expect(owner.errors.filter((e) => !/40[0-9]/.test(e))).toEqual([]);
   expect(guest.errors.filter((e) => !/40[0-9]/.test(e))).toEqual([]);
 });
