@@ -1,6 +1,7 @@
 /**
  * A person in several accounts: the session names the user, its role and what the role may do, lists the user's
- * accounts, and switches between them (only to accounts the user belongs to). On SQLite and PostgreSQL.
+ * accounts, and switches between them (only to accounts the user belongs to); closing one moves the session to
+ * another. On SQLite and PostgreSQL.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { describeEach } from '../support/backends.js';
@@ -90,5 +91,22 @@ describeEach(DIALECTS)('account switcher on %s', (dialect) => {
       403,
       'You are no longer a member of any account: ask an owner or admin to invite you again',
     ]);
+  });
+
+  test('an owner who closes its own account is moved to the team it also belongs to', async () => {
+    const email = uniqueEmail('closer');
+    const closer = new DashboardClient(gateway.url);
+    const closing = (await closer.signUp(email, person.password)).body.account_id;
+    await addMember(gateway, team.accountId, closing.replace(/^acct_/, 'usr_'), 'billing');
+    const closed = await closer.request('POST', '/account/close', { confirm: email });
+    expect([closed.status, closed.body.id, closed.body.account_id]).toEqual([200, closing, team.accountId]);
+    const session = (await closer.request('GET', '/session')).body;
+    expect([session.account.id, session.role, session.accounts]).toEqual([
+      team.accountId,
+      'billing',
+      [{ account_id: team.accountId, email: team.email, role: 'billing' }],
+    ]);
+    const again = await closer.request('POST', '/session/account', { account_id: closing });
+    expect(again.status).toBe(403);
   });
 });
