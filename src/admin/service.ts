@@ -25,6 +25,7 @@ import {
   type KeyRecord,
   type Storage,
   type Actor,
+  type AuditEntry,
 } from '../storage/index.js';
 import { applyAutoRecharge, applyBilling, checkOwnAutoRecharge } from './recharge-settings.js';
 import type { AccountPatch, KeyPatch, NewKeyRequest } from './schemas.js';
@@ -78,7 +79,14 @@ export class AdminService {
     const settings: AccountSettings = { autoRecharge: { enabled: false, thresholdNano: 0n, amountNano: 0n } };
     const grantNano = options.grant ? parseUsd(this.config.credits.signup_grant) : 0n;
     try {
-      await this.storage.ledger.createAccount({ id, email, plan, settings: encodeSettings(settings), grantNano });
+      await this.storage.ledger.createAccount({
+        id,
+        email,
+        plan,
+        settings: encodeSettings(settings),
+        grantNano,
+        audit: [grantAudit(id, grantNano)],
+      });
     } catch (error) {
       // The same email created at the same moment elsewhere: the unique index refused this one.
       if (await this.storage.accounts.getByEmail(email)) throw taken();
@@ -93,7 +101,10 @@ export class AdminService {
   async grantSignupCredit(accountId: string): Promise<void> {
     const amountNano = parseUsd(this.config.credits.signup_grant);
     if (amountNano === 0n) return;
-    await this.storage.ledger.commit({ entries: [{ accountId, kind: 'grant', amountNano, note: 'sign-up credit' }] });
+    await this.storage.ledger.commit({
+      entries: [{ accountId, kind: 'grant', amountNano, note: SIGNUP_NOTE }],
+      audit: [grantAudit(accountId, amountNano)],
+    });
     await this.hooks.onChange?.({ accountId });
   }
 
@@ -375,3 +386,16 @@ function setOverride(
 
 const closed = (accountId: string) =>
   invalidRequest(`Account ${accountId} is closed: it can have no new keys`, 'account_id');
+
+const SIGNUP_NOTE = 'sign-up credit';
+
+/** `credits.grant`: tollgate credits the sign-up grant by its own rule, whoever opened the account. */
+function grantAudit(accountId: string, amountNano: bigint): AuditEntry {
+  return {
+    accountId,
+    actor: { type: 'system', id: null },
+    action: 'credits.grant',
+    target: { type: 'account', id: accountId },
+    after: { kind: 'grant', amount: usdString(amountNano), note: SIGNUP_NOTE },
+  };
+}
