@@ -5,7 +5,7 @@
  */
 import { durableRows, type EventSink } from '../events/index.js';
 import { usdString, type Nano } from '../money/index.js';
-import type { AccountRecord, CommitResult, Storage } from '../storage/index.js';
+import type { AccountRecord, AuditEntry, CommitResult, Storage } from '../storage/index.js';
 
 export const RECHARGE_FAILURE_LIMIT = 3;
 
@@ -35,6 +35,22 @@ export interface RechargeCredit {
   reference: string;
 }
 
+/**
+ * The `payment.recharge` audit entry of an auto-recharge's credit: tollgate recharged by the account's settings. The
+ * target is the recharge's row where the processor has one (a card), else the account (an invoice line).
+ */
+export function rechargeAudit(
+  credit: Omit<RechargeCredit, 'rechargeId'> & { rechargeId?: string | undefined },
+): AuditEntry {
+  return {
+    accountId: credit.accountId,
+    actor: { type: 'system', id: null },
+    action: 'payment.recharge',
+    target: credit.rechargeId ? { type: 'recharge', id: credit.rechargeId } : { type: 'account', id: credit.accountId },
+    after: { amount: usdString(credit.amountNano), processor: credit.processor, payment: credit.reference },
+  };
+}
+
 /** The ledger `recharge` entry, written only if the recharge was not credited yet (`result.rechargePaid`). */
 export async function creditRecharge(storage: Storage, credit: RechargeCredit): Promise<CommitResult> {
   const result = await storage.ledger.commit({
@@ -46,6 +62,7 @@ export async function creditRecharge(storage: Storage, credit: RechargeCredit): 
         note: `auto-recharge via ${credit.processor} ${credit.reference}`,
       },
     ],
+    audit: [rechargeAudit(credit)],
     rechargePaid: { rechargeId: credit.rechargeId, paymentIntentId: credit.reference, at: Date.now() },
   });
   if (result.rechargePaid) await resetRechargeFailures(storage, credit.accountId);

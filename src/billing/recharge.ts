@@ -13,7 +13,7 @@ import type { AccountSettings, InvoiceInput, Storage } from '../storage/index.js
 import { newId } from '../storage/index.js';
 import { utcDay, type AccountCache, type AccountState } from './accounts.js';
 import { parseUsd, usdString, type Nano } from '../money/index.js';
-import { RechargeFailure, creditRecharge, recordRechargeFailure } from './recharge-outcome.js';
+import { RechargeFailure, creditRecharge, rechargeAudit, recordRechargeFailure } from './recharge-outcome.js';
 
 export interface ChargeResult {
   reference: string;
@@ -209,6 +209,9 @@ export class AutoRecharger {
             },
           ],
           invoices: charge.invoice ? [charge.invoice] : [],
+          audit: [
+            rechargeAudit({ accountId, amountNano: charged, processor: processor.id, reference: charge.reference }),
+          ],
           // An invoice line takes no money until it is written: of the replicas that saw this dip, only the one
           // that finds the balance still below the threshold writes it (the card path claims its row instead).
           ...(charge.invoice ? { whileBelow: { accountId, thresholdNano: settings.autoRecharge.thresholdNano } } : {}),
