@@ -1,6 +1,6 @@
 /** What `tollgate purchases refund` does (the command and its options are in program.ts); only it needs Stripe. */
 import pino from 'pino';
-import { usd } from '../admin/index.js';
+import { operator, usd } from '../admin/index.js';
 import { invalidRequest } from '../errors/index.js';
 import { renderRefund } from '../http/routes/purchases.js';
 import { Reversals, stripeClient } from '../payments/index.js';
@@ -20,7 +20,7 @@ export function refundPurchase(purchase: string, options: RefundPurchaseOptions)
     const amount = options.amount === undefined ? undefined : usd(options.amount, 'amount');
     // Running gateways reload the balance within a second.
     const reversals = new Reversals(ctx.storage, stripeClient(secret_key, api_base), pino({ level: 'warn' }), () => {});
-    const refunded = await reversals.refund(options.account, purchase, amount);
+    const refunded = await reversals.refund(options.account, purchase, amount, operator(null, 'cli').actor);
     const { account } = await ctx.admin.getAccount(options.account);
     if (options.json) return printJson(renderRefund(refunded, account.balanceNano));
     print(

@@ -8,11 +8,12 @@ import Stripe from 'stripe';
 import type { Logger } from 'pino';
 import { GatewayError, invalidRequest } from '../errors/index.js';
 import { usdString, type Nano } from '../money/index.js';
-import type { PaidPayment, Storage } from '../storage/index.js';
+import type { Actor, PaidPayment, Storage } from '../storage/index.js';
 import { idOf, NANO_PER_CENT } from './stripe-client.js';
 import { cents, text } from './stripe-event-shape.js';
 
 const STRIPE = 'stripe';
+const STRIPE_ACTOR: Actor = { type: 'processor', id: STRIPE };
 /** A dispute closed with the money back with the merchant: nothing stays taken back. */
 const DISPUTE_RETURNED = new Set(['won', 'warning_closed']);
 const DISPUTE_CLOSED = new Set(['won', 'lost', 'warning_closed']);
@@ -46,19 +47,23 @@ export class Reversals {
     private readonly onMoved: (accountId: string) => void | Promise<void>,
   ) {}
 
-  /** `charge.refunded`: the charge's `amount_refunded` is the running total of its refunds. */
-  async refunded(charge: Stripe.Charge): Promise<ReversalOutcome | undefined> {
+  /**
+   * `charge.refunded`: the charge's `amount_refunded` is the running total of its refunds. `actor`: who the audit
+   * entry names (Stripe, or the operator whose refund this call applies at once).
+   */
+  async refunded(charge: Stripe.Charge, actor = STRIPE_ACTOR): Promise<ReversalOutcome | undefined> {
     const chargeId = text(charge.id);
     const refunded = cents(charge.amount_refunded);
     if (!chargeId || refunded === undefined) return this.unreadable('charge', charge.id);
     const payment = await this.paymentOf(text(idOf(charge.payment_intent)), charge.currency, chargeId);
     if (!payment) return undefined;
-    return this.apply(payment, {
+    return this.apply(payment, actor, {
       id: `${STRIPE}:refund:${chargeId}`,
       kind: 'refund',
       cents: refunded,
       final: false,
       note: `Stripe refund of charge ${charge.id} (${payment.kind} ${payment.id})`,
+      detail: { charge: chargeId },
     });
   }
 
@@ -69,20 +74,27 @@ export class Reversals {
     if (!disputeId || disputed === undefined || !text(dispute.status)) return this.unreadable('dispute', dispute.id);
     const payment = await this.paymentOf(text(idOf(dispute.payment_intent)), dispute.currency, disputeId);
     if (!payment) return undefined;
-    return this.apply(payment, {
+    return this.apply(payment, STRIPE_ACTOR, {
       id: `${STRIPE}:dispute:${disputeId}`,
       kind: 'dispute',
       cents: DISPUTE_RETURNED.has(dispute.status) ? 0 : disputed,
       final: DISPUTE_CLOSED.has(dispute.status),
       note: `Stripe dispute ${dispute.id} of charge ${idOf(dispute.charge)} (${payment.kind} ${payment.id}), ${dispute.status}`,
+      detail: { dispute: disputeId, status: dispute.status },
     });
   }
 
   /**
    * An operator's refund of a paid purchase through Stripe (`amount` omitted: what is left of it). The debit is
-   * applied from the refunded charge at once; Stripe's `charge.refunded` later finds it applied.
+   * applied from the refunded charge at once; Stripe's `charge.refunded` later finds it applied. `actor`: the
+   * operator (admin API or CLI), named by the refund's audit entry.
    */
-  async refund(accountId: string, purchaseId: string, amountNano?: Nano): Promise<Refunded> {
+  async refund(
+    accountId: string,
+    purchaseId: string,
+    amountNano?: Nano,
+    actor: Actor = { type: 'operator', id: null },
+  ): Promise<Refunded> {
     if (!this.stripe) throw invalidRequest('Refunds go through Stripe, and this gateway has no STRIPE_SECRET_KEY');
     const purchase = await this.storage.purchases.get(purchaseId);
     if (!purchase || purchase.accountId !== accountId)
@@ -124,7 +136,7 @@ export class Reversals {
           'Stripe could not be reached or failed; the refund may not have happened. Its charge.refunded event debits it if it did.',
       });
     }
-    const applied = charge ? await this.refunded(charge) : undefined;
+    const applied = charge ? await this.refunded(charge, actor) : undefined;
     const balanceNano = applied?.balanceNano ?? (await this.balanceOf(accountId));
     return {
       refundId: refund.id,
@@ -137,20 +149,51 @@ export class Reversals {
     };
   }
 
+  /**
+   * `detail`: the processor's object (charge or dispute) and its status, for the `payment.reversal` audit entry,
+   * written only when the reversal changes something (`total`: how much of the payment it asks back in all).
+   */
   private async apply(
     payment: PaidPayment & { reference: string },
-    reversal: { id: string; kind: 'refund' | 'dispute'; cents: number; final: boolean; note: string },
+    actor: Actor,
+    reversal: {
+      id: string;
+      kind: 'refund' | 'dispute';
+      cents: number;
+      final: boolean;
+      note: string;
+      detail: Record<string, string>;
+    },
   ): Promise<ReversalOutcome> {
+    const totalNano = BigInt(reversal.cents) * NANO_PER_CENT;
     const result = await this.storage.ledger.commit({
       entries: [],
+      audit: [
+        {
+          accountId: payment.accountId,
+          actor,
+          action: 'payment.reversal',
+          target: { type: payment.kind, id: payment.id },
+          after: {
+            kind: reversal.kind,
+            total: usdString(totalNano),
+            final: reversal.final,
+            payment: payment.reference,
+            ...reversal.detail,
+          },
+        },
+      ],
       // The writer caps the payment's refunds and disputes together at what it credited.
       paymentReversed: {
-        ...reversal,
+        id: reversal.id,
+        kind: reversal.kind,
+        final: reversal.final,
+        note: reversal.note,
         accountId: payment.accountId,
         processor: STRIPE,
         paymentReference: payment.reference,
         paymentNano: payment.amountNano,
-        totalNano: BigInt(reversal.cents) * NANO_PER_CENT,
+        totalNano,
         at: Date.now(),
       },
     });

@@ -154,6 +154,7 @@ export function adminRoutes(server: FastifyInstance, deps: HttpDeps, guard: Admi
           id,
           purchase,
           amount === undefined ? undefined : usd(amount, 'amount'),
+          operator(request.ip).actor,
         );
         return renderRefund(refunded, refunded.balanceNano);
       },
