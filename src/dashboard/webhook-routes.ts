@@ -41,6 +41,11 @@ export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
     return reply.code(201).send({ ...renderWebhook(webhook), secret: webhook.secret });
   });
 
+  scope.patch('/api/webhooks/:id', { schema: params }, async (request) => {
+    const { accountId, webhooks, actor } = await owner(request);
+    return renderWebhook(await webhooks.update(accountId, request.params.id, request.body, actor));
+  });
+
   scope.delete('/api/webhooks/:id', { schema: params }, async (request) => {
     const { accountId, webhooks, actor } = await owner(request);
     await webhooks.delete(accountId, request.params.id, actor);
