@@ -59,6 +59,7 @@ const ROUTES: Record<string, { access: Access; body?: unknown }> = {
   'GET /api/recharges': { access: BILLING },
   'GET /api/webhooks': { access: MANAGERS },
   'POST /api/webhooks': { access: MANAGERS, body: {} },
+  'PATCH /api/webhooks/:id': { access: MANAGERS, body: { description: 'matrix' } },
   'DELETE /api/webhooks/:id': { access: MANAGERS },
   'POST /api/webhooks/:id/test': { access: MANAGERS },
   'GET /api/webhooks/deliveries': { access: MANAGERS },
