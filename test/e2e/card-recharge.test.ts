@@ -314,6 +314,15 @@ describeEach(DIALECTS)('auto-recharge by saved card (%s)', (dialect) => {
     expect((await user.dashboard.request('GET', '/overview')).body.billing.auto_recharge.disabled_reason).toBe(
       shown.disabled_reason,
     );
+    // Turning it off is a settings change by tollgate, in the audit log with the reason.
+    const settingsChanges = (await user.dashboard.request('GET', '/audit?action=settings.update')).body.data;
+    const bySystem = settingsChanges.filter((e: { actor: { type: string } }) => e.actor.type === 'system');
+    expect(bySystem.map((e: { actor: unknown; after: unknown }) => [e.actor, e.after])).toEqual([
+      [
+        { type: 'system', id: null, email: null },
+        { auto_recharge: { enabled: false, disabled_reason: shown.disabled_reason } },
+      ],
+    ]);
 
     // Off: a further debit charges nothing. Turned on again, the reason is gone and the count starts over.
     await spend(gw.url, user.key);
