@@ -115,8 +115,12 @@ export class Authenticator {
     for (const fingerprint of this.inUse) {
       const entry = this.cache.get(fingerprint);
       if (!entry || entry.expires <= now) this.inUse.delete(fingerprint);
-      else if (entry.expires - now < this.ttlMs / 2) {
+      // Half-way give or take half a tick: an entry filled on a tick would otherwise sit exactly at half-way on a
+      // later tick, wait for the next one and be refreshed with a quarter of its life left.
+      else if (entry.expires - now < this.ttlMs / 2 + this.ttlMs / 8) {
         this.inUse.delete(fingerprint);
+        // A use while the lookup runs marks it again, and the refreshed entry keeps that mark.
+        entry.used = false;
         due.push([fingerprint, entry.hash]);
       }
     }
@@ -128,8 +132,10 @@ export class Authenticator {
         const generation = this.generation;
         const found = await this.options.storage.keys.getByHashes(batch.map(([, hash]) => hash));
         if (generation !== this.generation) continue;
-        for (const [fingerprint, hash] of batch)
-          this.remember(fingerprint, { hash, key: found.get(hash), expires: started + this.ttlMs, used: false });
+        for (const [fingerprint, hash] of batch) {
+          const used = this.cache.get(fingerprint)?.used ?? false;
+          this.remember(fingerprint, { hash, key: found.get(hash), expires: started + this.ttlMs, used });
+        }
       }
     } catch {
       // Unrefreshed entries expire; the next request for such a key looks it up itself.
