@@ -1,14 +1,15 @@
 // Bundles the dashboard (web/) into dist/web: hashed, minified assets and the HTML shell that names them.
 // Runs as part of `npm run build`; no network, no CDN. Importable for tests: `await buildDashboard()`.
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-export async function buildDashboard({ outDir = join(root, 'dist', 'web') } = {}) {
-  await rm(outDir, { recursive: true, force: true });
+export async function buildDashboard({ outDir: finalDir = join(root, 'dist', 'web') } = {}) {
+  // Built beside the bundle in use and swapped in at the end: a running gateway never reads a half-written one.
+  const outDir = `${finalDir}.${process.pid}-${Date.now()}`;
   const result = await build({
     absWorkingDir: root,
     entryPoints: { app: 'web/src/main.ts', styles: 'web/styles.css' },
@@ -33,7 +34,12 @@ export async function buildDashboard({ outDir = join(root, 'dist', 'web') } = {}
     .replace('%APP_CSS%', `/dashboard/assets/${names['web/styles.css']}`);
   await mkdir(outDir, { recursive: true });
   await writeFile(join(outDir, 'index.html'), html);
-  return outDir;
+  const old = `${outDir}.old`;
+  await rename(finalDir, old).catch(() => undefined);
+  // A build running at the same time may have put its bundle in place first: that one stays.
+  await rename(outDir, finalDir).catch(() => rm(outDir, { recursive: true, force: true }));
+  await rm(old, { recursive: true, force: true });
+  return finalDir;
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
