@@ -10,7 +10,7 @@ import { QueryValue, single, typed } from '../http/routes/typed.js';
 import type { Environment } from '../storage/index.js';
 import { overview, usageHistory } from './overview.js';
 import type { Capability } from '../auth/index.js';
-import type { Sessions } from './session.js';
+import { userActor, type Sessions } from './session.js';
 
 const SettingsPatch = Type.Object(
   {
@@ -79,8 +79,10 @@ export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
       autoRecharge === undefined || Object.keys(rest).length > 0 ? 'settings' : 'billing',
     );
     const { userId } = await sessions.require(request);
-    const actor = { type: 'user' as const, id: userId, ip: request.ip };
-    await deps.admin.updateOwnSettings(account.id, request.body, { actor, ownerUserId: userId });
+    await deps.admin.updateOwnSettings(account.id, request.body, {
+      actor: userActor(request, userId),
+      ownerUserId: userId,
+    });
     const updated = (await deps.storage.accounts.get(account.id))!;
     return overview(deps.storage, deps.config, deps.processors, updated, deps.limitsFor(updated), 'live');
   });
@@ -91,7 +93,7 @@ export function accountRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
     if (normalizeEmail(request.body.confirm) !== account.email)
       throw invalidRequest(`Type the account's email, ${account.email}, to confirm closing it`, 'confirm');
     const { userId } = await sessions.require(request);
-    const closing = await deps.admin.closeAccount(account.id, { type: 'user', id: userId, ip: request.ip });
+    const closing = await deps.admin.closeAccount(account.id, userActor(request, userId));
     const [next] = await deps.storage.members.accountsOf(userId);
     if (next) await sessions.switchAccount(request, next.accountId);
     else await sessions.end(request, reply);

@@ -17,7 +17,7 @@ import type { Invitation } from '../storage/index.js';
 import { newId } from '../storage/values.js';
 import { invitationMail, smtpMailer } from './mail.js';
 import { hashPassword, PASSWORD_MAX, passwordWeakness } from './passwords.js';
-import type { Sessions } from './session.js';
+import { userActor, type Sessions } from './session.js';
 
 const TTL_MS = 7 * 24 * 3_600_000;
 const InviteBody = Type.Object(
@@ -87,7 +87,7 @@ export function invitationRoutes(app: FastifyInstance, deps: HttpDeps, sessions:
       await changes.invitations.insert({ ...invitation, tokenHash: sha256(token) });
       await changes.audit.record({
         accountId: user.accountId,
-        actor: { type: 'user', id: user.userId, ip: request.ip },
+        actor: userActor(request, user.userId),
         action: 'member.invite',
         target: { type: 'invitation', id: invitation.id },
         before: null,
@@ -115,7 +115,7 @@ export function invitationRoutes(app: FastifyInstance, deps: HttpDeps, sessions:
       await changes.invitations.revoke(invitation.id, now);
       await changes.audit.record({
         accountId: user.accountId,
-        actor: { type: 'user', id: user.userId, ip: request.ip },
+        actor: userActor(request, user.userId),
         action: 'member.invite_revoke',
         target: { type: 'invitation', id: invitation.id },
         before: { email: invitation.email, role: invitation.role },
@@ -160,7 +160,7 @@ export function invitationRoutes(app: FastifyInstance, deps: HttpDeps, sessions:
         if (await changes.members.add(invitation.accountId, userId, invitation.role, now)) {
           await changes.audit.record({
             accountId: invitation.accountId,
-            actor: { type: 'user', id: userId, ip: request.ip },
+            actor: userActor(request, userId),
             action: 'member.join',
             target: { type: 'member', id: userId },
             before: null,

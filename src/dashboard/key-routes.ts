@@ -12,13 +12,13 @@ import { renderKey, renderUsage } from '../http/render.js';
 import { IdParams, typed } from '../http/routes/typed.js';
 import { keyUsageOf } from '../reports/index.js';
 import type { KeyRecord } from '../storage/index.js';
-import type { Sessions, SignedIn } from './session.js';
+import { userActor, type Sessions, type SignedIn } from './session.js';
 
 export function keyRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
   const scope = typed(app);
 
   const authorOf = (user: SignedIn, request: FastifyRequest): KeyAuthor => ({
-    actor: { type: 'user', id: user.userId, ip: request.ip },
+    actor: userActor(request, user.userId),
     ownerUserId: user.userId,
     grantable: keyPermissionsOf(user.role),
   });

@@ -12,7 +12,7 @@ import { GatewayError, invalidRequest } from '../errors/index.js';
 import type { HttpDeps } from '../http/index.js';
 import { typed } from '../http/routes/typed.js';
 import type { Changes } from '../storage/index.js';
-import type { Sessions, SignedIn } from './session.js';
+import { userActor, type Sessions, type SignedIn } from './session.js';
 
 const UserParams = Type.Object({ user_id: Type.String({ minLength: 1, maxLength: 100 }) });
 const RoleBody = Type.Object({ role: Type.String() }, { additionalProperties: false });
@@ -22,11 +22,6 @@ const LAST_OWNER = 'An account needs an owner: make another member an owner firs
 export function memberRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Sessions): void {
   const scope = typed(app);
   const lock = deps.storage.dialect === 'postgres';
-  const actor = (request: FastifyRequest, user: SignedIn) => ({
-    type: 'user' as const,
-    id: user.userId,
-    ip: request.ip,
-  });
 
   /** The member `userId` of the account, inside the change (404 when not a member). */
   async function memberOf(changes: Changes, accountId: string, userId: string) {
@@ -52,7 +47,7 @@ export function memberRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
       revoked.push(key.id);
       await changes.audit.record({
         accountId: user.accountId,
-        actor: actor(request, user),
+        actor: userActor(request, user.userId),
         action: 'key.revoke',
         target: { type: 'key', id: key.id },
         before: keyAuditView(key),
@@ -91,7 +86,7 @@ export function memberRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
         await changes.members.setRole(user.accountId, userId, role);
         await changes.audit.record({
           accountId: user.accountId,
-          actor: actor(request, user),
+          actor: userActor(request, user.userId),
           action: 'member.role',
           target: { type: 'member', id: userId },
           before: { email: member.email, role: member.role },
@@ -113,7 +108,7 @@ export function memberRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
       const keyIds = await removeMember(changes, request, user, userId);
       await changes.audit.record({
         accountId: user.accountId,
-        actor: actor(request, user),
+        actor: userActor(request, user.userId),
         action: userId === user.userId ? 'member.leave' : 'member.remove',
         target: { type: 'member', id: userId },
         before: { email: member.email, role: member.role },
@@ -134,7 +129,7 @@ export function memberRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Ses
       const keyIds = await removeMember(changes, request, user, user.userId);
       await changes.audit.record({
         accountId: user.accountId,
-        actor: actor(request, user),
+        actor: userActor(request, user.userId),
         action: 'member.leave',
         target: { type: 'member', id: user.userId },
         before: { email: member.email, role: member.role },

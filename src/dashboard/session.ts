@@ -9,7 +9,7 @@ import type { CookieSerializeOptions } from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors/index.js';
 import { requireCapability, type Capability } from '../auth/index.js';
-import { userIdOf, type Role, type Storage } from '../storage/index.js';
+import { userIdOf, type Actor, type Role, type Storage } from '../storage/index.js';
 
 export const SESSION_COOKIE = 'tg_session';
 export const ANONYMOUS_COOKIE = 'tg_csrf';
@@ -23,6 +23,11 @@ export interface SignedIn {
   role: Role;
   csrfToken: string;
   tokenHash: string;
+}
+
+/** The signed-in person as the audit log's actor of a change made over this request. */
+export function userActor(request: FastifyRequest, userId: string): Actor {
+  return { type: 'user', id: userId, ip: request.ip };
 }
 
 const token = () => randomBytes(32).toString('base64url');

@@ -10,7 +10,7 @@ import { IdParams, PageQuery, QueryValue, typed } from '../http/routes/typed.js'
 import { renderDelivery, renderWebhook } from '../http/routes/webhooks.js';
 import type { DeliveryRecord } from '../storage/index.js';
 import { parsePage } from '../webhooks/index.js';
-import type { Sessions } from './session.js';
+import { userActor, type Sessions } from './session.js';
 
 const DeliveryQuery = Type.Object({ limit: QueryValue, status: QueryValue });
 
@@ -25,7 +25,7 @@ export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, sessions: Se
   async function owner(request: FastifyRequest) {
     const { accountId, userId } = await sessions.require(request, 'webhooks');
     if (!deps.webhooks) throw new GatewayError('not_found', { message: 'Webhooks are not enabled on this gateway' });
-    return { accountId, webhooks: deps.webhooks, actor: { type: 'user' as const, id: userId, ip: request.ip } };
+    return { accountId, webhooks: deps.webhooks, actor: userActor(request, userId) };
   }
   const params = { params: IdParams };
 
