@@ -18,11 +18,11 @@ export interface ClosedAccount {
 export async function closeAccount(storage: Storage, accountId: string, actor: Actor): Promise<ClosedAccount> {
   const now = Date.now();
   return storage.atomically(async (tx) => {
-    if (!(await tx.accounts.get(accountId)))
-      throw new GatewayError('not_found', { message: `No account ${accountId}` });
     // First, so that a concurrent closing or key creation waits for this one on PostgreSQL.
-    if (!(await tx.accounts.close(accountId, now))) throw invalidRequest(`Account ${accountId} is already closed`);
-    const account = (await tx.accounts.get(accountId))!;
+    const closedNow = await tx.accounts.close(accountId, now);
+    const account = await tx.accounts.get(accountId);
+    if (!account) throw new GatewayError('not_found', { message: `No account ${accountId}` });
+    if (!closedNow) throw invalidRequest(`Account ${accountId} is already closed`);
 
     const keys = (await tx.keys.listByAccount(accountId)).filter((k) => k.revokedAt === null);
     for (const key of keys) await tx.keys.revoke(key.id, now);
