@@ -101,20 +101,19 @@ export async function recordRechargeFailure(
     autoRecharge.disabledReason = `Turned off after ${failures} failed recharges in a row; the last: ${failure.message}. Update your payment method, then turn it on again.`;
   }
   const settings = { ...account.settings, autoRecharge };
-  const updated = disable
-    ? await storage.atomically(async (tx) => {
-        const changed = await tx.accounts.update(accountId, { settings });
-        await tx.audit.record({
-          accountId,
-          actor: { type: 'system', id: null },
-          action: 'settings.update',
-          target: { type: 'account', id: accountId },
-          before: { auto_recharge: { enabled: true } },
-          after: { auto_recharge: { enabled: false, disabled_reason: autoRecharge.disabledReason } },
-        });
-        return changed;
-      })
-    : await storage.accounts.update(accountId, { settings });
+  const updated = await storage.atomically(async (tx) => {
+    const changed = await tx.accounts.update(accountId, { settings });
+    if (disable)
+      await tx.audit.record({
+        accountId,
+        actor: { type: 'system', id: null },
+        action: 'settings.update',
+        target: { type: 'account', id: accountId },
+        before: { auto_recharge: { enabled: true } },
+        after: { auto_recharge: { enabled: false, disabled_reason: autoRecharge.disabledReason } },
+      });
+    return changed;
+  });
   await beforeEvent?.(updated);
   if (events?.wants('credit.recharge_failed', accountId)) {
     const rows = durableRows(events, {
