@@ -51,13 +51,12 @@ const list = (items: DeliveryRecord[], limit: number) => ({
 
 export function webhookRoutes(app: FastifyInstance, deps: HttpDeps, webhooks: WebhookService): void {
   const server = typed(app);
-  const account = async (request: FastifyRequest, reply: FastifyReply) =>
-    (await admitRead(deps, request, reply, 'manage')).accountId;
   /** The calling key's account and the key as the audit log's actor. */
   const caller = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = await admitRead(deps, request, reply, 'manage');
     return { accountId: key.accountId, actor: { type: 'key' as const, id: key.id, ip: request.ip } };
   };
+  const account = async (request: FastifyRequest, reply: FastifyReply) => (await caller(request, reply)).accountId;
   const params = { params: IdParams };
 
   server.post('/v1/webhooks', async (request, reply) => {
