@@ -3,52 +3,13 @@
  * (management keys included); a member only its own, and only project and read-only ones; billing has no keys. Each
  * change is audited as the signed-in user. On SQLite and PostgreSQL.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
-import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { Role } from '../../src/storage/index.js';
 import { describeEach } from '../support/backends.js';
 import { DIALECTS } from '../support/databases.js';
 import { startGateway, type TestGateway } from '../support/gateway.js';
 import { DashboardClient, uniqueEmail } from './client.js';
-
-/** Makes `userId` a member of `accountId` with `role` (the row an accepted invitation writes). */
-async function addMember(gateway: TestGateway, accountId: string, userId: string, role: Role): Promise<void> {
-  const values = [accountId, userId, role, Date.now()];
-  const insert = 'INSERT INTO members (account_id, user_id, role, created_at) VALUES';
-  const { databaseUrl, dataDir } = gateway.database;
-  if (databaseUrl) {
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    await client.query(`${insert} ($1, $2, $3, $4)`, values).finally(() => client.end());
-    return;
-  }
-  const db = new Database(join(dataDir, 'tollgate.db'));
-  db.pragma('busy_timeout = 5000');
-  db.prepare(`${insert} (?, ?, ?, ?)`).run(...values);
-  db.close();
-}
-
-/** A dashboard client signed in as `userId`, looking at `accountId`. */
-async function sessionAs(gateway: TestGateway, accountId: string, userId: string): Promise<DashboardClient> {
-  const client = new DashboardClient(gateway.url);
-  const cookie = randomBytes(32).toString('base64url');
-  const csrf = randomBytes(32).toString('base64url');
-  const now = Date.now();
-  await gateway.app.storage.users.createSession({
-    tokenHash: createHash('sha256').update(cookie).digest('hex'),
-    accountId,
-    userId,
-    csrfToken: csrf,
-    createdAt: now,
-    expiresAt: now + 3_600_000,
-  });
-  client.cookies.set('tg_session', cookie);
-  client.csrf = csrf;
-  return client;
-}
+import { addMember, sessionAs } from './team.js';
 
 describeEach(DIALECTS)('dashboard key rules per role on %s', (dialect) => {
   let gateway: TestGateway;
